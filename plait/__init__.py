@@ -1,0 +1,16 @@
+"""plait: NumPy-style array programs compiled to fused native code, with autodiff.
+
+Three ways in over one IR: ``plait.jit`` (tracing), ``plait.jit(f, autograph=True)``
+(Python control flow compiled), and lazy arrays. See README.md and ARCHITECTURE.md.
+"""
+from plait import errors
+from plait.config import config
+from plait.runtime import Array, device_put, devices
+from plait.runtime import metrics
+from plait import lax
+from plait import numpy
+from plait import tree_util
+from plait.api_jit import jit, make_graph
+from plait.core.graph import check_graph
+
+__version__ = "0.1.0"

@@ -1,0 +1,365 @@
+"""``jit``: trace once per input signature, cache, compile, run.
+
+The cache key is the pytree structure of the dynamic arguments, each leaf's
+(shape, dtype, weak_type), and the values of static arguments. At the top level
+(no active transformation) a call goes straight to the cached executable. Under
+a transformation (``grad(jit(f))``, ``jit`` inside ``jit``) the call binds
+``jit_call`` with the staged sub-graph, so outer interpreters see one primitive.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import time
+import weakref
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from plait.config import config
+from plait.core import trace as _trace
+from plait.core.aval import ShapedArray
+from plait.core.call import jit_call_p
+from plait.core.graph import ClosedGraph, Graph, closure_convert
+from plait.core.printer import pp_graph
+from plait.core.pytree import tree_flatten, tree_unflatten, leaf_paths, TreeDef
+from plait.core.staging import trace_to_graph
+from plait.core.trace import Tracer, get_aval, concrete_value
+from plait.errors import StaticArgumentError, PlaitTypeError
+from plait.runtime import metrics
+from plait.runtime.array import Array
+
+log = logging.getLogger("plait")
+
+
+def _fun_name(f) -> str:
+    name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
+    code = getattr(f, "__code__", None)
+    if code is not None:
+        return f"{name} ({code.co_filename}:{code.co_firstlineno})"
+    return name
+
+
+def leaf_aval(x, path: str, fname: str) -> ShapedArray:
+    """The abstract value of one dynamic argument leaf, or a clear error."""
+    try:
+        return get_aval(x)
+    except PlaitTypeError:
+        raise PlaitTypeError(
+            f"argument {path or '<arg>'} of {fname} is a {type(x).__name__}, which is not an "
+            f"array. Pass arrays (or pytrees of arrays) as dynamic arguments, or mark this "
+            f"argument static with static_argnums/static_argnames.") from None
+
+
+class _Entry:
+    __slots__ = ("closed", "out_tree", "executable", "call_graph")
+
+    def __init__(self, closed: ClosedGraph, out_tree: TreeDef):
+        self.closed = closed
+        self.out_tree = out_tree
+        self.executable = None
+        self.call_graph = None
+
+
+class Jitted:
+    """A function compiled on first call for each new input signature."""
+
+    def __init__(self, fun: Callable, static_argnums: int | Sequence[int] = (),
+                 static_argnames: str | Sequence[str] = (), backend: str | None = None,
+                 autograph: bool = False):
+        if autograph:
+            from plait.transforms.autograph import autograph as _convert
+            fun = _convert(fun)
+        self.fun = fun
+        functools.update_wrapper(self, fun, updated=())
+        self.static_argnums = ((static_argnums,) if isinstance(static_argnums, int)
+                               else tuple(static_argnums))
+        self.static_argnames = ((static_argnames,) if isinstance(static_argnames, str)
+                                else tuple(static_argnames))
+        self.backend = backend
+        self._cache: dict = {}
+        self._name = _fun_name(fun)
+        try:
+            self._sig = inspect.signature(fun)
+        except (TypeError, ValueError):
+            self._sig = None
+        if self._sig is not None and self.static_argnames:
+            params = list(self._sig.parameters)
+            nums = set(self.static_argnums)
+            for n in self.static_argnames:
+                if n in params and self._sig.parameters[n].kind in (
+                        inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.POSITIONAL_ONLY):
+                    nums.add(params.index(n))
+            self.static_argnums = tuple(sorted(nums))
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def __repr__(self):
+        return f"<plait.jit of {self._name}>"
+
+    # -- signature ----------------------------------------------------------------
+    def _split(self, args, kwargs):
+        n = len(args)
+        statics = []
+        for i in self.static_argnums:
+            j = i if i >= 0 else n + i
+            if j < n:
+                statics.append((i, args[j]))
+        dyn_args = tuple(a for i, a in enumerate(args) if i not in
+                         {(k if k >= 0 else n + k) for k in self.static_argnums})
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+        static_kw = tuple(sorted((k, v) for k, v in kwargs.items() if k in self.static_argnames))
+        static_key = (tuple(statics), static_kw)
+        try:
+            hash(static_key)
+        except TypeError:
+            bad = [(i, v) for i, v in list(statics) + list(static_kw) if not _hashable(v)]
+            raise StaticArgumentError(
+                f"static argument {bad[0][0]!r} of {self._name} has unhashable type "
+                f"{type(bad[0][1]).__name__}; static arguments are part of the cache key and "
+                f"must be hashable (use a tuple instead of a list, or make it a dynamic "
+                f"array argument)") from None
+        return dyn_args, dyn_kwargs, statics, static_kw, static_key
+
+    def _rebuild(self, statics, static_kw, n_total):
+        def call(dyn_args, dyn_kwargs):
+            args = list(dyn_args)
+            for i, v in sorted(((i if i >= 0 else n_total + i), v) for i, v in statics):
+                args.insert(i, v)
+            kw = dict(dyn_kwargs)
+            kw.update(static_kw)
+            return self.fun(*args, **kw)
+        return call
+
+    def _signature(self, args, kwargs):
+        dyn_args, dyn_kwargs, statics, static_kw, static_key = self._split(args, kwargs)
+        leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
+        avals = []
+        for x in leaves:
+            try:
+                avals.append(get_aval(x))
+            except PlaitTypeError:
+                paths = self._paths(in_tree)
+                avals.append(leaf_aval(x, paths[len(avals)], self._name))
+        key = (in_tree, tuple(avals), static_key)
+        return leaves, avals, key, (statics, static_kw, len(args)), in_tree
+
+    def _paths(self, in_tree: TreeDef) -> list[str]:
+        names = None
+        if self._sig is not None:
+            names = [p for p in self._sig.parameters]
+        raw = leaf_paths(in_tree)
+        out = []
+        for p in raw:   # p looks like "[0][i]..." (args) or "[1]['k']..." (kwargs)
+            if p.startswith("[0]["):
+                rest = p[4:]
+                idx, _, tail = rest.partition("]")
+                nm = names[int(idx)] if names and int(idx) < len(names) else f"args[{idx}]"
+                out.append(nm + tail)
+            elif p.startswith("[1]["):
+                rest = p[4:]
+                k, _, tail = rest.partition("]")
+                out.append(k.strip("'") + tail)
+            else:
+                out.append(p)
+        return out
+
+    # -- tracing and compiling --------------------------------------------------------
+    def _trace(self, avals, in_tree, static_info, key) -> _Entry:
+        statics, static_kw, n_total = static_info
+        call = self._rebuild(statics, static_kw, n_total)
+        out_tree_box = []
+
+        def flat_fun(*leaves):
+            dyn_args, dyn_kwargs = tree_unflatten(in_tree, leaves)
+            out = call(dyn_args, dyn_kwargs)
+            out_leaves, out_tree = tree_flatten(out)
+            out_tree_box.append(out_tree)
+            for o in out_leaves:
+                if not _is_arraylike(o):
+                    raise PlaitTypeError(
+                        f"{self._name} returned a {type(o).__name__}; jitted functions must "
+                        f"return arrays or pytrees of arrays")
+            return out_leaves
+
+        if config.log_compiles:
+            log.warning("plait: tracing %s: %s", self._name, self._miss_reason(key, in_tree))
+        t0 = time.perf_counter()
+        closed, _ = trace_to_graph(flat_fun, avals, description=f"jit of {self._name}",
+                                   name=getattr(self.fun, "__name__", ""))
+        metrics.bump("traces")
+        metrics.bump("trace_time_s", time.perf_counter() - t0)
+        from plait.passes import optimize
+        closed = optimize(closed)
+        if config.checks:
+            from plait.core.graph import check_graph
+            check_graph(closed.graph)
+        return _Entry(closed, out_tree_box[-1])
+
+    def _miss_reason(self, key, in_tree) -> str:
+        if not self._cache:
+            return "first call (the function is new)"
+        paths = self._paths(in_tree)
+        best, best_diff = None, None
+        for old in self._cache:
+            if old[0] != key[0]:
+                continue
+            diff = [(p, a, b) for p, a, b in zip(paths, old[1], key[1]) if a != b]
+            if best_diff is None or len(diff) < len(best_diff):
+                best, best_diff = old, diff
+        if best is None:
+            old = next(iter(self._cache))
+            return (f"the argument structure changed from {old[0]} to {key[0]}")
+        if best_diff:
+            return "; ".join(f"argument {p} changed from {a.str_short()} to {b.str_short()}"
+                             for p, a, b in best_diff)
+        if best[2] != key[2]:
+            return f"static arguments changed from {best[2]} to {key[2]}"
+        return "cache miss"
+
+    def _entry(self, avals, in_tree, static_info, key) -> _Entry:
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = self._trace(avals, in_tree, static_info, key)
+            self._cache[key] = entry
+        else:
+            metrics.bump("cache_hits")
+        return entry
+
+    def _compile(self, entry: _Entry):
+        if entry.executable is None:
+            from plait.backends import compile as backend_compile
+            t0 = time.perf_counter()
+            backend = self.backend or config.backend
+            if config.log_compiles:
+                log.warning("plait: compiling %s with the %s backend", self._name, backend)
+            entry.executable = backend_compile(entry.closed, backend)
+            metrics.bump("compiles")
+            metrics.bump("compile_time_s", time.perf_counter() - t0)
+        return entry.executable
+
+    # -- calling -----------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        leaves, avals, key, static_info, in_tree = self._signature(args, kwargs)
+        entry = self._entry(avals, in_tree, static_info, key)
+        stack = _trace.cur_stack()
+        if len(stack) == 1 and not any(isinstance(x, Tracer) for x in leaves):
+            exe = self._compile(entry)
+            outs = exe(*[concrete_value(x) for x in leaves])
+            outs = [Array(o, a.weak_type) for o, a in zip(outs, entry.closed.out_avals)]
+            metrics.bump("executions")
+            return tree_unflatten(entry.out_tree, outs)
+        if entry.call_graph is None:
+            entry.call_graph = closure_convert(entry.closed)
+        outs = jit_call_p.bind(*entry.closed.consts, *leaves, graph=entry.call_graph,
+                               name=getattr(self.fun, "__name__", "fn"))
+        return tree_unflatten(entry.out_tree, outs)
+
+    def lower(self, *args, **kwargs) -> "Lowered":
+        """Trace for these arguments (shapes/dtypes matter) without running."""
+        leaves, avals, key, static_info, in_tree = self._signature(args, kwargs)
+        entry = self._entry(avals, in_tree, static_info, key)
+        return Lowered(self, entry)
+
+    def trace_graph(self, *args, **kwargs) -> ClosedGraph:
+        """The optimized closed graph for these arguments."""
+        return self.lower(*args, **kwargs).closed
+
+
+def _is_arraylike(x) -> bool:
+    return isinstance(x, (Tracer, Array, np.ndarray, np.generic, bool, int, float, complex))
+
+
+def _hashable(v) -> bool:
+    try:
+        hash(v)
+        return True
+    except TypeError:
+        return False
+
+
+class Lowered:
+    """A traced function: print its stages or compile it."""
+
+    def __init__(self, jitted: Jitted, entry: _Entry):
+        self._jitted = jitted
+        self._entry = entry
+
+    @property
+    def closed(self) -> ClosedGraph:
+        return self._entry.closed
+
+    def as_text(self, stage: str = "graph") -> str:
+        """Text of a stage: ``graph`` (the optimized graph the backend receives)."""
+        if stage in ("graph", "optimized"):
+            return pp_graph(self._entry.closed)
+        from plait.errors import PlaitValueError
+        raise PlaitValueError(f"unknown stage {stage!r}; available: 'graph', 'optimized'")
+
+    def compile(self) -> "Compiled":
+        return Compiled(self._jitted, self._entry)
+
+
+class Compiled:
+    """A compiled executable for one signature."""
+
+    def __init__(self, jitted: Jitted, entry: _Entry):
+        self._jitted = jitted
+        self._entry = entry
+        self.executable = jitted._compile(entry)
+
+    def __call__(self, *args, **kwargs):
+        return self._jitted(*args, **kwargs)
+
+    def as_text(self) -> str:
+        return self.executable.as_text()
+
+
+def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = (),
+        static_argnames: str | Sequence[str] = (), backend: str | None = None,
+        autograph: bool = False):
+    """Compile ``fun``: trace once per input signature, cache, and run the executable.
+
+    Usable as ``jit(f)``, ``@jit`` or ``@jit(static_argnums=...)``.
+    """
+    if fun is None:
+        return lambda f: Jitted(f, static_argnums, static_argnames, backend, autograph)
+    return Jitted(fun, static_argnums, static_argnames, backend, autograph)
+
+
+def make_graph(fun: Callable, static_argnums: int | Sequence[int] = ()):
+    """``make_graph(f)(*args)`` returns the (unoptimized) closed graph of ``f`` on args."""
+    def wrapped(*args, **kwargs):
+        j = Jitted(fun, static_argnums)
+        leaves, avals, key, static_info, in_tree = j._signature(args, kwargs)
+        statics, static_kw, n_total = static_info
+        call = j._rebuild(statics, static_kw, n_total)
+
+        def flat_fun(*ls):
+            a, k = tree_unflatten(in_tree, ls)
+            return tree_flatten(call(a, k))[0]
+        closed, _ = trace_to_graph(flat_fun, avals, description=f"make_graph of {j._name}",
+                                   name=getattr(fun, "__name__", ""))
+        return closed
+    return wrapped
+
+
+# jit_call's eager implementation: compile the sub-graph once (cached per graph object).
+_CALL_CACHE: "weakref.WeakKeyDictionary[Graph, Any]" = weakref.WeakKeyDictionary()
+
+
+def _jit_call_impl(*args, graph: Graph, name: str):
+    exe = _CALL_CACHE.get(graph)
+    if exe is None:
+        from plait.backends import compile as backend_compile
+        exe = backend_compile(ClosedGraph(graph, []), config.backend)
+        _CALL_CACHE[graph] = exe
+        metrics.bump("compiles")
+    return exe(*args)
+
+
+jit_call_p.def_impl(_jit_call_impl)

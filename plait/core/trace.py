@@ -1,0 +1,329 @@
+"""Tracers and the trace stack: how ``bind`` decides which interpreter runs a primitive.
+
+Interpreters (eval, graph staging, jvp, vmap, ...) are ``Trace`` subclasses. Each
+active transformation owns a ``MainTrace`` on a stack; a tracer belongs to one
+main. ``bind`` sends a primitive to the innermost (highest-level) main among its
+arguments, raising lower-level values into it first. While ``jit`` stages a
+function, its main is *dynamic*: every primitive is staged, even one whose
+inputs are all constants.
+
+Concrete arrays are not defined here: ``plait.runtime`` registers its ``Array``
+type with :func:`register_concrete_type`.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from plait.core.aval import ShapedArray, aval_of
+from plait.core.array_methods import ArrayMethods
+from plait.errors import (TracerArrayConversionError, TracerBoolConversionError,
+                          TracerIntegerConversionError, UnexpectedTracerError,
+                          PlaitTypeError)
+
+
+class MainTrace:
+    """One active transformation: its level on the stack, trace class, and payload."""
+
+    __slots__ = ("level", "trace_type", "payload", "alive", "description")
+
+    def __init__(self, level: int, trace_type: type, payload: Any = None,
+                 description: str = ""):
+        self.level = level
+        self.trace_type = trace_type
+        self.payload = payload
+        self.alive = True
+        self.description = description
+
+    def with_trace(self) -> "Trace":
+        return self.trace_type(self)
+
+    def __repr__(self):
+        return f"MainTrace({self.level}, {self.trace_type.__name__})"
+
+
+class Trace:
+    """An interpreter for primitives applied to its tracers."""
+
+    __slots__ = ("main",)
+
+    def __init__(self, main: MainTrace):
+        self.main = main
+
+    def pure(self, val) -> "Tracer":
+        """Wrap a concrete value (not a tracer) as a tracer of this trace."""
+        raise NotImplementedError
+
+    def lift(self, tracer: "Tracer") -> "Tracer":
+        """Wrap a tracer of a lower-level trace as a tracer of this trace."""
+        raise NotImplementedError
+
+    def process_primitive(self, prim, tracers, params):
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"{type(self).__name__}(level={self.main.level})"
+
+
+class Tracer(ArrayMethods):
+    """A stand-in for an array during a transformation; knows its abstract value."""
+
+    __slots__ = ("_trace",)
+    __array_priority__ = 1000
+
+    @property
+    def aval(self) -> ShapedArray:
+        raise NotImplementedError
+
+    def full_lower(self):
+        """The simplest equivalent value (a lower-level value when possible)."""
+        return self
+
+    @property
+    def shape(self):
+        return self.aval.shape
+
+    @property
+    def dtype(self):
+        return self.aval.dtype
+
+    @property
+    def ndim(self):
+        return self.aval.ndim
+
+    @property
+    def size(self):
+        return self.aval.size
+
+    @property
+    def weak_type(self):
+        return self.aval.weak_type
+
+    def __len__(self):
+        if not self.aval.shape:
+            raise PlaitTypeError("len() of a 0-d array")
+        return self.aval.shape[0]
+
+    def __iter__(self):
+        if not self.aval.shape:
+            raise PlaitTypeError("iteration over a 0-d array")
+        return iter([self[i] for i in range(self.aval.shape[0])])
+
+    def _concrete_needed(self, what: str):
+        return (f"{what} was called on a traced array of type {self.aval.str_short()} "
+                f"(a value that only exists when the compiled function runs; "
+                f"{self._trace.main.description or 'a transformation'} is tracing it).")
+
+    def __bool__(self):
+        raise TracerBoolConversionError(
+            self._concrete_needed("bool()") +
+            " Python `if`, `while`, `and`, `or` and `not` need a concrete value. "
+            "Use plait.numpy.where or plait.lax.cond/while_loop for data-dependent "
+            "choices, pass the value as a static argument (jit(f, static_argnums=...)), "
+            "or compile Python control flow with jit(f, autograph=True).")
+
+    def _int_error(self, what):
+        raise TracerIntegerConversionError(
+            self._concrete_needed(what) +
+            " Its value is not known while tracing. Use it as an array, or mark the "
+            "argument static with jit(f, static_argnums=...).")
+
+    def __int__(self):
+        self._int_error("int()")
+
+    def __float__(self):
+        self._int_error("float()")
+
+    def __complex__(self):
+        self._int_error("complex()")
+
+    def __index__(self):
+        self._int_error("__index__ (use as a Python index or size)")
+
+    def item(self):
+        self._int_error("item()")
+
+    def tolist(self):
+        self._int_error("tolist()")
+
+    def __array__(self, dtype=None, copy=None):
+        raise TracerArrayConversionError(
+            f"numpy.asarray() was called on a traced array of type "
+            f"{self.aval.str_short()}. NumPy functions cannot see inside "
+            f"{self._trace.main.description or 'a transformation'}; use "
+            f"plait.numpy instead of numpy in functions you trace.")
+
+    def __hash__(self):
+        raise PlaitTypeError(f"traced arrays are not hashable ({self.aval.str_short()}); "
+                             "static (hashable) arguments must be marked static")
+
+    def __repr__(self):
+        return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
+
+    def __setitem__(self, idx, val):
+        raise PlaitTypeError("plait arrays are immutable; use x = x.at[idx].set(val)")
+
+
+# ---------------------------------------------------------------------------
+# Concrete values
+
+_CONCRETE: dict[str, Any] = {"cls": None, "wrap": None}
+
+
+def register_concrete_type(cls: type, wrap) -> None:
+    """Tell the core which class holds concrete arrays and how to wrap NumPy results.
+
+    ``cls`` instances expose ``_value`` (a NumPy array) and ``weak_type``;
+    ``wrap(ndarray, weak_type)`` builds one.
+    """
+    _CONCRETE["cls"] = cls
+    _CONCRETE["wrap"] = wrap
+
+
+def concrete_value(x) -> np.ndarray:
+    """The NumPy value of a concrete input (registered array, NumPy value, Python scalar)."""
+    if isinstance(x, np.ndarray):
+        return x
+    cls = _CONCRETE["cls"]
+    if cls is not None and isinstance(x, cls):
+        return x._value
+    if isinstance(x, np.generic):
+        return np.asarray(x)
+    if isinstance(x, (bool, int, float, complex)):
+        return np.asarray(x, dtype=aval_of(x).dtype)
+    raise PlaitTypeError(f"{type(x).__name__} is not a valid plait array value: {x!r:.60}")
+
+
+def get_aval(x) -> ShapedArray:
+    """Abstract value of a tracer or concrete value."""
+    if isinstance(x, Tracer):
+        return x.aval
+    cls = _CONCRETE["cls"]
+    if cls is not None and isinstance(x, cls):
+        return x.aval
+    try:
+        return aval_of(x)
+    except TypeError:
+        raise PlaitTypeError(f"{type(x).__name__} is not a valid plait array value: "
+                             f"{x!r:.60}") from None
+
+
+def is_tracer(x) -> bool:
+    return isinstance(x, Tracer)
+
+
+# ---------------------------------------------------------------------------
+# The stack
+
+class EvalTrace(Trace):
+    """The base interpreter: apply each primitive's ``impl`` to concrete values."""
+
+    def pure(self, val):
+        return val
+
+    lift = pure
+
+    def process_primitive(self, prim, vals, params):
+        return _eval_primitive(prim, vals, params)
+
+
+_STACK: list[MainTrace] = [MainTrace(0, EvalTrace, description="eager evaluation")]
+_DYNAMIC: list[MainTrace] = [_STACK[0]]
+
+
+def cur_stack() -> list[MainTrace]:
+    return _STACK
+
+
+@contextmanager
+def new_main(trace_type: type, payload: Any = None, dynamic: bool = False,
+             description: str = ""):
+    """Push a new transformation on the stack for the duration of the block."""
+    main = MainTrace(len(_STACK), trace_type, payload, description)
+    _STACK.append(main)
+    prev_dynamic = _DYNAMIC[0]
+    if dynamic:
+        _DYNAMIC[0] = main
+    try:
+        yield main
+    finally:
+        main.alive = False
+        _DYNAMIC[0] = prev_dynamic
+        _STACK.pop()
+
+
+@contextmanager
+def new_base_main(trace_type: type, payload: Any = None, description: str = ""):
+    """Like ``new_main(..., dynamic=True)``: everything below becomes constants."""
+    with new_main(trace_type, payload, dynamic=True, description=description) as m:
+        yield m
+
+
+def _leak_error(t: Tracer):
+    main = t._trace.main
+    raise UnexpectedTracerError(
+        f"a traced array of type {t.aval.str_short()} from "
+        f"{main.description or 'a finished transformation'} was used after that "
+        f"transformation ended (it leaked out, for example through a global, a "
+        f"closure or a Python attribute). Return values out of traced functions "
+        f"instead of storing them.")
+
+
+def find_top_trace(args) -> Trace:
+    top = _DYNAMIC[0]
+    for a in args:
+        if isinstance(a, Tracer):
+            m = a._trace.main
+            if not m.alive:
+                _leak_error(a)
+            if m.level > top.level:
+                top = m
+    return top.with_trace()
+
+
+def full_raise(trace: Trace, val):
+    """Turn ``val`` into a tracer of ``trace`` (or a concrete value for eval)."""
+    if not isinstance(val, Tracer):
+        return trace.pure(val)
+    main = val._trace.main
+    if main is trace.main:
+        return val
+    if not main.alive:
+        _leak_error(val)
+    if main.level < trace.main.level:
+        return trace.lift(val)
+    _leak_error(val)
+
+
+def full_lower(val):
+    return val.full_lower() if isinstance(val, Tracer) else val
+
+
+def _eval_primitive(prim, vals, params):
+    """Eager evaluation: abstract rule (for weak types and early errors), then impl."""
+    avals = [get_aval(v) for v in vals]
+    out_avals = prim.rule("abstract_eval")(*avals, **params)
+    outs = prim.rule("impl")(*[concrete_value(v) for v in vals], **params)
+    wrap = _CONCRETE["wrap"]
+    if prim.multiple_results:
+        return [wrap(o, a.weak_type) for o, a in zip(outs, out_avals)]
+    return [wrap(outs, out_avals.weak_type)]
+
+
+def bind(prim, args, params):
+    """Apply ``prim`` to ``args`` under the innermost active trace."""
+    if _DYNAMIC[0].level == 0 and len(_STACK) == 1:
+        for a in args:
+            if isinstance(a, Tracer):
+                break
+        else:
+            outs = _eval_primitive(prim, args, params)
+            return outs if prim.multiple_results else outs[0]
+    trace = find_top_trace(args)
+    tracers = [full_raise(trace, a) for a in args]
+    outs = trace.process_primitive(prim, tracers, params)
+    if prim.multiple_results:
+        return [full_lower(o) for o in outs]
+    return full_lower(outs[0])

@@ -1,0 +1,94 @@
+"""plait's exceptions: every error a user can cause says what, where, and what to do.
+
+Messages name the user's own file and line (the first stack frame outside the
+plait package), found by :func:`user_frame`.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+_PLAIT_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def user_frame(skip_plait: bool = True) -> str:
+    """Return ``"file:line (in function)"`` for the innermost frame outside plait."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = os.path.abspath(f.f_code.co_filename)
+        if not (skip_plait and fn.startswith(_PLAIT_DIR)) and not fn.startswith("<frozen"):
+            return f"{f.f_code.co_filename}:{f.f_lineno} (in {f.f_code.co_name})"
+        f = f.f_back
+    return "<unknown location>"
+
+
+class PlaitError(Exception):
+    """Base class of every error plait raises on purpose.
+
+    The message gets the user's file and line appended unless ``locate=False``.
+    """
+
+    def __init__(self, msg: str = "", *, locate: bool = True):
+        if locate:
+            msg = f"{msg}\n  (at {user_frame()})"
+        super().__init__(msg)
+
+
+class PlaitTypeError(PlaitError, TypeError):
+    """A shape or dtype error found while evaluating a primitive's abstract rule."""
+
+
+class PlaitValueError(PlaitError, ValueError):
+    """A bad value for a static argument (axis out of range, bad mode, ...)."""
+
+
+class PlaitIndexError(PlaitError, IndexError):
+    """An index out of range for a static shape."""
+
+
+class MissingRuleError(PlaitError, NotImplementedError):
+    """A primitive lacks the rule an interpreter needs (jvp, transpose, batch, ...)."""
+
+    def __init__(self, prim_name: str, rule: str):
+        super().__init__(
+            f"primitive '{prim_name}' has no '{rule}' rule, so this transformation "
+            f"cannot handle it. This is a gap in plait, not in your code: please "
+            f"report it, or avoid '{prim_name}' under this transformation.")
+        self.prim_name = prim_name
+        self.rule = rule
+
+
+class ConcretizationError(PlaitError):
+    """A concrete Python value was needed from a traced (abstract) array."""
+
+
+class TracerBoolConversionError(ConcretizationError, TypeError):
+    """``bool()`` (an ``if``/``while``/``and``/``or``) applied to a traced array."""
+
+
+class TracerIntegerConversionError(ConcretizationError, TypeError):
+    """``int()``/``float()``/``__index__`` applied to a traced array."""
+
+
+class TracerArrayConversionError(PlaitError, TypeError):
+    """``numpy.asarray`` applied to a traced array."""
+
+
+class UnexpectedTracerError(PlaitError):
+    """A tracer escaped the transformation that created it and was used later."""
+
+
+class NonConcreteBooleanIndexError(PlaitError, IndexError):
+    """A boolean mask index under ``jit``: the result shape depends on data."""
+
+
+class CompileError(PlaitError):
+    """A backend failed to compile a graph (no C compiler, compiler error, ...)."""
+
+
+class StaticArgumentError(PlaitError, ValueError):
+    """A static argument of ``jit`` that cannot be used as a cache key."""
+
+
+class ControlFlowError(PlaitError, TypeError):
+    """Branches or loop bodies whose types do not match."""

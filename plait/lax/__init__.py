@@ -1,0 +1,18 @@
+"""``plait.lax``: the primitive set and its Python-facing functions (like ``jax.lax``)."""
+from plait.lax.elementwise import *  # noqa: F401,F403
+from plait.lax.elementwise import (neg, sign, floor, ceil, round, is_finite, exp, exp2, log,
+                                   log1p, expm1, tanh, logistic, sin, cos, tan, asin, acos,
+                                   atan, sinh, cosh, asinh, acosh, atanh, sqrt, rsqrt, cbrt,
+                                   abs, bitwise_not, real, imag, conj, population_count, add,
+                                   sub, mul, div, rem, pow, max, min, atan2, nextafter,
+                                   bitwise_and, bitwise_or, bitwise_xor, shift_left,
+                                   shift_right_arithmetic, shift_right_logical, eq, ne, lt,
+                                   le, gt, ge, complex, integer_pow, select, clamp,
+                                   convert_element_type)
+from plait.lax.shape_ops import (broadcast_in_dim, broadcast, reshape, transpose, squeeze,
+                                 expand_dims, rev, slice, dynamic_slice, dynamic_update_slice,
+                                 concatenate, pad, iota, broadcasted_iota)
+# --- more primitive modules register below (one import line per module) ---
+from plait.lax.reductions import (reduce_sum, reduce_prod, reduce_max, reduce_min, reduce_and,
+                                  reduce_or, reduce_xor, argmax, argmin)
+from plait.lax.cumulative import cumsum, cumprod, cummax, cummin

@@ -1,0 +1,70 @@
+"""Cumulative (scan-like) primitives: cumsum, cumprod, cummax, cummin.
+
+Each takes a static ``axis`` and ``reverse`` flag (accumulate from the end when
+true) and returns an array of the operand's shape and dtype.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from plait.core import dtypes
+from plait.core.aval import ShapedArray
+from plait.core.trace import get_aval
+from plait.lax._base import (standard_primitive, check_dtype, canonicalize_axis, as_operand,
+                             NUMERIC)
+from plait.lax.reductions import ORDERED
+from plait.errors import PlaitTypeError, PlaitValueError
+
+
+def _cum_abstract(name, kinds):
+    def rule(x: ShapedArray, *, axis: int, reverse: bool) -> ShapedArray:
+        if name in ("cumsum", "cumprod") and dtypes.is_bool(x.dtype):
+            raise PlaitTypeError(f"{name} does not accept bool; convert to an integer dtype "
+                                 f"first (plait.numpy functions do this for you)")
+        check_dtype(name, x, kinds)
+        if not 0 <= axis < x.ndim:
+            raise PlaitValueError(f"{name}: axis {axis} is out of bounds for array of "
+                                  f"dimension {x.ndim}")
+        return x
+    return rule
+
+
+def _accum_dtype(dt):
+    return dtypes.float32 if dt == dtypes.float16 or dt == dtypes.bfloat16 else dt
+
+
+def _cum_impl(accumulate):
+    def impl(x, *, axis, reverse):
+        if reverse:
+            x = np.flip(x, axis)
+        with np.errstate(all="ignore"):
+            out = accumulate(x, axis).astype(x.dtype, copy=False)
+        return np.ascontiguousarray(np.flip(out, axis)) if reverse else out
+    return impl
+
+
+cumsum_p = standard_primitive("cumsum", _cum_abstract("cumsum", NUMERIC), _cum_impl(
+    lambda x, axis: np.cumsum(x, axis=axis, dtype=_accum_dtype(x.dtype))))
+cumprod_p = standard_primitive("cumprod", _cum_abstract("cumprod", NUMERIC), _cum_impl(
+    lambda x, axis: np.cumprod(x, axis=axis, dtype=_accum_dtype(x.dtype))))
+cummax_p = standard_primitive("cummax", _cum_abstract("cummax", ORDERED), _cum_impl(
+    lambda x, axis: np.maximum.accumulate(x, axis=axis)))
+cummin_p = standard_primitive("cummin", _cum_abstract("cummin", ORDERED), _cum_impl(
+    lambda x, axis: np.minimum.accumulate(x, axis=axis)))
+
+
+def _cumulative(prim):
+    def fn(x, axis: int = 0, reverse: bool = False):
+        x = as_operand(x)
+        ax = canonicalize_axis(int(axis), get_aval(x).ndim)
+        return prim.bind(x, axis=ax, reverse=bool(reverse))
+    fn.__name__ = fn.__qualname__ = prim.name
+    fn.__doc__ = (f"``{prim.name}`` of ``x`` along ``axis`` (from the end when ``reverse``); "
+                  f"same shape and dtype as ``x``.")
+    return fn
+
+
+cumsum = _cumulative(cumsum_p)
+cumprod = _cumulative(cumprod_p)
+cummax = _cumulative(cummax_p)
+cummin = _cumulative(cummin_p)

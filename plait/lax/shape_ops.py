@@ -1,0 +1,367 @@
+"""Structural primitives: broadcast_in_dim, reshape, transpose, squeeze,
+expand_dims, rev, slice, dynamic_slice, dynamic_update_slice, concatenate, pad, iota.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from plait.core import dtypes
+from plait.core.aval import ShapedArray
+from plait.core.trace import get_aval
+from plait.lax._base import (standard_primitive, check_same_dtypes, as_operand,
+                             canonicalize_axis, static_ints, INT, UINT, check_dtype)
+from plait.errors import PlaitTypeError
+
+
+def _prod(xs):
+    n = 1
+    for x in xs:
+        n *= x
+    return n
+
+
+# --- broadcast_in_dim ------------------------------------------------------------
+def _bid_abstract(x, *, shape, broadcast_dimensions):
+    if len(broadcast_dimensions) != x.ndim:
+        raise PlaitTypeError(f"broadcast_in_dim: operand of rank {x.ndim} needs {x.ndim} "
+                             f"broadcast_dimensions, got {broadcast_dimensions}")
+    for i, d in enumerate(broadcast_dimensions):
+        if not 0 <= d < len(shape) or x.shape[i] not in (1, shape[d]):
+            raise PlaitTypeError(f"broadcast_in_dim: cannot broadcast operand of shape "
+                                 f"{x.shape} to {shape} along dimensions {broadcast_dimensions}")
+    if list(broadcast_dimensions) != sorted(set(broadcast_dimensions)):
+        raise PlaitTypeError(f"broadcast_in_dim: broadcast_dimensions {broadcast_dimensions} "
+                             "must be strictly increasing")
+    return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+def _bid_impl(x, *, shape, broadcast_dimensions):
+    inter = [1] * len(shape)
+    for i, d in enumerate(broadcast_dimensions):
+        inter[d] = x.shape[i]
+    return np.array(np.broadcast_to(x.reshape(inter), shape))
+
+
+broadcast_in_dim_p = standard_primitive("broadcast_in_dim", _bid_abstract, _bid_impl)
+
+
+def broadcast_in_dim(x, shape, broadcast_dimensions):
+    """Broadcast ``x`` to ``shape``; operand dim ``i`` maps to ``broadcast_dimensions[i]``."""
+    shape = static_ints("broadcast_in_dim", shape, "shape")
+    bd = static_ints("broadcast_in_dim", broadcast_dimensions, "broadcast_dimensions")
+    x = as_operand(x)
+    if get_aval(x).shape == shape and bd == tuple(range(len(shape))):
+        return x
+    return broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=bd)
+
+
+def broadcast(x, sizes):
+    """Add leading dimensions of ``sizes`` to ``x``."""
+    a = get_aval(x)
+    sizes = tuple(sizes)
+    return broadcast_in_dim(x, sizes + a.shape, tuple(range(len(sizes), len(sizes) + a.ndim)))
+
+
+# --- reshape -----------------------------------------------------------------------
+def _reshape_abstract(x, *, new_sizes):
+    if _prod(new_sizes) != x.size or any(d < 0 for d in new_sizes):
+        raise PlaitTypeError(f"cannot reshape array of size {x.size} into shape {new_sizes}")
+    return ShapedArray(new_sizes, x.dtype, x.weak_type)
+
+
+reshape_p = standard_primitive("reshape", _reshape_abstract,
+                               lambda x, *, new_sizes: np.reshape(x, new_sizes))
+
+
+def reshape(x, new_sizes):
+    """Row-major reshape to ``new_sizes`` (static)."""
+    new_sizes = static_ints("reshape", new_sizes, "new_sizes")
+    x = as_operand(x)
+    if get_aval(x).shape == new_sizes:
+        return x
+    return reshape_p.bind(x, new_sizes=new_sizes)
+
+
+# --- transpose ---------------------------------------------------------------------
+def _transpose_abstract(x, *, permutation):
+    if sorted(permutation) != list(range(x.ndim)):
+        raise PlaitTypeError(f"transpose: axes {permutation} don't match array of rank {x.ndim}")
+    return ShapedArray(tuple(x.shape[p] for p in permutation), x.dtype, x.weak_type)
+
+
+transpose_p = standard_primitive("transpose", _transpose_abstract,
+                                 lambda x, *, permutation: np.ascontiguousarray(np.transpose(x, permutation)))
+
+
+def transpose(x, permutation):
+    """Permute the dimensions of ``x``."""
+    permutation = static_ints("transpose", permutation, "permutation")
+    if permutation == tuple(range(len(permutation))):
+        return as_operand(x)
+    return transpose_p.bind(as_operand(x), permutation=permutation)
+
+
+# --- squeeze / expand_dims -------------------------------------------------------
+def _squeeze_abstract(x, *, dimensions):
+    for d in dimensions:
+        if not 0 <= d < x.ndim or x.shape[d] != 1:
+            raise PlaitTypeError(f"cannot select an axis to squeeze out which has size not "
+                                 f"equal to one (axis {d} of shape {x.shape})")
+    return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i not in dimensions),
+                       x.dtype, x.weak_type)
+
+
+squeeze_p = standard_primitive("squeeze", _squeeze_abstract,
+                               lambda x, *, dimensions: np.squeeze(x, dimensions) if dimensions else x)
+
+
+def squeeze(x, dimensions):
+    """Remove size-1 ``dimensions``."""
+    a = get_aval(x)
+    dims = tuple(sorted({canonicalize_axis(d, a.ndim) for d in dimensions}))
+    if not dims:
+        return x
+    return squeeze_p.bind(as_operand(x), dimensions=dims)
+
+
+def _expand_abstract(x, *, dimensions):
+    nd = x.ndim + len(dimensions)
+    if any(not 0 <= d < nd for d in dimensions) or len(set(dimensions)) != len(dimensions):
+        raise PlaitTypeError(f"expand_dims: bad dimensions {dimensions} for rank {x.ndim}")
+    shape = list(x.shape)
+    for d in sorted(dimensions):
+        shape.insert(d, 1)
+    return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+expand_dims_p = standard_primitive("expand_dims", _expand_abstract,
+                                   lambda x, *, dimensions: np.expand_dims(x, dimensions))
+
+
+def expand_dims(x, dimensions):
+    """Insert size-1 dimensions at the (output) positions ``dimensions``."""
+    a = get_aval(x)
+    nd = a.ndim + len(dimensions)
+    dims = tuple(sorted(canonicalize_axis(d, nd) for d in dimensions))
+    if not dims:
+        return x
+    return expand_dims_p.bind(as_operand(x), dimensions=dims)
+
+
+# --- rev -----------------------------------------------------------------------------
+def _rev_abstract(x, *, dimensions):
+    if any(not 0 <= d < x.ndim for d in dimensions):
+        raise PlaitTypeError(f"rev: dimensions {dimensions} out of range for rank {x.ndim}")
+    return x
+
+
+rev_p = standard_primitive("rev", _rev_abstract,
+                           lambda x, *, dimensions: np.ascontiguousarray(np.flip(x, dimensions)))
+
+
+def rev(x, dimensions):
+    """Reverse ``x`` along ``dimensions``."""
+    dims = tuple(sorted(set(static_ints("rev", dimensions, "dimensions"))))
+    return rev_p.bind(as_operand(x), dimensions=dims) if dims else x
+
+
+# --- slice ---------------------------------------------------------------------------
+def _slice_abstract(x, *, start_indices, limit_indices, strides):
+    if not len(start_indices) == len(limit_indices) == len(strides) == x.ndim:
+        raise PlaitTypeError(f"slice: need {x.ndim} start/limit/stride values")
+    shape = []
+    for s, l, st, d in zip(start_indices, limit_indices, strides, x.shape):
+        if not 0 <= s <= l <= d or st < 1:
+            raise PlaitTypeError(f"slice: [{s}:{l}:{st}] is out of range for a dimension "
+                                 f"of size {d} (array shape {x.shape})")
+        shape.append(max(0, -(-(l - s) // st)))
+    return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+def _slice_impl(x, *, start_indices, limit_indices, strides):
+    return x[tuple(slice(s, l, st) for s, l, st in zip(start_indices, limit_indices, strides))].copy()
+
+
+slice_p = standard_primitive("slice", _slice_abstract, _slice_impl)
+
+
+def slice(x, start_indices, limit_indices, strides=None):
+    """Static slice ``x[start:limit:stride]`` in every dimension."""
+    a = get_aval(x)
+    start = static_ints("slice", start_indices, "start_indices")
+    limit = static_ints("slice", limit_indices, "limit_indices")
+    strides = (1,) * a.ndim if strides is None else static_ints("slice", strides, "strides")
+    if start == (0,) * a.ndim and limit == a.shape and strides == (1,) * a.ndim:
+        return x
+    return slice_p.bind(as_operand(x), start_indices=start, limit_indices=limit, strides=strides)
+
+
+# --- dynamic_slice / dynamic_update_slice ----------------------------------------
+def _clamped_starts(starts, shape, sizes):
+    return tuple(int(min(max(int(s), 0), d - z)) for s, d, z in zip(starts, shape, sizes))
+
+
+def _check_index_scalars(name, idx_avals, ndim):
+    if len(idx_avals) != ndim:
+        raise PlaitTypeError(f"{name}: need {ndim} start indices, got {len(idx_avals)}")
+    for a in idx_avals:
+        if a.shape != () or not dtypes.is_integer(a.dtype):
+            raise PlaitTypeError(f"{name}: start indices must be integer scalars, got "
+                                 f"{a.str_short()}")
+
+
+def _dyn_slice_abstract(x, *idx, slice_sizes):
+    _check_index_scalars("dynamic_slice", idx, x.ndim)
+    if len(slice_sizes) != x.ndim or any(not 0 <= z <= d for z, d in zip(slice_sizes, x.shape)):
+        raise PlaitTypeError(f"dynamic_slice: slice_sizes {slice_sizes} must fit in shape {x.shape}")
+    return ShapedArray(slice_sizes, x.dtype, x.weak_type)
+
+
+def _dyn_slice_impl(x, *idx, slice_sizes):
+    st = _clamped_starts(idx, x.shape, slice_sizes)
+    return x[tuple(np.s_[s:s + z] for s, z in zip(st, slice_sizes))].copy()
+
+
+dynamic_slice_p = standard_primitive("dynamic_slice", _dyn_slice_abstract, _dyn_slice_impl)
+
+
+def dynamic_slice(x, start_indices, slice_sizes):
+    """Slice of static ``slice_sizes`` at traced ``start_indices`` (clamped to stay in bounds)."""
+    sizes = static_ints("dynamic_slice", slice_sizes, "slice_sizes")
+    idx = [as_operand(i, dtypes.int64) if isinstance(i, int) else i for i in start_indices]
+    idx = [_index_to_i64(i) for i in idx]
+    return dynamic_slice_p.bind(as_operand(x), *idx, slice_sizes=sizes)
+
+
+def _index_to_i64(i):
+    from plait.lax.elementwise import convert_element_type
+    a = get_aval(i)
+    return i if a.dtype == dtypes.int64 else convert_element_type(i, dtypes.int64)
+
+
+def _dyn_update_abstract(x, upd, *idx):
+    _check_index_scalars("dynamic_update_slice", idx, x.ndim)
+    check_same_dtypes("dynamic_update_slice", (x, upd))
+    if upd.ndim != x.ndim or any(u > d for u, d in zip(upd.shape, x.shape)):
+        raise PlaitTypeError(f"dynamic_update_slice: update of shape {upd.shape} does not fit "
+                             f"in operand of shape {x.shape}")
+    return x
+
+
+def _dyn_update_impl(x, upd, *idx):
+    st = _clamped_starts(idx, x.shape, upd.shape)
+    out = x.copy()
+    out[tuple(np.s_[s:s + z] for s, z in zip(st, upd.shape))] = upd
+    return out
+
+
+dynamic_update_slice_p = standard_primitive("dynamic_update_slice", _dyn_update_abstract,
+                                            _dyn_update_impl)
+
+
+def dynamic_update_slice(x, update, start_indices):
+    """``x`` with ``update`` written at traced ``start_indices`` (clamped to stay in bounds)."""
+    idx = [_index_to_i64(as_operand(i, dtypes.int64) if isinstance(i, int) else i)
+           for i in start_indices]
+    return dynamic_update_slice_p.bind(as_operand(x), as_operand(update), *idx)
+
+
+# --- concatenate ---------------------------------------------------------------------
+def _concat_abstract(*xs, dimension):
+    if not xs:
+        raise PlaitTypeError("need at least one array to concatenate")
+    check_same_dtypes("concatenate", xs)
+    x0 = xs[0]
+    if not 0 <= dimension < x0.ndim:
+        raise PlaitTypeError(f"concatenate: axis {dimension} is out of bounds for array of "
+                             f"dimension {x0.ndim}")
+    for x in xs[1:]:
+        if x.ndim != x0.ndim or any(a != b for i, (a, b) in enumerate(zip(x.shape, x0.shape))
+                                    if i != dimension):
+            raise PlaitTypeError(f"all the input array dimensions except for the concatenation "
+                                 f"axis must match exactly, got shapes "
+                                 f"{', '.join(str(y.shape) for y in xs)}")
+    shape = list(x0.shape)
+    shape[dimension] = sum(x.shape[dimension] for x in xs)
+    return ShapedArray(shape, x0.dtype, all(x.weak_type for x in xs))
+
+
+concatenate_p = standard_primitive("concatenate", _concat_abstract,
+                                   lambda *xs, dimension: np.concatenate(xs, dimension))
+
+
+def concatenate(xs, dimension: int):
+    """Join arrays of equal dtype along ``dimension``."""
+    xs = [as_operand(x) for x in xs]
+    if len(xs) == 1:
+        return xs[0]
+    return concatenate_p.bind(*xs, dimension=int(dimension))
+
+
+# --- pad -----------------------------------------------------------------------------
+def _pad_abstract(x, pv, *, padding_config):
+    check_same_dtypes("pad", (x, pv))
+    if pv.shape != ():
+        raise PlaitTypeError(f"pad: padding value must be a scalar, got {pv.shape}")
+    if len(padding_config) != x.ndim:
+        raise PlaitTypeError(f"pad: need {x.ndim} (low, high, interior) triples")
+    shape = []
+    for (lo, hi, it), d in zip(padding_config, x.shape):
+        if it < 0:
+            raise PlaitTypeError("pad: interior padding must be non-negative")
+        n = lo + hi + d + max(d - 1, 0) * it
+        if n < 0:
+            raise PlaitTypeError(f"pad: negative size after padding dimension of size {d} "
+                                 f"with {(lo, hi, it)}")
+        shape.append(n)
+    return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+def _pad_impl(x, pv, *, padding_config):
+    # interior padding first, then (possibly negative) edge padding
+    inner = [d + max(d - 1, 0) * it for d, (_, _, it) in zip(x.shape, padding_config)]
+    buf = np.full(inner, pv, dtype=x.dtype)
+    buf[tuple(np.s_[::it + 1] for (_, _, it) in padding_config)] = x
+    big = [max(lo, 0) + n + max(hi, 0) for n, (lo, hi, _) in zip(inner, padding_config)]
+    out = np.full(big, pv, dtype=x.dtype)
+    out[tuple(np.s_[max(lo, 0):max(lo, 0) + n] for n, (lo, _, _) in zip(inner, padding_config))] = buf
+    crop = tuple(np.s_[max(-lo, 0):b - max(-hi, 0)] for b, (lo, hi, _) in zip(big, padding_config))
+    return out[crop].copy()
+
+
+pad_p = standard_primitive("pad", _pad_abstract, _pad_impl)
+
+
+def pad(x, padding_value, padding_config):
+    """Pad with ``(low, high, interior)`` per dimension; negative low/high crop."""
+    cfg = tuple(tuple(int(v) for v in c) for c in padding_config)
+    x = as_operand(x)
+    return pad_p.bind(x, as_operand(padding_value, get_aval(x).dtype), padding_config=cfg)
+
+
+# --- iota ----------------------------------------------------------------------------
+def _iota_abstract(*, dtype, shape, dimension):
+    if not 0 <= dimension < len(shape):
+        raise PlaitTypeError(f"iota: dimension {dimension} out of range for shape {shape}")
+    return ShapedArray(shape, dtype, False)
+
+
+def _iota_impl(*, dtype, shape, dimension):
+    r = np.arange(shape[dimension], dtype=dtype)
+    sh = [1] * len(shape)
+    sh[dimension] = shape[dimension]
+    return np.array(np.broadcast_to(r.reshape(sh), shape))
+
+
+iota_p = standard_primitive("iota", _iota_abstract, _iota_impl)
+
+
+def iota(dtype, size: int):
+    """``[0, 1, ..., size-1]`` of ``dtype``."""
+    return broadcasted_iota(dtype, (size,), 0)
+
+
+def broadcasted_iota(dtype, shape, dimension: int):
+    """Array of ``shape`` whose value is the index along ``dimension``."""
+    return iota_p.bind(dtype=dtypes.canonical_dtype(dtype),
+                       shape=static_ints("iota", shape, "shape"), dimension=int(dimension))

@@ -1,0 +1,4 @@
+"""Graph passes and the pass manager (``optimize``)."""
+from plait.passes.manager import optimize, PASSES
+from plait.passes.dce import dce
+from plait.passes.cse import cse

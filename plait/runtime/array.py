@@ -1,0 +1,174 @@
+"""``plait.Array``: an immutable concrete array backed by a NumPy buffer on the CPU."""
+from __future__ import annotations
+
+import numpy as np
+
+from plait.core.aval import ShapedArray
+from plait.core.array_methods import ArrayMethods
+from plait.core.dtypes import canonical_dtype
+from plait.core.trace import register_concrete_type
+from plait.errors import PlaitTypeError
+
+
+class Device:
+    """A place arrays live on. plait's arrays live on ``cpu:0``."""
+
+    def __init__(self, platform: str, id: int = 0):
+        self.platform = platform
+        self.id = id
+
+    def __repr__(self):
+        return f"{self.platform}:{self.id}"
+
+
+_CPU = Device("cpu", 0)
+
+
+def devices(backend: str | None = None) -> list[Device]:
+    """The available devices (the CPU)."""
+    return [_CPU]
+
+
+class Array(ArrayMethods):
+    """An immutable array value. Create with ``plait.numpy.asarray`` or ``device_put``."""
+
+    __slots__ = ("_value", "weak_type", "_aval", "__weakref__")
+
+    def __init__(self, value: np.ndarray, weak_type: bool = False):
+        if not isinstance(value, np.ndarray):
+            value = np.asarray(value)
+        value.flags.writeable = False
+        self._value = value
+        self.weak_type = weak_type
+        self._aval = None
+
+    @property
+    def aval(self) -> ShapedArray:
+        a = self._aval
+        if a is None:
+            v = self._value
+            a = self._aval = ShapedArray(v.shape, v.dtype, self.weak_type)
+        return a
+
+    shape = property(lambda self: self._value.shape)
+    dtype = property(lambda self: self._value.dtype)
+    ndim = property(lambda self: self._value.ndim)
+    size = property(lambda self: self._value.size)
+
+    @property
+    def nbytes(self) -> int:
+        return self._value.nbytes
+
+    def devices(self) -> set:
+        return {_CPU}
+
+    @property
+    def device(self) -> Device:
+        return _CPU
+
+    def __array__(self, dtype=None, copy=None):
+        v = self._value
+        if dtype is not None and np.dtype(dtype) != v.dtype:
+            return v.astype(dtype)
+        if copy:
+            return v.copy()
+        return v
+
+    def __dlpack__(self, *args, **kwargs):
+        return self._value.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._value.__dlpack_device__()
+
+    def __repr__(self):
+        body = np.array2string(self._value, separator=", ", prefix="Array(")
+        extra = "" if self.dtype in (np.float64, np.int64, np.bool_) else f", dtype={self.dtype}"
+        if self.weak_type:
+            extra += ", weak_type=True"
+        return f"Array({body}{extra})"
+
+    def __str__(self):
+        return str(self._value)
+
+    def __format__(self, spec):
+        if self._value.ndim == 0:
+            return format(self._value.item(), spec)
+        return format(str(self), spec)
+
+    def item(self, *args):
+        return self._value.item(*args)
+
+    def tolist(self):
+        return self._value.tolist()
+
+    def __bool__(self):
+        return bool(self._value)
+
+    def __int__(self):
+        return int(self._value)
+
+    def __float__(self):
+        return float(self._value)
+
+    def __complex__(self):
+        return complex(self._value)
+
+    def __index__(self):
+        if self._value.dtype.kind not in "iub" or self._value.ndim:
+            raise PlaitTypeError("only integer scalar arrays can be converted to a scalar index")
+        return int(self._value)
+
+    def __len__(self):
+        if self._value.ndim == 0:
+            raise PlaitTypeError("len() of unsized object")
+        return self._value.shape[0]
+
+    def __iter__(self):
+        if self._value.ndim == 0:
+            raise PlaitTypeError("iteration over a 0-d array")
+        return (Array(v) for v in self._value)
+
+    def __hash__(self):
+        raise PlaitTypeError("plait arrays are not hashable (like NumPy arrays)")
+
+    def __setitem__(self, idx, val):
+        raise PlaitTypeError("plait arrays are immutable; use x = x.at[idx].set(val)")
+
+    def __reduce__(self):
+        return (Array, (np.array(self._value), self.weak_type))
+
+    def block_until_ready(self) -> "Array":
+        """Wait until the value is computed (immediate for CPU arrays); returns self."""
+        return self
+
+    def copy(self) -> "Array":
+        return Array(self._value.copy(), self.weak_type)
+
+
+def _wrap(value, weak_type: bool = False) -> Array:
+    return Array(value, weak_type)
+
+
+register_concrete_type(Array, _wrap)
+
+
+def device_put(x, device: Device | None = None):
+    """Put a value (or pytree of values) on ``device`` as plait arrays.
+
+    ``device`` may be ``plait.devices()[0]`` (the CPU) or a lazy device when the
+    lazy runtime is available.
+    """
+    from plait.core.pytree import tree_map
+    put = getattr(device, "put", None)
+    if put is not None:
+        return tree_map(put, x)
+    return tree_map(_to_array, x)
+
+
+def _to_array(x) -> Array:
+    if isinstance(x, Array):
+        return x
+    from plait.core.tracer_check import reject_tracer
+    reject_tracer(x, "device_put")
+    v = np.asarray(x)
+    return Array(np.array(v, dtype=canonical_dtype(v.dtype)))
