@@ -78,6 +78,8 @@ class Jitted:
         self.static_argnames = ((static_argnames,) if isinstance(static_argnames, str)
                                 else tuple(static_argnames))
         self.backend = backend
+        self._method_jit: "Jitted | None" = None
+        self._flat_trees: dict[int, TreeDef] = {}
         self._cache: dict = {}
         self._name = _fun_name(fun)
         try:
@@ -94,9 +96,17 @@ class Jitted:
             self.static_argnums = tuple(sorted(nums))
 
     def __get__(self, obj, objtype=None):
+        """Used as a method: ``self`` becomes a static argument (by identity)."""
         if obj is None:
             return self
-        return functools.partial(self, obj)
+        if self._method_jit is None:
+            m = Jitted(self.fun, (0,) + tuple(i + 1 for i in self.static_argnums if i >= 0),
+                       self.static_argnames, self.backend)
+            self._method_jit = m
+        return functools.partial(self._method_jit._call_with_self, obj)
+
+    def _call_with_self(self, obj, *args, **kwargs):
+        return self(_Static(obj), *args, **kwargs)
 
     def __repr__(self):
         return f"<plait.jit of {self._name}>"
@@ -129,13 +139,19 @@ class Jitted:
         def call(dyn_args, dyn_kwargs):
             args = list(dyn_args)
             for i, v in sorted(((i if i >= 0 else n_total + i), v) for i, v in statics):
-                args.insert(i, v)
+                args.insert(i, v.value if isinstance(v, _Static) else v)
             kw = dict(dyn_kwargs)
             kw.update(static_kw)
             return self.fun(*args, **kw)
         return call
 
     def _signature(self, args, kwargs):
+        if not kwargs and not self.static_argnums and all(type(a) in _LEAF_TYPES for a in args):
+            in_tree = self._flat_trees.get(len(args))    # fast path: positional arrays only
+            if in_tree is None:
+                in_tree = self._flat_trees[len(args)] = tree_flatten((args, {}))[1]
+            avals = [a.aval if type(a) is Array else get_aval(a) for a in args]
+            return list(args), avals, (in_tree, tuple(avals), ((), ())), ((), (), len(args)), in_tree
         dyn_args, dyn_kwargs, statics, static_kw, static_key = self._split(args, kwargs)
         leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
         avals = []
@@ -246,12 +262,12 @@ class Jitted:
     def __call__(self, *args, **kwargs):
         leaves, avals, key, static_info, in_tree = self._signature(args, kwargs)
         entry = self._entry(avals, in_tree, static_info, key)
-        stack = _trace.cur_stack()
-        if len(stack) == 1 and not any(isinstance(x, Tracer) for x in leaves):
-            exe = self._compile(entry)
+        if len(_trace.cur_stack()) == 1 and not any(isinstance(x, Tracer) for x in leaves):
+            exe = entry.executable or self._compile(entry)
             outs = exe(*[concrete_value(x) for x in leaves])
             outs = [Array(o, a.weak_type) for o, a in zip(outs, entry.closed.out_avals)]
-            metrics.bump("executions")
+            if entry.out_tree.kind == "leaf":
+                return outs[0]
             return tree_unflatten(entry.out_tree, outs)
         if entry.call_graph is None:
             entry.call_graph = closure_convert(entry.closed)
@@ -268,6 +284,27 @@ class Jitted:
     def trace_graph(self, *args, **kwargs) -> ClosedGraph:
         """The optimized closed graph for these arguments."""
         return self.lower(*args, **kwargs).closed
+
+
+_LEAF_TYPES = (Array, np.ndarray, float, int, bool, complex)
+
+
+class _Static:
+    """A static value keyed by identity (e.g. the ``self`` of a jitted method)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __hash__(self):
+        return id(self.value)
+
+    def __eq__(self, other):
+        return isinstance(other, _Static) and other.value is self.value
+
+    def __repr__(self):
+        return f"<{type(self.value).__name__} at {id(self.value):#x}>"
 
 
 def _is_arraylike(x) -> bool:

@@ -23,25 +23,41 @@ class InterpExecutable:
         self.n_in = len(g.invars)
         self.consts = [np.asarray(c) if not hasattr(c, "_value") else c._value
                        for c in closed.consts]
+        known = dict(zip(g.constvars, self.consts))   # values known at compile time
         steps = []
         for eqn in g.eqns:
             ins = []
             for a in eqn.inputs:
-                ins.append(("lit", a.val) if isinstance(a, Literal) else ("var", slot[a]))
+                if isinstance(a, Literal):
+                    ins.append(("lit", a.val))
+                elif a in known:
+                    ins.append(("lit", known[a]))
+                else:
+                    ins.append(("var", slot[a]))
+            impl = eqn.prim.rule("impl")
+            if all(k == "lit" for k, _ in ins):
+                # constant folding at compile time: inputs are all known
+                r = impl(*[v for _, v in ins], **eqn.params)
+                rs = r if eqn.prim.multiple_results else [r]
+                for v, x in zip(eqn.outputs, rs):
+                    known[v] = np.asarray(x)
+                continue
             for v in eqn.outputs:
                 slot[v] = len(slot)
-            steps.append((eqn.prim.rule("impl"), tuple(ins), eqn.params,
+            steps.append((impl, tuple(ins), eqn.params,
                           tuple(slot[v] for v in eqn.outputs), eqn.prim.multiple_results))
         self.steps = steps
         self.n_slots = len(slot)
-        self.out = [("lit", a.val) if isinstance(a, Literal) else ("var", slot[a])
-                    for a in g.outvars]
+        self.out = [("lit", a.val) if isinstance(a, Literal) else
+                    ("lit", known[a]) if a in known else ("var", slot[a]) for a in g.outvars]
 
     def __call__(self, *args) -> list:
         env = [None] * self.n_slots
         nc = len(self.consts)
         env[:nc] = self.consts
         env[nc:nc + len(args)] = args
+        if len(args) != self.n_in:
+            raise TypeError(f"executable takes {self.n_in} arguments, got {len(args)}")
         for impl, ins, params, outs, multi in self.steps:
             vals = [env[i] if k == "var" else i for k, i in ins]
             r = impl(*vals, **params)

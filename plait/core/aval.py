@@ -9,12 +9,13 @@ from plait.core.dtypes import dtype_short, canonical_dtype, python_scalar_dtype
 class ShapedArray:
     """The abstract value of an array: a static shape, a dtype and a weak-type flag."""
 
-    __slots__ = ("shape", "dtype", "weak_type")
+    __slots__ = ("shape", "dtype", "weak_type", "_hash")
 
     def __init__(self, shape, dtype, weak_type: bool = False):
-        self.shape = tuple(int(d) for d in shape)
-        self.dtype = np.dtype(dtype)
-        self.weak_type = bool(weak_type)
+        self.shape = shape if type(shape) is tuple else tuple(int(d) for d in shape)
+        self.dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
+        self.weak_type = weak_type is True or bool(weak_type)
+        self._hash = None
 
     @property
     def ndim(self) -> int:
@@ -37,11 +38,15 @@ class ShapedArray:
         return self if not self.weak_type else ShapedArray(self.shape, self.dtype, False)
 
     def __eq__(self, other):
-        return (isinstance(other, ShapedArray) and self.shape == other.shape
-                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+        return self is other or (
+            isinstance(other, ShapedArray) and self.shape == other.shape
+            and self.dtype == other.dtype and self.weak_type == other.weak_type)
 
     def __hash__(self):
-        return hash((self.shape, self.dtype, self.weak_type))
+        h = self._hash
+        if h is None:
+            h = self._hash = hash((self.shape, self.dtype, self.weak_type))
+        return h
 
     def str_short(self) -> str:
         """``f32[3,4]`` (with a trailing ``~`` for weak types)."""

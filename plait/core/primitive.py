@@ -28,8 +28,7 @@ class Primitive:
 
     def bind(self, *args, **params):
         """Apply the primitive to ``args`` under the innermost active trace."""
-        from plait.core.trace import bind
-        return bind(self, args, params)
+        return _BIND[0](self, args, params)
 
     def def_rule(self, rule: str, fn: Callable) -> Callable:
         """Register ``fn`` as this primitive's ``rule``; returns ``fn`` (decorator-friendly)."""
@@ -60,6 +59,8 @@ class Primitive:
     def abstract_eval(self) -> Callable:
         return self.rule("abstract_eval")
 
+
+_BIND: list = [None]   # set by plait.core.trace (which imports this module)
 
 ALL_PRIMITIVES: dict[str, Primitive] = {}
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from plait.core.aval import ShapedArray, aval_of
+from plait.core import primitive as _primitive_module
 from plait.core.array_methods import ArrayMethods
 from plait.errors import (TracerArrayConversionError, TracerBoolConversionError,
                           TracerIntegerConversionError, UnexpectedTracerError,
@@ -170,25 +171,32 @@ class Tracer(ArrayMethods):
 # Concrete values
 
 _CONCRETE: dict[str, Any] = {"cls": None, "wrap": None}
+_ARRAY_CLS: Any = None
+_WRAP: Any = None
 
 
 def register_concrete_type(cls: type, wrap) -> None:
     """Tell the core which class holds concrete arrays and how to wrap NumPy results.
 
-    ``cls`` instances expose ``_value`` (a NumPy array) and ``weak_type``;
+    ``cls`` instances expose ``_value`` (a NumPy array), ``weak_type`` and ``aval``;
     ``wrap(ndarray, weak_type)`` builds one.
     """
-    _CONCRETE["cls"] = cls
-    _CONCRETE["wrap"] = wrap
+    global _ARRAY_CLS, _WRAP
+    _CONCRETE["cls"] = _ARRAY_CLS = cls
+    _CONCRETE["wrap"] = _WRAP = wrap
 
 
 def concrete_value(x) -> np.ndarray:
     """The NumPy value of a concrete input (registered array, NumPy value, Python scalar)."""
+    t = type(x)
+    if t is _ARRAY_CLS:
+        return x._value
+    if t is np.ndarray:
+        return x
+    if _ARRAY_CLS is not None and isinstance(x, _ARRAY_CLS):
+        return x._value
     if isinstance(x, np.ndarray):
         return x
-    cls = _CONCRETE["cls"]
-    if cls is not None and isinstance(x, cls):
-        return x._value
     if isinstance(x, np.generic):
         return np.asarray(x)
     if isinstance(x, (bool, int, float, complex)):
@@ -198,10 +206,9 @@ def concrete_value(x) -> np.ndarray:
 
 def get_aval(x) -> ShapedArray:
     """Abstract value of a tracer or concrete value."""
-    if isinstance(x, Tracer):
+    if type(x) is _ARRAY_CLS or isinstance(x, Tracer):
         return x.aval
-    cls = _CONCRETE["cls"]
-    if cls is not None and isinstance(x, cls):
+    if _ARRAY_CLS is not None and isinstance(x, _ARRAY_CLS):
         return x.aval
     try:
         return aval_of(x)
@@ -303,16 +310,20 @@ def full_lower(val):
 
 def _eval_primitive(prim, vals, params):
     """Eager evaluation: abstract rule (for weak types and early errors), then impl."""
-    avals = [get_aval(v) for v in vals]
-    out_avals = prim.rule("abstract_eval")(*avals, **params)
-    outs = prim.rule("impl")(*[concrete_value(v) for v in vals], **params)
-    wrap = _CONCRETE["wrap"]
+    rules = prim.rules
+    try:
+        abstract_eval, impl = rules["abstract_eval"], rules["impl"]
+    except KeyError:
+        abstract_eval, impl = prim.rule("abstract_eval"), prim.rule("impl")
+    out_avals = abstract_eval(*[get_aval(v) for v in vals], **params)
+    outs = impl(*[concrete_value(v) for v in vals], **params)
+    wrap = _WRAP
     if prim.multiple_results:
         return [wrap(o, a.weak_type) for o, a in zip(outs, out_avals)]
     return [wrap(outs, out_avals.weak_type)]
 
 
-def bind(prim, args, params):
+def bind(prim, args, params) -> Any:
     """Apply ``prim`` to ``args`` under the innermost active trace."""
     if _DYNAMIC[0].level == 0 and len(_STACK) == 1:
         for a in args:
@@ -327,3 +338,6 @@ def bind(prim, args, params):
     if prim.multiple_results:
         return [full_lower(o) for o in outs]
     return full_lower(outs[0])
+
+
+_primitive_module._BIND[0] = bind

@@ -16,3 +16,7 @@ from plait.lax.shape_ops import (broadcast_in_dim, broadcast, reshape, transpose
 from plait.lax.reductions import (reduce_sum, reduce_prod, reduce_max, reduce_min, reduce_and,
                                   reduce_or, reduce_xor, argmax, argmin)
 from plait.lax.cumulative import cumsum, cumprod, cummax, cummin
+from plait.lax.contractions import (dot_general, dot, conv_general_dilated, conv,
+                                    ConvDimensionNumbers, conv_dimension_numbers)
+from plait.lax._windows import padtype_to_pads
+from plait.lax.windowed import reduce_window_sum, reduce_window_max, reduce_window_min

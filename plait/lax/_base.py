@@ -28,7 +28,17 @@ ALL = (BOOL, INT, UINT, FLOAT, COMPLEX)
 INTEGRAL = (BOOL, INT, UINT)
 
 
+_DTYPE_CLASS: dict = {}
+
+
 def dtype_class(dt: np.dtype) -> str:
+    c = _DTYPE_CLASS.get(dt)
+    if c is None:
+        c = _DTYPE_CLASS[dt] = _dtype_class(dt)
+    return c
+
+
+def _dtype_class(dt: np.dtype) -> str:
     if dtypes.is_bool(dt):
         return BOOL
     if dtypes.is_unsigned(dt):
@@ -41,7 +51,8 @@ def dtype_class(dt: np.dtype) -> str:
 
 
 def check_dtype(name: str, aval: ShapedArray, allowed: Sequence[str]) -> None:
-    if dtype_class(aval.dtype) not in allowed:
+    c = _DTYPE_CLASS.get(aval.dtype) or dtype_class(aval.dtype)
+    if c not in allowed:
         raise PlaitTypeError(f"{name} does not accept dtype {aval.dtype} "
                              f"(accepted kinds: {', '.join(allowed)})")
 
@@ -81,8 +92,9 @@ def standard_primitive(name: str, abstract_eval: Callable, impl: Callable,
 def _unop_abstract(name, kinds, out_dtype):
     def rule(x: ShapedArray, **params) -> ShapedArray:
         check_dtype(name, x, kinds)
-        dt = x.dtype if out_dtype is None else out_dtype(x.dtype)
-        return ShapedArray(x.shape, dt, x.weak_type if out_dtype is None else False)
+        if out_dtype is None:
+            return x
+        return ShapedArray(x.shape, out_dtype(x.dtype), False)
     return rule
 
 
@@ -105,8 +117,11 @@ def _binop_abstract(name, kinds, out_dtype):
             check_same_dtypes(name, (x, y))
         if x.shape != y.shape:
             check_same_shapes(name, (x, y))
-        dt = x.dtype if out_dtype is None else out_dtype(x.dtype)
-        return ShapedArray(x.shape, dt, x.weak_type and y.weak_type and out_dtype is None)
+        if out_dtype is None:
+            if x.weak_type == y.weak_type:
+                return x
+            return ShapedArray(x.shape, x.dtype, False)
+        return ShapedArray(x.shape, out_dtype(x.dtype), False)
     return rule
 
 

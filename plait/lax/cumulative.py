@@ -12,7 +12,7 @@ from plait.core.aval import ShapedArray
 from plait.core.trace import get_aval
 from plait.lax._base import (standard_primitive, check_dtype, canonicalize_axis, as_operand,
                              NUMERIC)
-from plait.lax.reductions import ORDERED
+from plait.lax.reductions import ORDERED, accum_dtype
 from plait.errors import PlaitTypeError, PlaitValueError
 
 
@@ -29,10 +29,6 @@ def _cum_abstract(name, kinds):
     return rule
 
 
-def _accum_dtype(dt):
-    return dtypes.float32 if dt == dtypes.float16 or dt == dtypes.bfloat16 else dt
-
-
 def _cum_impl(accumulate):
     def impl(x, *, axis, reverse):
         if reverse:
@@ -44,9 +40,9 @@ def _cum_impl(accumulate):
 
 
 cumsum_p = standard_primitive("cumsum", _cum_abstract("cumsum", NUMERIC), _cum_impl(
-    lambda x, axis: np.cumsum(x, axis=axis, dtype=_accum_dtype(x.dtype))))
+    lambda x, axis: np.cumsum(x, axis=axis, dtype=accum_dtype(x.dtype))))
 cumprod_p = standard_primitive("cumprod", _cum_abstract("cumprod", NUMERIC), _cum_impl(
-    lambda x, axis: np.cumprod(x, axis=axis, dtype=_accum_dtype(x.dtype))))
+    lambda x, axis: np.cumprod(x, axis=axis, dtype=accum_dtype(x.dtype))))
 cummax_p = standard_primitive("cummax", _cum_abstract("cummax", ORDERED), _cum_impl(
     lambda x, axis: np.maximum.accumulate(x, axis=axis)))
 cummin_p = standard_primitive("cummin", _cum_abstract("cummin", ORDERED), _cum_impl(

@@ -42,19 +42,21 @@ def _reduce_abstract(name, kinds):
     return rule
 
 
-def _accum_dtype(dt: np.dtype) -> np.dtype:
-    """Half-precision floats accumulate in float32, then round once."""
-    return dtypes.float32 if dt == dtypes.float16 or dt == dtypes.bfloat16 else dt
+def accum_dtype(dt: np.dtype) -> np.dtype:
+    """The dtype NumPy impls accumulate in: half-precision floats use float32."""
+    if dt == dtypes.float16 or (dtypes.bfloat16 is not None and dt == dtypes.bfloat16):
+        return dtypes.float32
+    return dt
 
 
 def _sum_impl(x, *, axes):
     with np.errstate(all="ignore"):
-        return np.asarray(np.sum(x, axis=axes, dtype=_accum_dtype(x.dtype))).astype(x.dtype)
+        return np.asarray(np.sum(x, axis=axes, dtype=accum_dtype(x.dtype))).astype(x.dtype)
 
 
 def _prod_impl(x, *, axes):
     with np.errstate(all="ignore"):
-        return np.asarray(np.prod(x, axis=axes, dtype=_accum_dtype(x.dtype))).astype(x.dtype)
+        return np.asarray(np.prod(x, axis=axes, dtype=accum_dtype(x.dtype))).astype(x.dtype)
 
 
 def lowest(dt: np.dtype):

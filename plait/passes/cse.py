@@ -27,7 +27,7 @@ def cse_graph(graph: Graph) -> Graph:
     for eqn in graph.eqns:
         inputs = [rename.get(a, a) if isinstance(a, Var) else a for a in eqn.inputs]
         pk = _params_key(eqn.params)
-        if pk is not None and not getattr(eqn.prim, "effectful", False):
+        if pk is not None:
             key = (eqn.prim, tuple(_key_atom(a, rename) for a in inputs), pk)
             prev = seen.get(key)
             if prev is not None:

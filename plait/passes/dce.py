@@ -25,7 +25,7 @@ def dce_graph(graph: Graph, used_outputs: list[bool] | None = None,
                 continue
             new_eqns.append(new_eqn)
             live.update(a for a, u in zip(new_eqn.inputs, used_in) if u and isinstance(a, Var))
-        elif any(used) or getattr(eqn.prim, "effectful", False):
+        elif any(used):
             new_eqns.append(eqn)
             live.update(a for a in eqn.inputs if isinstance(a, Var))
     new_eqns.reverse()

@@ -35,9 +35,8 @@ class Array(ArrayMethods):
     __slots__ = ("_value", "weak_type", "_aval", "__weakref__")
 
     def __init__(self, value: np.ndarray, weak_type: bool = False):
-        if not isinstance(value, np.ndarray):
+        if type(value) is not np.ndarray:
             value = np.asarray(value)
-        value.flags.writeable = False
         self._value = value
         self.weak_type = weak_type
         self._aval = None
@@ -72,7 +71,9 @@ class Array(ArrayMethods):
             return v.astype(dtype)
         if copy:
             return v.copy()
-        return v
+        view = v.view()          # arrays are immutable: hand out read-only views
+        view.flags.writeable = False
+        return view
 
     def __dlpack__(self, *args, **kwargs):
         return self._value.__dlpack__(*args, **kwargs)

@@ -291,6 +291,8 @@ def lower(prog: T.Program) -> Program:
     for s in prog.stmts:
         writer_agg[s.out] = s.agg if isinstance(s, T.Contraction) else "assign"
         read.update(T.stmt_inputs(s))
+        if isinstance(s, T.Contraction) and s.default is not None:
+            read.add(s.out)  # aggregated into after the default copy: read-modify-write
     for n in prog.outputs:
         if n in prog.inputs:
             raise TileLowerError(f"output {n!r} is also an input; copy it with an elementwise statement")
