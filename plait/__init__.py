@@ -11,6 +11,11 @@ from plait import lax
 from plait import numpy
 from plait import tree_util
 from plait.api_jit import jit, make_graph
+from plait.transforms import (jvp, linearize, vjp, grad, value_and_grad, jacfwd, jacrev,
+                              hessian, custom_jvp, custom_vjp)
+from plait.lax import stop_gradient
+from plait.transforms.autograph import autograph
+from plait import lazy
 from plait.core.graph import check_graph
 
 __version__ = "0.1.0"

@@ -1,4 +1,4 @@
-"""Backends: ``compile(closed_graph) -> Executable``. ``interp`` is the reference."""
+"""Backends: ``compile(closed_graph) -> Executable``: ``interp`` (reference), ``native``."""
 from __future__ import annotations
 
 from plait.core.graph import ClosedGraph
@@ -9,5 +9,8 @@ def compile(closed: ClosedGraph, backend: str = "interp"):
     if backend == "interp":
         from plait.backends.interp import compile_interp
         return compile_interp(closed)
+    if backend == "native":
+        from plait.backends.native import compile_native
+        return compile_native(closed)
     from plait.errors import PlaitValueError
-    raise PlaitValueError(f"unknown backend {backend!r}; available: 'interp'")
+    raise PlaitValueError(f"unknown backend {backend!r}; available: 'interp', 'native'")

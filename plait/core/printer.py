@@ -46,11 +46,11 @@ class _Namer:
 def _fmt_param(v, namer, indent) -> str:
     if isinstance(v, ClosedGraph):
         consts = "" if not v.consts else f" consts={len(v.consts)}"
-        return _pp(v.graph, namer, indent + 4).lstrip() + consts
+        return _pp(v.graph, namer, indent + 2).lstrip() + consts
     if isinstance(v, Graph):
-        return _pp(v, namer, indent + 4).lstrip()
+        return _pp(v, namer, indent + 2).lstrip()
     if isinstance(v, (tuple, list)) and any(isinstance(x, (Graph, ClosedGraph)) for x in v):
-        inner = ",\n".join(" " * (indent + 4) + _fmt_param(x, namer, indent + 4) for x in v)
+        inner = ",\n".join(" " * (indent + 4) + _fmt_param(x, namer, indent + 2) for x in v)
         return "(\n" + inner + ")"
     if isinstance(v, np.dtype):
         from plait.core.dtypes import dtype_short

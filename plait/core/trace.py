@@ -257,6 +257,7 @@ def new_main(trace_type: type, payload: Any = None, dynamic: bool = False,
         yield main
     finally:
         main.alive = False
+        main.payload = None     # break builder <-> tracer cycles: garbage dies by refcount
         _DYNAMIC[0] = prev_dynamic
         _STACK.pop()
 

@@ -8,7 +8,7 @@ from plait.lax.elementwise import (neg, sign, floor, ceil, round, is_finite, exp
                                    bitwise_and, bitwise_or, bitwise_xor, shift_left,
                                    shift_right_arithmetic, shift_right_logical, eq, ne, lt,
                                    le, gt, ge, complex, integer_pow, select, clamp,
-                                   convert_element_type)
+                                   convert_element_type, stop_gradient)
 from plait.lax.shape_ops import (broadcast_in_dim, broadcast, reshape, transpose, squeeze,
                                  expand_dims, rev, slice, dynamic_slice, dynamic_update_slice,
                                  concatenate, pad, iota, broadcasted_iota)
@@ -20,3 +20,7 @@ from plait.lax.contractions import (dot_general, dot, conv_general_dilated, conv
                                     ConvDimensionNumbers, conv_dimension_numbers)
 from plait.lax._windows import padtype_to_pads
 from plait.lax.windowed import reduce_window_sum, reduce_window_max, reduce_window_min
+from plait.lax.indexing import (gather, scatter, scatter_add, scatter_mul, scatter_min,
+                                scatter_max, GatherDimensionNumbers, ScatterDimensionNumbers)
+from plait.lax.sorting import sort, sort_key_val, top_k
+from plait.lax.control_flow import cond, switch, while_loop, fori_loop, scan, map

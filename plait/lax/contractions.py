@@ -26,6 +26,7 @@ from plait.core import dtypes
 from plait.core.aval import ShapedArray
 from plait.core.trace import get_aval
 from plait.lax._base import standard_primitive, check_dtype, check_same_dtypes, as_operand, ALL
+from plait.lax._ad_helpers import defjvp, zeros, is_undefined_primal, aval_of_operand
 from plait.errors import PlaitTypeError, PlaitValueError
 from plait.lax.reductions import accum_dtype
 from plait.lax._windows import (window_out_size, pad_and_dilate, window_view, static_seq,
@@ -111,6 +112,57 @@ def _dot_impl(lhs, rhs, *, dimension_numbers, preferred_element_type):
 
 
 dot_general_p = standard_primitive("dot_general", _dot_abstract, _dot_impl)
+
+
+def _ct_as(ct, like):
+    """A cotangent in the dtype of the operand it flows to (for preferred_element_type)."""
+    from plait.lax.elementwise import convert_element_type
+    return convert_element_type(ct, aval_of_operand(like).dtype)
+
+
+def _dot_transpose_lhs(ct, x, y, *, dimension_numbers, preferred_element_type):
+    """ct (batch, x-free, y-free) . y over y's free dims, then permuted to x's layout."""
+    from plait.lax.shape_ops import transpose
+    (xc, yc), (xb, yb) = dimension_numbers
+    xa, ya = aval_of_operand(x), aval_of_operand(y)
+    x_free = [d for d in range(xa.ndim) if d not in xc and d not in xb]
+    y_free = [d for d in range(ya.ndim) if d not in yc and d not in yb]
+    nb, nxf = len(xb), len(x_free)
+    ct_y_free = tuple(range(nb + nxf, nb + nxf + len(y_free)))
+    r = dot_general_p.bind(_ct_as(ct, y), y,
+                           dimension_numbers=((ct_y_free, tuple(y_free)),
+                                              (tuple(range(nb)), tuple(yb))),
+                           preferred_element_type=None)
+    # r's dims correspond to x dims: batch, x-free, then x's contracting dims in y's order
+    layout = list(xb) + x_free + [xc[k] for k in np.argsort(yc)]
+    return transpose(r, tuple(int(i) for i in np.argsort(layout)))
+
+
+def _dot_transpose(ct, x, y, *, dimension_numbers, preferred_element_type):
+    from plait.lax.shape_ops import transpose
+    (xc, yc), (xb, yb) = dimension_numbers
+    ct_x = ct_y = None
+    if is_undefined_primal(x):
+        ct_x = _dot_transpose_lhs(ct, x, y, dimension_numbers=dimension_numbers,
+                                  preferred_element_type=preferred_element_type)
+    if is_undefined_primal(y):
+        # swap the roles of the operands; the output's free dims then come y-first
+        xa = aval_of_operand(x)
+        nb = len(xb)
+        nxf = xa.ndim - len(xc) - len(xb)
+        nyf = aval_of_operand(y).ndim - len(yc) - len(yb)
+        perm = (tuple(range(nb)) + tuple(range(nb + nxf, nb + nxf + nyf))
+                + tuple(range(nb, nb + nxf)))
+        ct_y = _dot_transpose_lhs(transpose(ct, perm), y, x,
+                                  dimension_numbers=((yc, xc), (yb, xb)),
+                                  preferred_element_type=preferred_element_type)
+    return [ct_x, ct_y]
+
+
+defjvp(dot_general_p,
+       lambda g, ans, x, y, **params: dot_general_p.bind(g, y, **params),
+       lambda g, ans, x, y, **params: dot_general_p.bind(x, g, **params))
+dot_general_p.def_rule("transpose", _dot_transpose)
 
 
 def _dims_tuple(xs) -> tuple:
@@ -299,6 +351,98 @@ def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
 
 
 conv_general_dilated_p = standard_primitive("conv_general_dilated", _conv_abstract, _conv_impl)
+
+
+# conv autodiff rules: the transposes are convolutions themselves (the input
+# cotangent convolves the output cotangent with the flipped kernel, the kernel
+# cotangent correlates the input with the output cotangent); groups move between
+# the feature and batch dimensions.
+def _dilated(n: int, d: int) -> int:
+    return 0 if n == 0 else 1 + d * (n - 1)
+
+
+def _split_axis(x, axis: int, n: int):
+    from plait.lax.shape_ops import reshape
+    shape = list(get_aval(x).shape)
+    shape[axis:axis + 1] = [n, shape[axis] // n]
+    return reshape(x, shape)
+
+
+def _merge_axis(x, src: int, dst: int):
+    """Merge axis ``src`` (major) into axis ``dst`` (numbered with ``src`` removed)."""
+    from plait.lax.shape_ops import reshape, transpose
+    shape = get_aval(x).shape
+    perm = [i for i in range(len(shape)) if i != src]
+    perm.insert(dst, src)
+    new = [shape[i] for i in range(len(shape)) if i != src]
+    new[dst] *= shape[src]
+    return reshape(transpose(x, tuple(perm)), new)
+
+
+def _swap01(spec) -> tuple:
+    return (spec[1], spec[0]) + tuple(spec[2:])
+
+
+def _conv_transpose_lhs(ct, lhs, rhs, *, window_strides, padding, lhs_dilation,
+                        rhs_dilation, dimension_numbers, feature_group_count,
+                        batch_group_count, preferred_element_type):
+    from plait.lax.shape_ops import rev
+    ls, rs, os_ = dimension_numbers
+    la = aval_of_operand(lhs)
+    groups = max(feature_group_count, batch_group_count)
+    w = rhs
+    if groups > 1:
+        w = _merge_axis(_split_axis(w, rs[0], groups), rs[0], rs[1])
+    ksp = [get_aval(w).shape[d] for d in rs[2:]]
+    osp = [get_aval(ct).shape[d] for d in os_[2:]]
+    pads = []
+    for n, k, o, s, (lo, _), ld, rd in zip([la.shape[d] for d in ls[2:]], ksp, osp,
+                                            window_strides, padding, lhs_dilation,
+                                            rhs_dilation):
+        before = _dilated(k, rd) - lo - 1
+        pads.append((before, _dilated(n, ld) + _dilated(k, rd) - 1 - _dilated(o, s) - before))
+    out = conv_general_dilated_p.bind(
+        _ct_as(ct, lhs), rev(w, tuple(rs[2:])), window_strides=tuple(lhs_dilation),
+        padding=tuple(pads), lhs_dilation=tuple(window_strides),
+        rhs_dilation=tuple(rhs_dilation),
+        dimension_numbers=ConvDimensionNumbers(tuple(os_), _swap01(rs), tuple(ls)),
+        feature_group_count=groups, batch_group_count=1, preferred_element_type=None)
+    if batch_group_count > 1:
+        out = _merge_axis(_split_axis(out, ls[1], batch_group_count), ls[1], ls[0])
+    return out
+
+
+def _conv_transpose_rhs(ct, lhs, rhs, *, window_strides, padding, lhs_dilation,
+                        rhs_dilation, dimension_numbers, feature_group_count,
+                        batch_group_count, preferred_element_type):
+    ls, rs, os_ = dimension_numbers
+    la, ra = aval_of_operand(lhs), aval_of_operand(rhs)
+    if get_aval(ct).size == 0:
+        return zeros(ra.strip_weak())
+    fg, bg = (batch_group_count, 1) if batch_group_count > 1 else (1, feature_group_count)
+    pads = []
+    for n, k, o, s, (lo, _), ld, rd in zip([la.shape[d] for d in ls[2:]],
+                                            [ra.shape[d] for d in rs[2:]],
+                                            [get_aval(ct).shape[d] for d in os_[2:]],
+                                            window_strides, padding, lhs_dilation,
+                                            rhs_dilation):
+        pads.append((lo, _dilated(o, s) - _dilated(n, ld) + _dilated(k, rd) - lo - 1))
+    return conv_general_dilated_p.bind(
+        lhs, _ct_as(ct, rhs), window_strides=tuple(rhs_dilation), padding=tuple(pads),
+        lhs_dilation=tuple(lhs_dilation), rhs_dilation=tuple(window_strides),
+        dimension_numbers=ConvDimensionNumbers(_swap01(ls), _swap01(os_), _swap01(rs)),
+        feature_group_count=fg, batch_group_count=bg, preferred_element_type=None)
+
+
+def _conv_transpose(ct, lhs, rhs, **params):
+    return [_conv_transpose_lhs(ct, lhs, rhs, **params) if is_undefined_primal(lhs) else None,
+            _conv_transpose_rhs(ct, lhs, rhs, **params) if is_undefined_primal(rhs) else None]
+
+
+defjvp(conv_general_dilated_p,
+       lambda g, ans, x, w, **params: conv_general_dilated_p.bind(g, w, **params),
+       lambda g, ans, x, w, **params: conv_general_dilated_p.bind(x, g, **params))
+conv_general_dilated_p.def_rule("transpose", _conv_transpose)
 
 
 def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,

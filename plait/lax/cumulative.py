@@ -13,6 +13,10 @@ from plait.core.trace import get_aval
 from plait.lax._base import (standard_primitive, check_dtype, canonicalize_axis, as_operand,
                              NUMERIC)
 from plait.lax.reductions import ORDERED, accum_dtype
+from plait.lax import elementwise as ew
+from plait.lax.shape_ops import pad, rev
+from plait.lax.reductions import lowest, highest
+from plait.lax._ad_helpers import defjvp, deflinear
 from plait.errors import PlaitTypeError, PlaitValueError
 
 
@@ -47,6 +51,49 @@ cummax_p = standard_primitive("cummax", _cum_abstract("cummax", ORDERED), _cum_i
     lambda x, axis: np.maximum.accumulate(x, axis=axis)))
 cummin_p = standard_primitive("cummin", _cum_abstract("cummin", ORDERED), _cum_impl(
     lambda x, axis: np.minimum.accumulate(x, axis=axis)))
+
+
+# cumulative autodiff rules. cumprod/cummax/cummin differentiate a log-depth
+# (Hillis-Steele) formulation of the scan: level by level, each element combines with
+# the one ``shift`` places before it, so zeros and ties need no special cases.
+def _shifted(v, axis, shift, fill):
+    a = get_aval(v)
+    cfg = [(0, 0, 0)] * a.ndim
+    cfg[axis] = (shift, -shift, 0)
+    return pad(v, fill, cfg)
+
+
+def _scan_jvp(combine, identity):
+    def rule(g, ans, x, *, axis, reverse):
+        if reverse:
+            x, g = rev(x, (axis,)), rev(g, (axis,))
+        dt = get_aval(x).dtype
+        y, t, shift = x, g, 1
+        while shift < get_aval(x).shape[axis]:
+            y, t = combine(y, t, _shifted(y, axis, shift, identity(dt)),
+                           _shifted(t, axis, shift, 0))
+            shift *= 2
+        return rev(t, (axis,)) if reverse else t
+    return rule
+
+
+def _prod_combine(y, t, y_lo, t_lo):
+    return ew.mul(y, y_lo), ew.add(ew.mul(t, y_lo), ew.mul(y, t_lo))
+
+
+def _extremum_combine(cmp, pick_value):
+    """The tangent follows the winner; ties share it equally."""
+    def combine(y, t, y_lo, t_lo):
+        shared = ew.mul(ew.add(t, t_lo), 0.5)
+        return pick_value(y, y_lo), ew.select(cmp(y, y_lo), t,
+                                              ew.select(ew.eq(y, y_lo), shared, t_lo))
+    return combine
+
+
+deflinear(cumsum_p, lambda ct, x, *, axis, reverse: [cumsum(ct, axis, not reverse)])
+defjvp(cumprod_p, _scan_jvp(_prod_combine, lambda dt: 1))
+defjvp(cummax_p, _scan_jvp(_extremum_combine(ew.gt, ew.max), lowest))
+defjvp(cummin_p, _scan_jvp(_extremum_combine(ew.lt, ew.min), highest))
 
 
 def _cumulative(prim):

@@ -19,6 +19,9 @@ from plait.lax._base import (standard_unop, standard_binop, standard_primitive, 
                              check_dtype, check_same_dtypes, check_same_shapes,
                              as_operand, ALL, NUMERIC, INEXACT, INTEGRAL, FLOAT, INT, UINT,
                              BOOL, COMPLEX)
+from plait.lax._ad_helpers import (Zero, defjvp, defjvp_zero, deflinear, full, zeros,
+                                   instantiate, add_tangents, tangent_aval,
+                                   is_undefined_primal, aval_of_operand, differentiable)
 from plait.errors import PlaitTypeError
 
 _real = dtypes.real_dtype
@@ -99,7 +102,9 @@ not_p = standard_unop("not", INTEGRAL, np.invert)
 real_p = standard_unop("real", (COMPLEX,), lambda x: np.real(x).copy(), out_dtype=_real)
 imag_p = standard_unop("imag", (COMPLEX,), lambda x: np.imag(x).copy(), out_dtype=_real)
 conj_p = standard_unop("conj", (COMPLEX,), np.conjugate)
-population_count_p = standard_unop("population_count", (INT, UINT), np.bitwise_count)
+population_count_p = standard_unop(   # XLA semantics: bits of the two's complement pattern
+    "population_count", (INT, UINT),
+    lambda x: np.bitwise_count(x.view(f"u{x.dtype.itemsize}")).astype(x.dtype))
 
 
 def _integer_pow_abstract(x: ShapedArray, *, y: int) -> ShapedArray:
@@ -117,6 +122,57 @@ def _integer_pow_impl(x, *, y):
 
 
 integer_pow_p = standard_primitive("integer_pow", _integer_pow_abstract, _integer_pow_impl)
+
+
+# unary autodiff rules: ``fn(g, ans, x)`` is the tangent contributed by ``g``
+for _p in (sign_p, floor_p, ceil_p, round_p, is_finite_p, not_p, population_count_p):
+    defjvp_zero(_p)
+deflinear(neg_p, lambda ct, x: [neg(ct)])
+defjvp(exp_p, lambda g, ans, x: mul(g, ans))
+defjvp(exp2_p, lambda g, ans, x: mul(g, mul(ans, float(np.log(2)))))
+defjvp(log_p, lambda g, ans, x: div(g, x))
+defjvp(log1p_p, lambda g, ans, x: div(g, add(x, 1)))
+defjvp(expm1_p, lambda g, ans, x: mul(g, add(ans, 1)))
+defjvp(tanh_p, lambda g, ans, x: mul(g, sub(1, mul(ans, ans))))
+defjvp(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(1, ans))))
+defjvp(sin_p, lambda g, ans, x: mul(g, cos(x)))
+defjvp(cos_p, lambda g, ans, x: neg(mul(g, sin(x))))
+defjvp(tan_p, lambda g, ans, x: mul(g, add(1, mul(ans, ans))))
+defjvp(asin_p, lambda g, ans, x: mul(g, rsqrt(sub(1, mul(x, x)))))
+defjvp(acos_p, lambda g, ans, x: neg(mul(g, rsqrt(sub(1, mul(x, x))))))
+defjvp(atan_p, lambda g, ans, x: div(g, add(1, mul(x, x))))
+defjvp(sinh_p, lambda g, ans, x: mul(g, cosh(x)))
+defjvp(cosh_p, lambda g, ans, x: mul(g, sinh(x)))
+defjvp(asinh_p, lambda g, ans, x: mul(g, rsqrt(add(mul(x, x), 1))))
+defjvp(acosh_p, lambda g, ans, x: mul(g, mul(rsqrt(sub(x, 1)), rsqrt(add(x, 1)))))
+defjvp(atanh_p, lambda g, ans, x: div(g, sub(1, mul(x, x))))
+defjvp(sqrt_p, lambda g, ans, x: div(g, mul(ans, 2)))
+defjvp(rsqrt_p, lambda g, ans, x: mul(g, mul(div(ans, x), -0.5)))
+defjvp(cbrt_p, lambda g, ans, x: div(g, mul(mul(ans, ans), 3)))
+
+
+def _abs_jvp(g, ans, x):
+    if not dtypes.is_complex(get_aval(x).dtype):
+        return mul(g, sign(x))
+    # d|z| = Re(conj(z) dz) / |z|, taken as 0 at z = 0
+    safe = select(eq(ans, 0), full(get_aval(ans).shape, 1, get_aval(ans).dtype), ans)
+    return div(real(mul(conj(x), g)), safe)
+
+
+defjvp(abs_p, _abs_jvp)
+# complex cotangents pair with tangents by Re(ct * t) (no conjugation), see RULES.md
+deflinear(real_p, lambda ct, x: [complex(ct, zeros(get_aval(ct)))])
+deflinear(imag_p, lambda ct, x: [complex(zeros(get_aval(ct)), neg(ct))])
+deflinear(conj_p, lambda ct, x: [conj(ct)])
+
+
+def _integer_pow_jvp(g, ans, x, *, y):
+    if y == 0:
+        return Zero(tangent_aval(get_aval(x)))
+    return mul(g, mul(integer_pow(x, y - 1), y)) if y != 1 else g
+
+
+defjvp(integer_pow_p, _integer_pow_jvp)
 
 # --- binary ------------------------------------------------------------------
 add_p = standard_binop("add", NUMERIC, np.add, warn_ok=False)
@@ -178,6 +234,62 @@ complex_p = standard_binop("complex", (FLOAT,), lambda x, y: (x + 1j * y).astype
                            out_dtype=_complex_dtype)
 
 
+# binary autodiff rules
+def _add_transpose(ct, x, y):
+    return [ct if is_undefined_primal(x) else None, ct if is_undefined_primal(y) else None]
+
+
+def _sub_transpose(ct, x, y):
+    return [ct if is_undefined_primal(x) else None,
+            neg(ct) if is_undefined_primal(y) else None]
+
+
+def _mul_transpose(ct, x, y):
+    if is_undefined_primal(x):
+        return [mul(ct, y), None]
+    return [None, mul(x, ct)]
+
+
+def _trunc(q):
+    return mul(sign(q), floor(abs(q)))
+
+
+def _choose_mask(x, y, cmp):
+    """1 where ``cmp(x, y)``, 1/2 at ties (the derivative is shared), 0 elsewhere."""
+    a = get_aval(x)
+    one, half, zero = (full(a.shape, v, a.dtype) for v in (1, 0.5, 0))
+    return select(cmp(x, y), one, select(eq(x, y), half, zero))
+
+
+def _pow_jvp_y(g, ans, x, y):
+    a = get_aval(x)
+    safe_x = select(eq(x, 0), full(a.shape, 1, a.dtype), x)
+    return mul(g, mul(ans, log(safe_x)))
+
+
+defjvp(add_p, lambda g, ans, x, y: g, lambda g, ans, x, y: g)
+add_p.def_rule("transpose", _add_transpose)
+defjvp(sub_p, lambda g, ans, x, y: g, lambda g, ans, x, y: neg(g))
+sub_p.def_rule("transpose", _sub_transpose)
+defjvp(mul_p, lambda g, ans, x, y: mul(g, y), lambda g, ans, x, y: mul(x, g))
+mul_p.def_rule("transpose", _mul_transpose)
+defjvp(div_p, lambda g, ans, x, y: div(g, y), lambda g, ans, x, y: neg(mul(g, div(ans, y))))
+div_p.def_rule("transpose", lambda ct, x, y: [div(ct, y), None])
+defjvp(rem_p, lambda g, ans, x, y: g, lambda g, ans, x, y: neg(mul(g, _trunc(div(x, y)))))
+defjvp(pow_p, lambda g, ans, x, y: mul(g, mul(y, pow(x, sub(y, 1)))), _pow_jvp_y)
+defjvp(max_p, lambda g, ans, x, y: mul(g, _choose_mask(x, y, gt)),
+       lambda g, ans, x, y: mul(g, _choose_mask(y, x, gt)))
+defjvp(min_p, lambda g, ans, x, y: mul(g, _choose_mask(x, y, lt)),
+       lambda g, ans, x, y: mul(g, _choose_mask(y, x, lt)))
+defjvp(atan2_p, lambda g, ans, x, y: mul(g, div(y, add(mul(x, x), mul(y, y)))),
+       lambda g, ans, x, y: neg(mul(g, div(x, add(mul(x, x), mul(y, y))))))
+for _p in (nextafter_p, and_p, or_p, xor_p, shift_left_p, shift_right_arithmetic_p,
+           shift_right_logical_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p):
+    defjvp_zero(_p)
+deflinear(complex_p, lambda ct, x, y: [real(ct) if is_undefined_primal(x) else None,
+                                       imag(neg(ct)) if is_undefined_primal(y) else None])
+
+
 # --- select, clamp, convert ---------------------------------------------------
 def _select_abstract(pred, on_true, on_false):
     if pred.dtype != dtypes.bool_:
@@ -188,6 +300,26 @@ def _select_abstract(pred, on_true, on_false):
 
 
 select_p = standard_primitive("select", _select_abstract, lambda p, t, f: np.where(p, t, f))
+
+
+def _select_jvp(primals, tangents):
+    pred, on_true, on_false = primals
+    _, g_true, g_false = tangents
+    ans = select_p.bind(pred, on_true, on_false)
+    if isinstance(g_true, Zero) and isinstance(g_false, Zero):
+        return ans, Zero(tangent_aval(get_aval(ans)))
+    return ans, select_p.bind(pred, instantiate(g_true), instantiate(g_false))
+
+
+def _select_transpose(ct, pred, on_true, on_false):
+    z = zeros(get_aval(ct))
+    return [None,
+            select_p.bind(pred, ct, z) if is_undefined_primal(on_true) else None,
+            select_p.bind(pred, z, ct) if is_undefined_primal(on_false) else None]
+
+
+select_p.def_rule("jvp", _select_jvp)
+select_p.def_rule("transpose", _select_transpose)
 
 
 def _clamp_abstract(lo, x, hi):
@@ -204,12 +336,57 @@ clamp_p = standard_primitive("clamp", _clamp_abstract,
                              lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi))
 
 
+def _like_operand(v, x):
+    """Broadcast a scalar bound (or its tangent) to the operand's shape."""
+    a, b = get_aval(x), get_aval(v)
+    if b.shape == a.shape:
+        return v
+    from plait.lax.shape_ops import broadcast_in_dim
+    return broadcast_in_dim(v, a.shape, ())
+
+
+def _clamp_zeros(x):
+    return zeros(get_aval(x).strip_weak())
+
+
+defjvp(clamp_p,
+       lambda g, ans, lo, x, hi: select(gt(_like_operand(lo, x), x), _like_operand(g, x),
+                                        _clamp_zeros(x)),
+       lambda g, ans, lo, x, hi: select(bitwise_and(gt(x, _like_operand(lo, x)),
+                                                    lt(x, _like_operand(hi, x))),
+                                        g, _clamp_zeros(x)),
+       lambda g, ans, lo, x, hi: select(lt(_like_operand(hi, x), x), _like_operand(g, x),
+                                        _clamp_zeros(x)))
+
+
 def _convert_abstract(x, *, new_dtype, weak_type):
     return ShapedArray(x.shape, new_dtype, weak_type)
 
 
 convert_element_type_p = standard_primitive("convert_element_type", _convert_abstract,
                                             _convert_impl)
+
+
+def _convert_jvp(primals, tangents, *, new_dtype, weak_type):
+    (x,), (g,) = primals, tangents
+    ans = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+    out_aval = tangent_aval(get_aval(ans))
+    if isinstance(g, Zero) or not differentiable(out_aval):
+        return ans, Zero(out_aval)
+    return ans, convert_element_type(g, new_dtype)
+
+
+def _convert_transpose(ct, x, *, new_dtype, weak_type):
+    return [convert_element_type(ct, aval_of_operand(x).dtype)]
+
+
+convert_element_type_p.def_rule("jvp", _convert_jvp)
+convert_element_type_p.def_rule("transpose", _convert_transpose)
+
+
+# --- stop_gradient ---------------------------------------------------------------------
+stop_gradient_p = standard_primitive("stop_gradient", lambda x: x, lambda x: x.copy())
+defjvp_zero(stop_gradient_p)
 
 
 # --- Python-facing functions -----------------------------------------------------
@@ -284,3 +461,16 @@ def convert_element_type(x, new_dtype, weak_type: bool = False):
     if a.dtype == new_dtype and a.weak_type == weak_type:
         return x
     return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+def stop_gradient(x):
+    """``x`` with zero derivative: differentiation treats it as a constant.
+
+    Works on pytrees; integer and boolean leaves are returned unchanged.
+    """
+    from plait.core.pytree import tree_map
+
+    def leaf(v):
+        v = as_operand(v)
+        return stop_gradient_p.bind(v) if differentiable(get_aval(v)) else v
+    return tree_map(leaf, x)

@@ -18,6 +18,8 @@ from plait.core.aval import ShapedArray
 from plait.core.trace import get_aval
 from plait.lax._base import (standard_primitive, check_dtype, canonicalize_axis, as_operand,
                              NUMERIC, INTEGRAL, BOOL, INT, UINT, FLOAT)
+from plait.lax._ad_helpers import (Zero, defjvp, defjvp_zero, deflinear, full, tangent_aval,
+                                   aval_of_operand)
 from plait.errors import PlaitTypeError, PlaitValueError
 
 ORDERED = (BOOL, INT, UINT, FLOAT)
@@ -107,6 +109,61 @@ reduce_xor_p = standard_primitive("reduce_xor", _reduce_abstract("reduce_xor", I
                                   _bitwise_reducer(np.bitwise_xor, np.logical_xor))
 
 
+# reduction autodiff rules
+def _kept_dims(x_aval: ShapedArray, axes) -> tuple:
+    return tuple(d for d in range(x_aval.ndim) if d not in axes)
+
+
+def _expand_back(v, x_aval: ShapedArray, axes):
+    """Broadcast a reduced value back to the operand's shape."""
+    from plait.lax.shape_ops import broadcast_in_dim
+    return broadcast_in_dim(v, x_aval.shape, _kept_dims(x_aval, axes))
+
+
+def _prod_jvp(g, ans, x, *, axes):
+    """d prod = sum_i g_i * prod_{j != i} x_j, via exclusive products from both sides
+    (exact when some x_j are zero)."""
+    from plait.lax.shape_ops import transpose, reshape, concatenate, slice as lax_slice
+    from plait.lax.elementwise import mul
+    from plait.lax.cumulative import cumprod
+    xa = get_aval(x)
+    n = 1
+    for d in axes:
+        n *= xa.shape[d]
+    if n == 0 or not axes:
+        return g if not axes else Zero(tangent_aval(get_aval(ans)))
+    kept = _kept_dims(xa, axes)
+    shape = tuple(xa.shape[d] for d in kept) + (n,)
+    xt = reshape(transpose(x, kept + tuple(axes)), shape)
+    gt = reshape(transpose(g, kept + tuple(axes)), shape)
+    last = len(shape) - 1
+    one = full(shape[:-1] + (1,), 1, xa.dtype)
+    lo, hi = (0,) * len(shape), shape
+    before = lax_slice(xt, lo, hi[:-1] + (n - 1,))
+    after = lax_slice(xt, lo[:-1] + (1,), hi)
+    left = cumprod(concatenate([one, before], last), last)
+    right = cumprod(concatenate([after, one], last), last, reverse=True)
+    return reduce_sum_p.bind(mul(gt, mul(left, right)), axes=(last,))
+
+
+def _extremum_jvp(g, ans, x, *, axes):
+    """The derivative is shared equally among the positions attaining the extremum."""
+    from plait.lax.elementwise import eq, select, div, convert_element_type
+    xa = get_aval(x)
+    mask = eq(x, _expand_back(ans, xa, axes))
+    zero = full(xa.shape, 0, xa.dtype)
+    count = reduce_sum_p.bind(convert_element_type(mask, xa.dtype), axes=axes)
+    return div(reduce_sum_p.bind(select(mask, g, zero), axes=axes), count)
+
+
+deflinear(reduce_sum_p, lambda ct, x, *, axes: [_expand_back(ct, aval_of_operand(x), axes)])
+defjvp(reduce_prod_p, _prod_jvp)
+defjvp(reduce_max_p, _extremum_jvp)
+defjvp(reduce_min_p, _extremum_jvp)
+for _p in (reduce_and_p, reduce_or_p, reduce_xor_p):
+    defjvp_zero(_p)
+
+
 # --- argmax / argmin -------------------------------------------------------------
 def _arg_abstract(name):
     def rule(x: ShapedArray, *, axis: int, index_dtype) -> ShapedArray:
@@ -132,6 +189,8 @@ argmax_p = standard_primitive(
 argmin_p = standard_primitive(
     "argmin", _arg_abstract("argmin"),
     lambda x, *, axis, index_dtype: np.asarray(np.argmin(x, axis=axis)).astype(index_dtype))
+defjvp_zero(argmax_p)
+defjvp_zero(argmin_p)
 
 
 # --- Python-facing functions -----------------------------------------------------

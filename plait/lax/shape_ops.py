@@ -10,6 +10,9 @@ from plait.core.aval import ShapedArray
 from plait.core.trace import get_aval
 from plait.lax._base import (standard_primitive, check_same_dtypes, as_operand,
                              canonicalize_axis, static_ints, INT, UINT, check_dtype)
+from plait.lax._ad_helpers import (Zero, deflinear, defjvp_zero, zeros, instantiate,
+                                   tangent_aval, is_undefined_primal, aval_of_operand,
+                                   full)
 from plait.errors import PlaitTypeError
 
 
@@ -45,6 +48,19 @@ def _bid_impl(x, *, shape, broadcast_dimensions):
 broadcast_in_dim_p = standard_primitive("broadcast_in_dim", _bid_abstract, _bid_impl)
 
 
+def _bid_transpose(ct, x, *, shape, broadcast_dimensions):
+    from plait.lax.reductions import reduce_sum
+    xa = aval_of_operand(x)
+    bd = broadcast_dimensions
+    summed = [d for d in range(len(shape)) if d not in bd]
+    summed += [bd[i] for i, n in enumerate(xa.shape) if n == 1 and shape[bd[i]] != 1]
+    r = reduce_sum(ct, tuple(sorted(summed))) if summed else ct
+    return [reshape(r, xa.shape)]
+
+
+deflinear(broadcast_in_dim_p, _bid_transpose)
+
+
 def broadcast_in_dim(x, shape, broadcast_dimensions):
     """Broadcast ``x`` to ``shape``; operand dim ``i`` maps to ``broadcast_dimensions[i]``."""
     shape = static_ints("broadcast_in_dim", shape, "shape")
@@ -71,6 +87,7 @@ def _reshape_abstract(x, *, new_sizes):
 
 reshape_p = standard_primitive("reshape", _reshape_abstract,
                                lambda x, *, new_sizes: np.reshape(x, new_sizes))
+deflinear(reshape_p, lambda ct, x, *, new_sizes: [reshape(ct, aval_of_operand(x).shape)])
 
 
 def reshape(x, new_sizes):
@@ -90,7 +107,8 @@ def _transpose_abstract(x, *, permutation):
 
 
 transpose_p = standard_primitive("transpose", _transpose_abstract,
-                                 lambda x, *, permutation: np.ascontiguousarray(np.transpose(x, permutation)))
+                                 lambda x, *, permutation: np.transpose(x, permutation).copy())
+deflinear(transpose_p, lambda ct, x, *, permutation: [transpose(ct, tuple(np.argsort(permutation)))])
 
 
 def transpose(x, permutation):
@@ -113,6 +131,7 @@ def _squeeze_abstract(x, *, dimensions):
 
 squeeze_p = standard_primitive("squeeze", _squeeze_abstract,
                                lambda x, *, dimensions: np.squeeze(x, dimensions) if dimensions else x)
+deflinear(squeeze_p, lambda ct, x, *, dimensions: [reshape(ct, aval_of_operand(x).shape)])
 
 
 def squeeze(x, dimensions):
@@ -136,6 +155,7 @@ def _expand_abstract(x, *, dimensions):
 
 expand_dims_p = standard_primitive("expand_dims", _expand_abstract,
                                    lambda x, *, dimensions: np.expand_dims(x, dimensions))
+deflinear(expand_dims_p, lambda ct, x, *, dimensions: [reshape(ct, aval_of_operand(x).shape)])
 
 
 def expand_dims(x, dimensions):
@@ -156,7 +176,8 @@ def _rev_abstract(x, *, dimensions):
 
 
 rev_p = standard_primitive("rev", _rev_abstract,
-                           lambda x, *, dimensions: np.ascontiguousarray(np.flip(x, dimensions)))
+                           lambda x, *, dimensions: np.flip(x, dimensions).copy())
+deflinear(rev_p, lambda ct, x, *, dimensions: [rev(ct, dimensions)])
 
 
 def rev(x, dimensions):
@@ -179,10 +200,25 @@ def _slice_abstract(x, *, start_indices, limit_indices, strides):
 
 
 def _slice_impl(x, *, start_indices, limit_indices, strides):
-    return x[tuple(slice(s, l, st) for s, l, st in zip(start_indices, limit_indices, strides))].copy()
+    return x[tuple(np.s_[s:l:st] for s, l, st in zip(start_indices, limit_indices, strides))].copy()
 
 
 slice_p = standard_primitive("slice", _slice_abstract, _slice_impl)
+
+
+def _slice_transpose(ct, x, *, start_indices, limit_indices, strides):
+    xa = aval_of_operand(x)
+    ca = aval_of_operand(ct)
+    if ca.size == 0:
+        return [zeros(xa.strip_weak())]
+    cfg = []
+    for s, n, st, d in zip(start_indices, ca.shape, strides, xa.shape):
+        used = s + (n - 1) * st + 1 if n else s
+        cfg.append((s, d - used, st - 1 if n else 0))
+    return [pad(ct, 0, cfg)]
+
+
+deflinear(slice_p, _slice_transpose)
 
 
 def slice(x, start_indices, limit_indices, strides=None):
@@ -225,6 +261,23 @@ def _dyn_slice_impl(x, *idx, slice_sizes):
 dynamic_slice_p = standard_primitive("dynamic_slice", _dyn_slice_abstract, _dyn_slice_impl)
 
 
+def _dyn_slice_jvp(primals, tangents, *, slice_sizes):
+    x, *idx = primals
+    ans = dynamic_slice_p.bind(x, *idx, slice_sizes=slice_sizes)
+    if isinstance(tangents[0], Zero):
+        return ans, Zero(tangent_aval(get_aval(ans)))
+    return ans, dynamic_slice_p.bind(tangents[0], *idx, slice_sizes=slice_sizes)
+
+
+def _dyn_slice_transpose(ct, x, *idx, slice_sizes):
+    z = zeros(aval_of_operand(x).strip_weak())
+    return [dynamic_update_slice_p.bind(z, instantiate(ct), *idx)] + [None] * len(idx)
+
+
+dynamic_slice_p.def_rule("jvp", _dyn_slice_jvp)
+dynamic_slice_p.def_rule("transpose", _dyn_slice_transpose)
+
+
 def dynamic_slice(x, start_indices, slice_sizes):
     """Slice of static ``slice_sizes`` at traced ``start_indices`` (clamped to stay in bounds)."""
     sizes = static_ints("dynamic_slice", slice_sizes, "slice_sizes")
@@ -259,6 +312,29 @@ dynamic_update_slice_p = standard_primitive("dynamic_update_slice", _dyn_update_
                                             _dyn_update_impl)
 
 
+def _dyn_update_jvp(primals, tangents):
+    x, upd, *idx = primals
+    gx, gu = tangents[:2]
+    ans = dynamic_update_slice_p.bind(x, upd, *idx)
+    if isinstance(gx, Zero) and isinstance(gu, Zero):
+        return ans, Zero(tangent_aval(get_aval(ans)))
+    return ans, dynamic_update_slice_p.bind(instantiate(gx), instantiate(gu), *idx)
+
+
+def _dyn_update_transpose(ct, x, upd, *idx):
+    ua = aval_of_operand(upd)
+    ct_x = ct_u = None
+    if is_undefined_primal(x):
+        ct_x = dynamic_update_slice_p.bind(ct, zeros(ua.strip_weak()), *idx)
+    if is_undefined_primal(upd):
+        ct_u = dynamic_slice_p.bind(ct, *idx, slice_sizes=ua.shape)
+    return [ct_x, ct_u] + [None] * len(idx)
+
+
+dynamic_update_slice_p.def_rule("jvp", _dyn_update_jvp)
+dynamic_update_slice_p.def_rule("transpose", _dyn_update_transpose)
+
+
 def dynamic_update_slice(x, update, start_indices):
     """``x`` with ``update`` written at traced ``start_indices`` (clamped to stay in bounds)."""
     idx = [_index_to_i64(as_operand(i, dtypes.int64) if isinstance(i, int) else i)
@@ -288,6 +364,25 @@ def _concat_abstract(*xs, dimension):
 
 concatenate_p = standard_primitive("concatenate", _concat_abstract,
                                    lambda *xs, dimension: np.concatenate(xs, dimension))
+
+
+def _concat_transpose(ct, *xs, dimension):
+    out, start = [], 0
+    ca = aval_of_operand(ct)
+    for x in xs:
+        n = aval_of_operand(x).shape[dimension]
+        if is_undefined_primal(x):
+            lo = [0] * ca.ndim
+            hi = list(ca.shape)
+            lo[dimension], hi[dimension] = start, start + n
+            out.append(slice(ct, lo, hi))
+        else:
+            out.append(None)
+        start += n
+    return out
+
+
+deflinear(concatenate_p, _concat_transpose)
 
 
 def concatenate(xs, dimension: int):
@@ -332,6 +427,23 @@ def _pad_impl(x, pv, *, padding_config):
 pad_p = standard_primitive("pad", _pad_abstract, _pad_impl)
 
 
+def _pad_transpose(ct, x, pv, *, padding_config):
+    from plait.lax.reductions import reduce_sum
+    from plait.lax.elementwise import sub
+    ca = aval_of_operand(ct)
+    unpad = pad(ct, 0, [(-lo, -hi, 0) for lo, hi, _ in padding_config])
+    t_x = slice(unpad, [0] * ca.ndim, get_aval(unpad).shape,
+                [it + 1 for _, _, it in padding_config])
+    t_pv = None
+    if is_undefined_primal(pv):
+        every = tuple(range(ca.ndim))
+        t_pv = sub(reduce_sum(ct, every), reduce_sum(t_x, every))
+    return [t_x if is_undefined_primal(x) else None, t_pv]
+
+
+deflinear(pad_p, _pad_transpose)
+
+
 def pad(x, padding_value, padding_config):
     """Pad with ``(low, high, interior)`` per dimension; negative low/high crop."""
     cfg = tuple(tuple(int(v) for v in c) for c in padding_config)
@@ -354,6 +466,7 @@ def _iota_impl(*, dtype, shape, dimension):
 
 
 iota_p = standard_primitive("iota", _iota_abstract, _iota_impl)
+defjvp_zero(iota_p)
 
 
 def iota(dtype, size: int):

@@ -4,8 +4,9 @@ from __future__ import annotations
 from plait.core.graph import ClosedGraph
 from plait.passes.cse import cse
 from plait.passes.dce import dce
+from plait.passes.inline import inline
 
-PASSES = [("cse", cse), ("dce", dce)]
+PASSES = [("inline", inline), ("cse", cse), ("dce", dce)]
 
 
 def optimize(closed: ClosedGraph) -> ClosedGraph:

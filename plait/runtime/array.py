@@ -24,9 +24,23 @@ class Device:
 _CPU = Device("cpu", 0)
 
 
+_DEVICES: dict[str, list[Device]] = {"cpu": [_CPU]}
+
+
+def register_devices(platform: str, devs: list[Device]) -> None:
+    """Make ``devices(platform)`` return ``devs`` (used by ``plait.lazy`` for "lazy")."""
+    _DEVICES[platform] = list(devs)
+
+
 def devices(backend: str | None = None) -> list[Device]:
-    """The available devices (the CPU)."""
-    return [_CPU]
+    """The devices of a platform: ``devices()`` is the CPU, ``devices("lazy")`` the lazy device."""
+    if backend is None:
+        return [_CPU]
+    if backend not in _DEVICES:
+        from plait.errors import PlaitValueError
+        raise PlaitValueError(f"unknown device platform {backend!r}; available: "
+                              f"{', '.join(repr(k) for k in _DEVICES)}")
+    return list(_DEVICES[backend])
 
 
 class Array(ArrayMethods):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -34,7 +34,6 @@ from .ir import (
     Load,
     LoadIndex,
     Program,
-    Refinement,
     Special,
     Store,
     agg_identity,

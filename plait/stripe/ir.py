@@ -26,7 +26,7 @@ Semantics (the rules the interpreter and verifier implement):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable, Mapping, Optional, Union
 
 import numpy as np

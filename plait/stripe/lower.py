@@ -21,8 +21,6 @@ dimension of size > 1, inputs broadcast NumPy-style (size-1 or missing dims read
 from __future__ import annotations
 
 import math
-from typing import Optional
-
 from plait import tile as T
 
 from . import polyhedron
@@ -40,7 +38,6 @@ from .ir import (
     Refinement,
     Statement,
     Store,
-    np_dtype,
     row_major_strides,
 )
 

@@ -118,19 +118,21 @@ def _eliminate(s: _Sys, v: str) -> _Sys:
 def _project(s: _Sys, keep: set[str]) -> _Sys:
     """Fourier-Motzkin: eliminate every variable not in ``keep``."""
     while not s.empty:
-        todo = [v for v in s.vars() if v not in keep]
+        pos: dict[str, int] = {}
+        neg: dict[str, int] = {}
+        for key in s.cons:
+            for name, c in key:
+                if name not in keep:
+                    if c > 0:
+                        pos[name] = pos.get(name, 0) + 1
+                    else:
+                        neg[name] = neg.get(name, 0) + 1
+        todo = set(pos) | set(neg)
         if not todo:
             break
 
         def cost(v: str) -> tuple[int, str]:
-            p = n = 0
-            for key in s.cons:
-                for name, c in key:
-                    if name == v:
-                        if c > 0:
-                            p += 1
-                        else:
-                            n += 1
+            p, n = pos.get(v, 0), neg.get(v, 0)
             return (p * n - p - n, v)
 
         s = _eliminate(s, min(todo, key=cost))

@@ -23,8 +23,8 @@ Combinations: ``none`` (one input), ``mul``, ``add``, ``eq`` (two inputs, 0/1 re
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Iterable, Optional, Sequence, Union
+from dataclasses import dataclass
+from typing import Optional, Union
 
 from .affine import Affine, Constraint
 

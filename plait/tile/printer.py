@@ -20,7 +20,6 @@ from .ir import (
     COMB_SYMBOL,
     Call,
     Const,
-    Contraction,
     Elementwise,
     Expr,
     IndexValue,

@@ -17,7 +17,7 @@ import numpy as np
 
 from plait.core import dtypes
 from plait.core.aval import ShapedArray
-from plait.core.graph import Eqn, Graph, Var, Literal
+from plait.core.graph import Eqn, Graph, ClosedGraph, Var, Literal
 from plait.core.pytree import TreeDef, tree_flatten, tree_unflatten, leaf_paths
 from plait.core.staging import trace_to_graph
 from plait.core.trace import Tracer, get_aval
@@ -175,13 +175,13 @@ def dedupe_consts(traced: Sequence[TracedFun]) -> tuple[list, list[Graph]]:
 
 
 def convert_outputs(graph: Graph, targets: Sequence[ShapedArray]) -> Graph:
-    """``graph`` with ``convert_element_type`` appended where an output's dtype or
-    weak type differs from ``targets``."""
+    """``graph`` with ``convert_element_type`` appended where an output's dtype
+    differs from ``targets`` (weak-type differences alone are left alone)."""
     from plait.lax.elementwise import convert_element_type_p
     eqns = list(graph.eqns)
     outs = []
     for v, t in zip(graph.outvars, targets):
-        if v.aval.dtype == t.dtype and v.aval.weak_type == t.weak_type:
+        if v.aval.dtype == t.dtype:
             outs.append(v)
             continue
         if isinstance(v, Literal):
@@ -213,3 +213,46 @@ def dce_sub(graph: Graph, used_outputs: Sequence[bool] | None = None):
     """DCE of a sub-graph (outputs pruned per ``used_outputs``): ``(graph, used_inputs)``."""
     from plait.passes.dce import dce_graph   # the pass calls us; imported lazily
     return dce_graph(graph, list(used_outputs) if used_outputs is not None else None)
+
+
+# --- autodiff helpers (the interpreters live in plait.transforms; imported lazily
+# because plait.lax must not depend on plait.transforms at import time) -----------
+def jvp_graph(graph: Graph, nonzeros: Sequence[bool], instantiate: Sequence[bool]
+              ) -> tuple[TracedFun, list[bool]]:
+    """The JVP of ``graph`` (``plait.transforms.ad.jvp_graph``) as a const-free graph.
+
+    The result takes its ``consts`` first, then the primal inputs, then the tangents
+    of the inputs marked in ``nonzeros``; it returns the primal outputs, then the
+    tangents of the outputs marked in the returned ``out_nonzeros`` (those in
+    ``instantiate`` always get one).
+    """
+    from plait.transforms.ad import jvp_graph as _jvp_graph
+    closed, out_nz = _jvp_graph(graph, nonzeros, list(instantiate))
+    return closed_to_traced(closed), out_nz
+
+
+def closed_to_traced(closed: ClosedGraph, out_tree: TreeDef | None = None) -> TracedFun:
+    """A closed graph as a const-free graph taking its consts as leading inputs."""
+    g = closed.graph
+    return TracedFun(Graph([], g.constvars + g.invars, g.eqns, g.outvars, g.name),
+                     list(closed.consts), out_tree)
+
+
+def permute_inputs(graph: Graph, order: Sequence[int]) -> Graph:
+    """``graph`` whose i-th input is the old input ``order[i]``."""
+    return Graph([], [graph.invars[i] for i in order], graph.eqns, graph.outvars, graph.name)
+
+
+def permute_outputs(graph: Graph, order: Sequence[int]) -> Graph:
+    """``graph`` whose i-th output is the old output ``order[i]``."""
+    return Graph([], graph.invars, graph.eqns, [graph.outvars[i] for i in order], graph.name)
+
+
+def split_list(xs: Sequence, sizes: Sequence[int]) -> list[list]:
+    """Split ``xs`` into consecutive pieces of the given sizes (the rest is last)."""
+    out, i = [], 0
+    for s in sizes:
+        out.append(list(xs[i:i + s]))
+        i += s
+    out.append(list(xs[i:]))
+    return out

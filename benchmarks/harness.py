@@ -1,0 +1,68 @@
+"""Timing harness: candidates measured interleaved in one run, reported as ratios.
+
+Machines are shared and noisy, so absolute times mean little: every benchmark
+times all its candidates in alternating rounds and reports each one's median
+per-call time and its ratio to a baseline measured in the same rounds.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable
+
+
+def per_call_seconds(fn: Callable[[], object], number: int) -> float:
+    """Seconds per call of ``fn`` over ``number`` back-to-back calls."""
+    t0 = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - t0) / number
+
+
+def calibrate(fn: Callable[[], object], target_s: float = 0.02) -> int:
+    """A call count whose batch takes about ``target_s``."""
+    fn()
+    n = 1
+    while True:
+        t = per_call_seconds(fn, n) * n
+        if t >= target_s or n >= 1 << 20:
+            return max(1, int(n * target_s / max(t, 1e-9)))
+        n *= 4
+
+
+def compare(candidates: dict[str, Callable[[], object]], rounds: int = 15,
+            target_s: float = 0.02) -> dict[str, float]:
+    """Median seconds per call of each candidate, measured in interleaved rounds."""
+    numbers = {k: calibrate(f, target_s) for k, f in candidates.items()}
+    samples: dict[str, list[float]] = {k: [] for k in candidates}
+    for _ in range(rounds):
+        for k, f in candidates.items():
+            samples[k].append(per_call_seconds(f, numbers[k]))
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def fmt_time(s: float) -> str:
+    if s < 1e-6:
+        return f"{s * 1e9:.0f} ns"
+    if s < 1e-3:
+        return f"{s * 1e6:.2f} us"
+    if s < 1:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s:.2f} s"
+
+
+def table(title: str, rows: list[list[str]], header: list[str]) -> str:
+    """A plain-text table."""
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    line = "  ".join(h.ljust(w) for h, w in zip(header, widths))
+    out = [title, line, "-" * len(line)]
+    out += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)) for r in rows]
+    return "\n".join(out)
+
+
+def optional_import(name: str):
+    """Import a peer library if it is installed, else None."""
+    try:
+        return __import__(name)
+    except Exception:
+        return None

@@ -1,0 +1,115 @@
+"""W6 — lazy training loop (S4TF lazy-tensor design doc; /work/shared/WORKLOADS.md).
+
+MLP 784-256-10 (tanh), softmax cross-entropy, SGD lr 0.1, batch 64, synthetic
+MNIST-shaped data (seed 0), 200 steps, written as plain imperative code with
+``plait.numpy``. The same step runs three ways:
+
+- ``eager``: op by op on ``plait.Array`` values;
+- ``lazy``: on lazy arrays, with ``plait.lazy.step()`` at the end of each step;
+- ``jit``: ``plait.jit`` of the step.
+
+Reports steps per second (after one warm-up step), the ratios the issue targets
+(lazy >= 1.5x eager, lazy within 1.15x of jit), the compile counts, and checks
+that the three runs give the same losses. ``python -m benchmarks.lazy_training``.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+import plait
+import plait.numpy as pnp
+from plait import lazy
+from plait.runtime import metrics
+from benchmarks.harness import table
+
+
+def init_params(sizes=(784, 256, 10), seed: int = 0) -> list[np.ndarray]:
+    """Float32 weights (scaled normal) and zero biases."""
+    rng = np.random.default_rng(seed)
+    params = []
+    for n_in, n_out in zip(sizes[:-1], sizes[1:]):
+        params.append((rng.standard_normal((n_in, n_out)) / np.sqrt(n_in)).astype(np.float32))
+        params.append(np.zeros((n_out,), np.float32))
+    return params
+
+
+def synthetic_data(steps: int, batch: int = 64, seed: int = 0):
+    """Inputs in [0, 1) of shape (steps, batch, 784) and one-hot labels (steps, batch, 10)."""
+    rng = np.random.default_rng(seed)
+    x = rng.random((steps, batch, 784), dtype=np.float32)
+    y = rng.integers(0, 10, (steps, batch))
+    return x, np.eye(10, dtype=np.float32)[y]
+
+
+def train_step(params, x, y, lr=0.1):
+    """One SGD step of softmax cross-entropy; returns (loss, new params)."""
+    w1, b1, w2, b2 = params
+    n = x.shape[0]
+    h = pnp.tanh(x @ w1 + b1)
+    logits = h @ w2 + b2
+    z = logits - pnp.max(logits, axis=1, keepdims=True)
+    e = pnp.exp(z)
+    s = pnp.sum(e, axis=1, keepdims=True)
+    loss = -pnp.sum(y * (z - pnp.log(s))) / n
+    g_logits = (e / s - y) / n
+    g_pre = (g_logits @ w2.T) * (1.0 - h * h)
+    grads = [x.T @ g_pre, pnp.sum(g_pre, axis=0), h.T @ g_logits, pnp.sum(g_logits, axis=0)]
+    return loss, [p - lr * g for p, g in zip(params, grads)]
+
+
+def _run(step_fn, put, xs, ys, barrier) -> tuple[list[float], float]:
+    params = [put(p) for p in init_params()]
+    losses = []
+    t0 = 0.0
+    for i in range(len(xs)):
+        if i == 1:
+            t0 = time.perf_counter()
+        loss, params = step_fn(params, put(xs[i]), put(ys[i]))
+        barrier()
+        losses.append(loss)
+    for p in params:
+        np.asarray(p)
+    elapsed = time.perf_counter() - t0
+    return [float(l) for l in losses], (len(xs) - 1) / elapsed
+
+
+def run(steps: int = 200) -> str:
+    """Run the three modes and return the report."""
+    xs, ys = synthetic_data(steps)
+    eager_losses, eager_sps = _run(train_step, plait.device_put, xs, ys, lambda: None)
+
+    lazy.clear_cache()
+    lazy.reset_metrics()
+    lazy_losses, lazy_sps = _run(train_step, lazy.asarray, xs, ys, lazy.step)
+    lm = lazy.metrics()
+
+    before = metrics.get("compiles")
+    jitted = plait.jit(train_step)
+    jit_losses, jit_sps = _run(jitted, plait.device_put, xs, ys, lambda: None)
+    jit_compiles = metrics.get("compiles") - before
+
+    err = max(np.max(np.abs(np.subtract(lazy_losses, eager_losses))),
+              np.max(np.abs(np.subtract(jit_losses, eager_losses))))
+    rows = [["eager (op by op)", f"{eager_sps:.1f}", "1.00x", "-"],
+            ["lazy", f"{lazy_sps:.1f}", f"{lazy_sps / eager_sps:.2f}x",
+             f"{lm['compiles']:.0f} (cache hits {lm['cache_hits']:.0f})"],
+            ["jit", f"{jit_sps:.1f}", f"{jit_sps / eager_sps:.2f}x", f"{jit_compiles:.0f}"]]
+    out = table(f"W6 lazy training loop: MLP 784-256-10, batch 64, {steps} steps, "
+                f"backend {plait.config.backend}", rows,
+                ["mode", "steps/s", "vs eager", "compiles"])
+    out += (f"\n\nlazy / eager = {lazy_sps / eager_sps:.2f}x (target >= 1.5x); "
+            f"jit / lazy = {jit_sps / lazy_sps:.2f}x (target <= 1.15x)"
+            f"\nlazy: {lm['materializations']:.0f} materializations, compile "
+            f"{lm['compile_time_s'] * 1e3:.1f} ms, execute {lm['execute_time_s']:.2f} s"
+            f"\nlosses: first {eager_losses[0]:.4f}, last {eager_losses[-1]:.4f}; "
+            f"max |difference| between modes {err:.2e}")
+    return out
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=200)
+    print(run(ap.parse_args().steps))

@@ -1,0 +1,1 @@
+"""Code generation: C renderers of Stripe programs and the C toolchain."""

@@ -1,0 +1,338 @@
+"""Render a Stripe program as one C function (loops, OpenMP pragmas, scalar code).
+
+The function is ``void <name>(void **bufs)`` with one pointer per program buffer,
+in the program's buffer order. Semantics follow ``plait.stripe.ir``: a block is a
+loop nest over its indexes, skipping iterations that fail a constraint; a
+refinement is a pointer offset into its parent view; a ``none`` refinement is a
+fresh allocation filled with the identity of its aggregation op; a store combines
+with the refinement's aggregation op. Blocks tagged ``parallel`` get an OpenMP
+``parallel for`` on their outermost loop. Integer division, remainder and shifts
+are guarded so no input can trap.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+from plait.errors import CompileError
+from plait.stripe import ir
+from plait.tile.affine import Affine
+
+C_TYPES = {"bool": "_Bool", "i8": "int8_t", "i16": "int16_t", "i32": "int32_t",
+           "i64": "int64_t", "u8": "uint8_t", "u16": "uint16_t", "u32": "uint32_t",
+           "u64": "uint64_t", "f16": "_Float16", "f32": "float", "f64": "double"}
+# scalars of these dtypes are computed in a wider type
+COMPUTE_TYPES = dict(C_TYPES, f16="float")
+
+PRELUDE = r"""
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#define F32(x) ((float)(x))
+static inline float plait_maxf(float a, float b) { return (a != a || a >= b) ? a : b; }
+static inline float plait_minf(float a, float b) { return (a != a || a <= b) ? a : b; }
+static inline double plait_max(double a, double b) { return (a != a || a >= b) ? a : b; }
+static inline double plait_min(double a, double b) { return (a != a || a <= b) ? a : b; }
+"""
+
+_FLOAT = ("f16", "f32", "f64")
+_UNSIGNED = ("u8", "u16", "u32", "u64", "bool")
+_CMP = {"cmp_eq": "==", "cmp_ne": "!=", "cmp_lt": "<", "cmp_le": "<=", "cmp_gt": ">",
+        "cmp_ge": ">="}
+_BOOL_RESULT = set(_CMP) | {"is_finite", "is_nan"}
+
+# float math: name -> (float function, double function)
+_FMATH = {n: (n + "f", n) for n in (
+    "exp", "exp2", "log", "log2", "log1p", "expm1", "sqrt", "tanh", "sin", "cos", "tan",
+    "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "floor", "ceil",
+    "cbrt", "atan2", "pow", "nextafter", "fabs", "rint", "fmod")}
+_FMATH.update({"asin": ("asinf", "asin"), "acos": ("acosf", "acos"), "atan": ("atanf", "atan")})
+
+
+def _cname(name: str, depth: int, prefix: str) -> str:
+    return f"{prefix}{re.sub(r'[^A-Za-z0-9_]', '_', name)}_{depth}"
+
+
+def _lit(value, dtype: str) -> str:
+    if dtype == "bool":
+        return "1" if value else "0"
+    if dtype in _FLOAT:
+        v = float(value)
+        if math.isnan(v):
+            return "NAN"
+        if math.isinf(v):
+            return "INFINITY" if v > 0 else "-INFINITY"
+        s = repr(v)
+        return s + "f" if dtype != "f64" else s
+    v = int(value)
+    if dtype == "i64" and v == -(1 << 63):
+        return "INT64_MIN"
+    if dtype == "u64":
+        return f"{v}ULL"
+    if dtype == "i64":
+        return f"{v}LL"
+    return str(v)
+
+
+def _identity(agg: str | None, dtype: str) -> str:
+    return _lit(ir.agg_identity(agg, dtype).item(), dtype)
+
+
+class _Scope:
+    """Names visible in one block: views (pointer, dtype), indexes, scalars (name, dtype)."""
+
+    def __init__(self, parent: "_Scope | None" = None):
+        self.views: dict[str, tuple[str, str, tuple]] = dict(parent.views) if parent else {}
+        self.idxs: dict[str, str] = {}
+        self.scalars: dict[str, tuple[str, str]] = {}
+
+
+class CRenderer:
+    """Renders one Stripe program to C source."""
+
+    def __init__(self, program: ir.Program, fn_name: str):
+        self.p = program
+        self.fn = fn_name
+        self.lines: list[str] = []
+        self.depth = 0
+
+    def emit(self, s: str) -> None:
+        self.lines.append("  " * self.depth + s)
+
+    # --- expressions ---------------------------------------------------------------
+    def affine(self, a: Affine, scope: _Scope) -> str:
+        parts = []
+        for n, c in a.terms:
+            if n not in scope.idxs:
+                raise CompileError(f"Stripe index {n!r} is not visible in its block", locate=False)
+            v = scope.idxs[n]
+            parts.append(v if c == 1 else f"{c}*{v}" if c >= 0 else f"({c})*{v}")
+        if a.const or not parts:
+            parts.append(f"({a.const})")
+        return "(" + " + ".join(parts) + ")"
+
+    def intrinsic(self, st: ir.Intrinsic, scope: _Scope) -> tuple[str, str]:
+        args = [scope.scalars[i] for i in st.inputs]
+        vals = [a[0] for a in args]
+        dts = [a[1] for a in args]
+        name = st.name
+        dt = dts[-1] if name in ("select", "cond") else (dts[0] if dts else "f32")
+        if name in ("select", "cond"):
+            expr = f"({vals[0]} ? {vals[1]} : {vals[2]})"
+        elif name in _CMP:
+            expr = f"({vals[0]} {_CMP[name]} {vals[1]})"
+            dt = "bool"
+        else:
+            expr = self._arith(name, vals, dt)
+            if name in _BOOL_RESULT:
+                dt = "bool"
+        if st.dtype is not None and st.dtype != dt:
+            expr = self._cast(expr, dt, st.dtype)
+            dt = st.dtype
+        return expr, dt
+
+    def _cast(self, expr: str, src: str, dst: str) -> str:
+        if dst == "bool":
+            return f"({expr} != 0)"
+        return f"(({COMPUTE_TYPES[dst]})({expr}))"
+
+    def _fm(self, fn: str, dt: str, *xs) -> str:
+        f, d = _FMATH[fn]
+        return f"{d if dt == 'f64' else f}({', '.join(xs)})"
+
+    def _arith(self, name: str, v: list[str], dt: str) -> str:
+        fl = dt in _FLOAT
+        ct = COMPUTE_TYPES[dt]
+        a = v[0] if v else None
+        b = v[1] if len(v) > 1 else None
+        simple = {"add": "+", "sub": "-", "mul": "*"}
+        if name in simple:
+            if dt == "bool":
+                return f"({a} {'|' if name == 'add' else '&' if name == 'mul' else '^'} {b})"
+            return f"(({ct})({a} {simple[name]} {b}))"
+        if name == "div":
+            if fl:
+                return f"({a} / {b})"
+            if dt in _UNSIGNED:
+                return f"(({ct})({b} == 0 ? 0 : {a} / {b}))"
+            return f"(({ct})({b} == 0 ? 0 : {b} == -1 ? ({ct})(0 - ({'u' if False else ''}{a})) : {a} / {b}))"
+        if name == "rem":
+            if fl:
+                return self._fm("fmod", dt, a, b)
+            if dt in _UNSIGNED:
+                return f"(({ct})({b} == 0 ? 0 : {a} % {b}))"
+            return f"(({ct})({b} == 0 || {b} == -1 ? 0 : {a} % {b}))"
+        if name in ("max", "min"):
+            if fl:
+                return f"plait_{name}{'f' if dt != 'f64' else ''}({a}, {b})"
+            op = ">=" if name == "max" else "<="
+            return f"({a} {op} {b} ? {a} : {b})"
+        if name == "neg":
+            return f"(({ct})(-{a}))" if dt != "bool" else a
+        if name == "abs":
+            return self._fm("fabs", dt, a) if fl else f"(({ct})({a} < 0 ? -{a} : {a}))"
+        if name == "sign":
+            if fl:
+                return f"({a} > 0 ? ({ct})1 : {a} < 0 ? ({ct})-1 : {a})"
+            return f"(({ct})(({a} > 0) - ({a} < 0)))"
+        if name in ("ident", "assign", "cast"):
+            return a
+        if name == "not":
+            return f"(!{a})" if dt == "bool" else f"(({ct})~{a})"
+        if name in ("and", "or", "xor"):
+            op = {"and": "&", "or": "|", "xor": "^"}[name]
+            return f"(({ct})({a} {op} {b}))"
+        if name in ("shl", "shr"):
+            bits = 8 * np.dtype(ir.np_dtype(dt)).itemsize
+            if name == "shl":
+                return f"(({ct})(({b}) < 0 || ({b}) >= {bits} ? 0 : (({ct})((uint64_t){a} << {b}))))"
+            fill = f"({a} < 0 ? -1 : 0)" if dt not in _UNSIGNED else "0"
+            return f"(({ct})(({b}) < 0 || ({b}) >= {bits} ? {fill} : {a} >> {b}))"
+        if name == "square":
+            return f"(({ct})({a} * {a}))"
+        if name == "reciprocal":
+            return f"(({ct})1 / {a})"
+        if name == "rsqrt":
+            return f"(({ct})1 / {self._fm('sqrt', dt, a)})"
+        if name == "logistic":
+            return f"(({ct})1 / (({ct})1 + {self._fm('exp', dt, '-' + a)}))"
+        if name == "round":
+            return self._fm("rint", dt, a)
+        if name == "is_finite":
+            return f"isfinite({a})"
+        if name == "is_nan":
+            return f"isnan({a})"
+        if name == "pow" and not fl:
+            raise CompileError("integer pow is not lowered to C", locate=False)
+        if name in _FMATH and fl:
+            return self._fm(name, dt, *v)
+        raise CompileError(f"intrinsic {name!r} on {dt} has no C rendering", locate=False)
+
+    # --- blocks -------------------------------------------------------------------------
+    def block(self, blk: ir.Block, parent: _Scope) -> None:
+        scope = _Scope(parent)
+        d = self.depth
+        opened = 0
+        iters = blk.iterations
+        if blk.comments:
+            self.emit(f"/* {blk.name}: {' '.join(blk.comments)[:200].replace('*/', '')} */")
+        self.emit("{")
+        self.depth += 1
+        for k, idx in enumerate(blk.idxs):
+            cv = _cname(idx.name, self.depth, "i_")
+            base = self.affine(idx.affine, parent) if idx.affine is not None else "0"
+            if k == 0 and "parallel" in blk.tags and iters > 1:
+                self.emit("#pragma omp parallel for schedule(static)")
+            self.emit(f"for (int64_t {cv} = {base}; {cv} < {base} + {idx.range}; ++{cv}) {{")
+            scope.idxs[idx.name] = cv
+            self.depth += 1
+            opened += 1
+        if blk.constraints:
+            conds = " && ".join(f"{self.affine(c, scope)} >= 0" for c in blk.constraints)
+            self.emit(f"if (!({conds})) continue;" if opened else f"if ({conds}) {{")
+        frees = []
+        for r in blk.refs:
+            cv = _cname(r.into, self.depth, "v_")
+            ctype = C_TYPES[r.dtype]
+            if r.from_ is None:
+                size = 1 + sum((s - 1) * st for s, st in zip(r.shape, r.strides) if s > 0)
+                if size * np.dtype(ir.np_dtype(r.dtype)).itemsize <= 4096:
+                    self.emit(f"{ctype} {cv}[{size}];")
+                else:
+                    self.emit(f"{ctype} *{cv} = ({ctype} *)malloc(sizeof({ctype}) * {size});")
+                    frees.append(cv)
+                self.emit(f"for (int64_t z = 0; z < {size}; ++z) {cv}[z] = "
+                          f"{_identity(r.agg, r.dtype)};")
+            else:
+                if r.from_ not in scope.views:
+                    raise CompileError(f"refinement {r.into!r} refines unknown view {r.from_!r}",
+                                       locate=False)
+                pv = scope.views[r.from_][0]
+                off = " + ".join(f"{self.affine(a, scope)}*{st}"
+                                 for a, st in zip(r.access, r.strides)) or "0"
+                self.emit(f"{ctype} *restrict {cv} = {pv} + {off};")
+            scope.views[r.into] = (cv, r.dtype, r.agg)
+        for st in blk.stmts:
+            self.stmt(st, scope)
+        for cv in frees:
+            self.emit(f"free({cv});")
+        if blk.constraints and not opened:
+            self.emit("}")
+        for _ in range(opened):
+            self.depth -= 1
+            self.emit("}")
+        self.depth -= 1
+        self.emit("}")
+        assert self.depth == d
+
+    def stmt(self, st, scope: _Scope) -> None:
+        if isinstance(st, ir.Block):
+            self.block(st, scope)
+            return
+        if isinstance(st, ir.Load):
+            cv, dt, _ = scope.views[st.from_]
+            name = _cname(st.into, self.depth, "s_")
+            self.emit(f"{COMPUTE_TYPES[dt]} {name} = {cv}[0];")
+            scope.scalars[st.into] = (name, dt)
+        elif isinstance(st, ir.Store):
+            cv, dt, agg = scope.views[st.into]
+            val, sdt = scope.scalars[st.from_]
+            if sdt != dt:
+                val = self._cast(val, sdt, dt)
+            if agg in (None, "assign"):
+                self.emit(f"{cv}[0] = {val};")
+            elif agg == "add":
+                self.emit(f"{cv}[0] = {'(' + cv + '[0] | ' + val + ')' if dt == 'bool' else cv + '[0] + ' + val};")
+            elif agg == "mul":
+                self.emit(f"{cv}[0] = {'(' + cv + '[0] & ' + val + ')' if dt == 'bool' else cv + '[0] * ' + val};")
+            elif agg in ("max", "min"):
+                self.emit(f"{cv}[0] = {self._arith(agg, [cv + '[0]', val], dt)};")
+            else:
+                raise CompileError(f"unknown aggregation {agg!r}", locate=False)
+        elif isinstance(st, ir.Constant):
+            name = _cname(st.into, self.depth, "s_")
+            self.emit(f"const {COMPUTE_TYPES[st.dtype]} {name} = {_lit(st.value, st.dtype)};")
+            scope.scalars[st.into] = (name, st.dtype)
+        elif isinstance(st, ir.LoadIndex):
+            name = _cname(st.into, self.depth, "s_")
+            self.emit(f"const {COMPUTE_TYPES[st.dtype]} {name} = "
+                      f"({COMPUTE_TYPES[st.dtype]}){self.affine(st.expr, scope)};")
+            scope.scalars[st.into] = (name, st.dtype)
+        elif isinstance(st, ir.Intrinsic):
+            expr, dt = self.intrinsic(st, scope)
+            (out,) = st.outputs
+            name = _cname(out, self.depth, "s_")
+            self.emit(f"const {COMPUTE_TYPES[dt]} {name} = {expr};")
+            scope.scalars[out] = (name, dt)
+        else:
+            raise CompileError(f"Stripe statement {type(st).__name__} ({getattr(st, 'name', '')}) "
+                               f"has no C rendering", locate=False)
+
+    def render(self) -> str:
+        self.emit(f"void {self.fn}(void **bufs) {{")
+        self.depth += 1
+        scope = _Scope()
+        for k, b in enumerate(self.p.buffers):
+            ctype = C_TYPES[b.dtype]
+            cv = f"b_{k}"
+            self.emit(f"{ctype} *restrict {cv} = ({ctype} *)bufs[{k}];")
+            scope.views[b.name] = (cv, b.dtype, b.init)
+            if b.kind != "in":
+                n = math.prod(b.shape)
+                ident = _identity(b.init, b.dtype)
+                if ident in ("0", "0.0", "0.0f", "0LL", "0ULL"):
+                    self.emit(f"memset({cv}, 0, sizeof({ctype}) * {n});")
+                else:
+                    self.emit(f"for (int64_t z = 0; z < {n}; ++z) {cv}[z] = {ident};")
+        self.block(self.p.entry, scope)
+        self.depth -= 1
+        self.emit("}")
+        return "\n".join(self.lines)
+
+
+def render_program(program: ir.Program, fn_name: str) -> str:
+    """C source (without the prelude) of ``program`` as function ``fn_name``."""
+    return CRenderer(program, fn_name).render()

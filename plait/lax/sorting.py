@@ -1,0 +1,85 @@
+"""``sort``: a multi-operand sort along one dimension, and ``sort_key_val``/``top_k``.
+
+The ``sort`` primitive takes operands of equal shape and sorts them all by the
+lexicographic order of the first ``num_keys`` operands along ``dimension``. The
+order is NumPy's: NaNs go to the end, complex numbers compare by real part then
+imaginary part, and ``-0.0`` equals ``0.0``. The NumPy impl is always stable
+(``is_stable`` is kept as a param for backends that can use an unstable sort).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from plait.core import dtypes
+from plait.core.aval import ShapedArray
+from plait.core.trace import get_aval
+from plait.lax._base import standard_primitive, canonicalize_axis, as_operand, check_same_shapes
+from plait.errors import PlaitTypeError, PlaitValueError
+
+
+def _sort_abstract(*xs: ShapedArray, dimension: int, is_stable: bool,
+                   num_keys: int) -> list:
+    if not xs:
+        raise PlaitTypeError("sort needs at least one operand")
+    check_same_shapes("sort", xs)
+    if not 1 <= num_keys <= len(xs):
+        raise PlaitValueError(f"sort: num_keys must be between 1 and the number of operands "
+                              f"({len(xs)}), got {num_keys}")
+    if not 0 <= dimension < xs[0].ndim:
+        raise PlaitValueError(f"sort: dimension {dimension} is out of bounds for array of "
+                              f"dimension {xs[0].ndim}")
+    return list(xs)
+
+
+def _sort_impl(*xs, dimension, is_stable, num_keys):
+    keys = xs[:num_keys]
+    if num_keys == 1:
+        perm = np.argsort(keys[0], axis=dimension, kind="stable")
+    else:
+        perm = np.lexsort(keys[::-1], axis=dimension)
+    return [np.take_along_axis(x, perm, axis=dimension) for x in xs]
+
+
+sort_p = standard_primitive("sort", _sort_abstract, _sort_impl, multiple_results=True)
+
+
+def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):
+    """Sort an array, or a tuple/list of equal-shape arrays keyed by the first
+    ``num_keys`` of them, along ``dimension``. Returns the same structure."""
+    single = not isinstance(operand, (tuple, list))
+    ops = [as_operand(operand)] if single else [as_operand(o) for o in operand]
+    if not ops:
+        raise PlaitTypeError("sort needs at least one operand")
+    dim = canonicalize_axis(int(dimension), get_aval(ops[0]).ndim, "dimension")
+    outs = sort_p.bind(*ops, dimension=dim, is_stable=bool(is_stable), num_keys=int(num_keys))
+    return outs[0] if single else tuple(outs)
+
+
+def sort_key_val(keys, values, dimension: int = -1, is_stable: bool = True):
+    """Sort ``keys`` along ``dimension`` and permute ``values`` the same way."""
+    k, v = sort((keys, values), dimension, is_stable, 1)
+    return k, v
+
+
+def top_k(operand, k: int):
+    """The ``k`` largest entries along the last dimension, largest first, and their
+    indices (ties: the lower index first; NaN counts as the largest)."""
+    from plait.lax.shape_ops import rev, broadcasted_iota, slice as lax_slice
+    x = as_operand(operand)
+    a = get_aval(x)
+    if a.ndim < 1:
+        raise PlaitTypeError("top_k needs an operand of rank >= 1")
+    k = int(k)
+    if not 0 <= k <= a.shape[-1]:
+        raise PlaitValueError(f"top_k: k={k} must be between 0 and the size of the last "
+                              f"dimension ({a.shape[-1]})")
+    last = a.ndim - 1
+    idx = broadcasted_iota(dtypes.int64, a.shape, last)
+    # ascending stable sort of the reversed operand, reversed back, is a descending sort
+    # that keeps equal elements in increasing index order
+    sx, si = sort((rev(x, (last,)), rev(idx, (last,))), last, True, 1)
+    sx, si = rev(sx, (last,)), rev(si, (last,))
+    start, limit = (0,) * a.ndim, a.shape[:-1] + (k,)
+    return lax_slice(sx, start, limit), lax_slice(si, start, limit)

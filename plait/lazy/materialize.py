@@ -1,0 +1,48 @@
+"""Materialization: cut the trace, look it up in the cache, run it, memoize the results.
+
+:func:`materialize` is what every observation (``print``, ``item()``,
+``np.asarray``, ``bool()``, ...) calls; :func:`step` materializes every live
+symbolic array at once (the end of a training step).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from plait.lazy import modes
+from plait.lazy.array import Const, LazyArray, live_arrays, user_code_line, format_site
+from plait.lazy.cache import lookup
+from plait.lazy.extract import extract
+
+
+def materialize(arrays: list[LazyArray]) -> None:
+    """Compute ``arrays`` (and every other live array their trace computes) in one run."""
+    arrays = [a for a in arrays if a._ref.__class__ is not Const]
+    if not arrays:
+        return
+    site = format_site(user_code_line())
+    modes.check_allowed(site)
+    modes.bump("lazy_materializations")
+    modes.SITES[site] += 1
+    ex = extract(arrays)
+    modes.bump("lazy_traces")
+    entry = lookup(ex)
+    args = [ex.consts[k].value for k in entry.arg_slots]
+    t0 = time.perf_counter()
+    outs = entry.executable(*args)
+    modes.bump("lazy_execute_time_s", time.perf_counter() - t0)
+    for (k, i), a, v in zip(ex.out_refs, ex.out_arrays, outs):
+        if type(v) is not np.ndarray:
+            v = np.asarray(v)
+        aval = a._aval
+        if v.dtype != aval.dtype:       # a literal output keeps the graph's dtype
+            v = v.astype(aval.dtype)
+        c = Const(v, aval.weak_type, True)
+        ex.nodes[k].memoize(i, c)
+        a._set_concrete(c)
+
+
+def step() -> None:
+    """Materialize every live lazy array in one trace (call at the end of a training step)."""
+    materialize(live_arrays())

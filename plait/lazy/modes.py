@@ -1,0 +1,88 @@
+"""Switches and counters of the lazy runtime: eager fallback, forbidden materialization,
+and ``metrics()``.
+
+``PLAIT_LAZY_EAGER=1`` (or ``with plait.lazy.eager_mode():``) runs lazy arrays op by
+op, for debugging. ``with plait.lazy.forbid_materialization():`` makes any
+materialization an error (for tests that must stay on one trace). Counters go
+through :mod:`plait.runtime.metrics` under ``lazy_*`` names.
+"""
+from __future__ import annotations
+
+import os
+from collections import Counter
+from contextlib import contextmanager
+from typing import Iterator
+
+from plait.errors import PlaitError
+from plait.runtime import metrics as _metrics
+
+_EAGER = [os.environ.get("PLAIT_LAZY_EAGER", "").strip().lower() not in ("", "0", "false", "no")]
+_FORBID = [0]
+SITES: Counter = Counter()     # user line -> number of materializations it forced
+_BASE: dict = {}               # counter values at the last reset_metrics()
+
+COUNTERS = ("lazy_materializations", "lazy_traces", "lazy_compiles", "lazy_cache_hits",
+            "lazy_promoted_constants", "lazy_compile_time_s", "lazy_execute_time_s")
+
+
+class MaterializationForbiddenError(PlaitError):
+    """A lazy array was observed inside ``plait.lazy.forbid_materialization()``."""
+
+
+def is_eager() -> bool:
+    """True when lazy arrays run op by op (``PLAIT_LAZY_EAGER=1`` or ``eager_mode()``)."""
+    return _EAGER[0]
+
+
+@contextmanager
+def eager_mode(enabled: bool = True) -> Iterator[None]:
+    """Run lazy-array operations op by op (no traces) inside the block, for debugging.
+
+    Results are identical to lazy execution on the reference backend; symbolic
+    arrays made before the block are materialized when an operation uses them.
+    """
+    prev = _EAGER[0]
+    _EAGER[0] = bool(enabled)
+    try:
+        yield
+    finally:
+        _EAGER[0] = prev
+
+
+@contextmanager
+def forbid_materialization() -> Iterator[None]:
+    """Make any materialization of a lazy array inside the block raise an error."""
+    _FORBID[0] += 1
+    try:
+        yield
+    finally:
+        _FORBID[0] -= 1
+
+
+def check_allowed(site: str) -> None:
+    """Raise if materialization is forbidden; ``site`` is the user's line that forced it."""
+    if _FORBID[0]:
+        raise MaterializationForbiddenError(
+            f"a lazy array was materialized at {site} inside "
+            f"plait.lazy.forbid_materialization(); remove the observation (print, item(), "
+            f"float(), numpy conversion, Python control flow on the value) or move it after "
+            f"the block", locate=False)
+
+
+def bump(name: str, n: float = 1) -> None:
+    """Add ``n`` to the lazy counter ``name`` (a ``plait.metrics`` counter)."""
+    _metrics.bump(name, n)
+
+
+def metrics() -> dict:
+    """Lazy-runtime counters: materializations (and the user lines that forced them),
+    traces extracted, compiles, cache hits, promoted constants, compile/execute time."""
+    out = {name[len("lazy_"):]: _metrics.get(name) - _BASE.get(name, 0) for name in COUNTERS}
+    out["materialization_sites"] = dict(SITES)
+    return out
+
+
+def reset_metrics() -> None:
+    """Zero the lazy counters and forget the materialization sites."""
+    _BASE.update({name: _metrics.get(name) for name in COUNTERS})
+    SITES.clear()

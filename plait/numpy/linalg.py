@@ -1,0 +1,206 @@
+"""``plait.numpy.linalg``: norms and products (``numpy.linalg``'s matrix-free part).
+
+Decompositions and solvers (``inv``, ``solve``, ``det``, ``svd``, ``eig``,
+``cholesky``, ``qr``, ...) are not provided yet; norms that need singular
+values (``ord=2``, ``-2``, ``'nuc'`` for matrices) raise a clear error.
+"""
+from __future__ import annotations
+
+import math
+
+from plait import lax
+from plait.core import dtypes
+from plait.core.trace import get_aval
+from plait.errors import PlaitValueError
+from plait.numpy import _promote
+from plait.numpy.indexing import diagonal as _diagonal
+from plait.numpy.linalg_ops import (matmul, tensordot as _tensordot, vecdot, outer as _outer,
+                                    trace as _trace)
+from plait.numpy.shapes import matrix_transpose
+
+
+def _inexact(x, name: str):
+    x = _promote.arg(x, name)
+    x = _promote.asarray_strong(x) if _promote.is_python_scalar(x) else x
+    dt = get_aval(x).dtype
+    return x if dtypes.is_inexact(dt) else _promote.cast(x, dtypes.float64)
+
+
+def _keep(y, shape: tuple, axes: tuple, keepdims: bool):
+    if not keepdims:
+        return y
+    return lax.reshape(y, tuple(1 if d in axes else s for d, s in enumerate(shape)))
+
+
+def _vector(x, axes: tuple, ord):
+    a = lax.abs(x)
+    if ord is None or ord == 2:
+        return lax.sqrt(lax.reduce_sum(lax.mul(a, a), axes))
+    if ord == math.inf:
+        return lax.reduce_max(a, axes)
+    if ord == -math.inf:
+        return lax.reduce_min(a, axes)
+    if ord == 0:
+        nz = lax.ne(x, 0)
+        return lax.reduce_sum(_promote.cast(nz, get_aval(a).dtype), axes)
+    if ord == 1:
+        return lax.reduce_sum(a, axes)
+    p = float(ord)
+    return lax.pow(lax.reduce_sum(lax.pow(a, p), axes), 1.0 / p)
+
+
+def _matrix(x, row: int, col: int, ord):
+    if ord in (None, "fro"):
+        return _vector(x, tuple(sorted((row, col))), 2)
+    if ord in (2, -2, "nuc"):
+        raise PlaitValueError(f"norm: the matrix norm ord={ord!r} needs singular values "
+                              f"(an SVD), which plait does not provide yet; use ord='fro', "
+                              f"1, -1, inf or -inf")
+    a = lax.abs(x)
+    if ord in (1, -1):
+        s, keep = lax.reduce_sum(a, (row,)), col - (col > row)
+    elif ord in (math.inf, -math.inf):
+        s, keep = lax.reduce_sum(a, (col,)), row - (row > col)
+    else:
+        raise PlaitValueError(f"norm: invalid norm order {ord!r} for matrices")
+    return lax.reduce_max(s, (keep,)) if ord in (1, math.inf) else lax.reduce_min(s, (keep,))
+
+
+def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2):
+    """Vector norm over ``axis`` (all axes when None): ord 2, 1, 0, inf, -inf or p."""
+    x = _inexact(x, "vector_norm")
+    shape = get_aval(x).shape
+    axes = _promote.static_axes(axis, len(shape), "vector_norm")
+    if isinstance(ord, str):
+        raise PlaitValueError(f"Invalid norm order '{ord}' for vectors")
+    return _keep(_vector(x, axes, ord), shape, axes, keepdims)
+
+
+def matrix_norm(x, /, *, keepdims: bool = False, ord="fro"):
+    """Matrix norm over the last two axes: 'fro', 1, -1, inf, -inf."""
+    x = _inexact(x, "matrix_norm")
+    shape = get_aval(x).shape
+    if len(shape) < 2:
+        raise PlaitValueError("matrix_norm: input must have at least 2 dimensions")
+    nd = len(shape)
+    return _keep(_matrix(x, nd - 2, nd - 1, ord), shape, (nd - 2, nd - 1), keepdims)
+
+
+def norm(x, ord=None, axis=None, keepdims: bool = False):
+    """``numpy.linalg.norm``: vector norms over one axis, matrix norms over two."""
+    x = _inexact(x, "norm")
+    shape = get_aval(x).shape
+    nd = len(shape)
+    if axis is None:
+        if ord is None:
+            return _keep(_vector(x, tuple(range(nd)), 2), shape, tuple(range(nd)), keepdims)
+        if nd not in (1, 2):
+            raise PlaitValueError("Improper number of dimensions to norm.")
+        axis = tuple(range(nd))
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    axes = tuple(_promote.normalize_axis(a, nd, "norm") for a in axes)
+    if len(axes) == 1:
+        if isinstance(ord, str):
+            raise PlaitValueError(f"Invalid norm order '{ord}' for vectors")
+        return _keep(_vector(x, axes, ord), shape, axes, keepdims)
+    if len(axes) == 2:
+        if axes[0] == axes[1]:
+            raise PlaitValueError("Duplicate axes given.")
+        return _keep(_matrix(x, axes[0], axes[1], ord), shape, axes, keepdims)
+    raise PlaitValueError("Improper number of dimensions to norm.")
+
+
+def trace(x, /, *, offset: int = 0, dtype=None):
+    """Sum of the ``offset`` diagonal of the last two axes."""
+    return _trace(x, offset, -2, -1, dtype)
+
+
+def diagonal(x, /, *, offset: int = 0):
+    """The ``offset`` diagonal of the last two axes."""
+    return _diagonal(x, offset, -2, -1)
+
+
+def outer(x1, x2, /):
+    """Outer product of two 1-D arrays."""
+    for v in (x1, x2):
+        v = _promote.arg(v, "outer")
+        if _promote.is_python_scalar(v) or get_aval(v).ndim != 1:
+            raise PlaitValueError("linalg.outer: inputs must be 1-dimensional")
+    return _outer(x1, x2)
+
+
+def tensordot(x1, x2, /, *, axes=2):
+    """``numpy.linalg.tensordot`` (keyword ``axes``)."""
+    return _tensordot(x1, x2, axes)
+
+
+def matrix_power(a, n: int):
+    """``a`` (square matrices in the last two axes) raised to the integer power ``n >= 0``."""
+    x = _promote.arg(a, "matrix_power")
+    shape = get_aval(x).shape
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise PlaitValueError("Last 2 dimensions of the array must be square")
+    n = _promote.static_int(n, "matrix_power", "n")
+    if n < 0:
+        raise PlaitValueError("matrix_power: negative powers need a matrix inverse, which "
+                              "plait does not provide yet")
+    if n == 0:
+        eye = lax.convert_element_type(lax.eq(lax.broadcasted_iota(dtypes.int32, shape, len(shape) - 2),
+                                              lax.broadcasted_iota(dtypes.int32, shape, len(shape) - 1)),
+                                       get_aval(x).dtype)
+        return eye
+    result, base = None, x
+    while n:
+        if n & 1:
+            result = base if result is None else matmul(result, base)
+        n >>= 1
+        if n:
+            base = matmul(base, base)
+    return result
+
+
+def multi_dot(arrays, *, out=None):
+    """Product of a chain of matrices in the cheapest order (first/last may be 1-D)."""
+    if out is not None:
+        raise PlaitValueError("multi_dot: 'out' is not supported")
+    arrs = [_promote.arg(a, "multi_dot") for a in arrays]
+    if len(arrs) < 2:
+        raise PlaitValueError("Expecting at least two arrays.")
+    first_1d = get_aval(arrs[0]).ndim == 1
+    last_1d = get_aval(arrs[-1]).ndim == 1
+    if first_1d:
+        arrs[0] = lax.reshape(arrs[0], (1,) + get_aval(arrs[0]).shape)
+    if last_1d:
+        arrs[-1] = lax.reshape(arrs[-1], get_aval(arrs[-1]).shape + (1,))
+    for a in arrs:
+        if get_aval(a).ndim != 2:
+            raise PlaitValueError(f"{get_aval(a).ndim}-dimensional array given. Array must be "
+                                  f"two-dimensional")
+    dims = [get_aval(arrs[0]).shape[0]] + [get_aval(a).shape[1] for a in arrs]
+    k = len(arrs)
+    cost = [[0] * k for _ in range(k)]
+    split = [[0] * k for _ in range(k)]
+    for length in range(1, k):
+        for i in range(k - length):
+            j = i + length
+            cost[i][j] = math.inf
+            for s in range(i, j):
+                c = cost[i][s] + cost[s + 1][j] + dims[i] * dims[s + 1] * dims[j + 1]
+                if c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, s
+
+    def build(i, j):
+        if i == j:
+            return arrs[i]
+        return matmul(build(i, split[i][j]), build(split[i][j] + 1, j))
+
+    r = build(0, k - 1)
+    if first_1d:
+        r = lax.squeeze(r, (0,))
+    if last_1d:
+        r = lax.squeeze(r, (get_aval(r).ndim - 1,))
+    return r
+
+
+__all__ = ["norm", "vector_norm", "matrix_norm", "matmul", "matrix_transpose", "vecdot",
+           "tensordot", "outer", "trace", "diagonal", "matrix_power", "multi_dot"]

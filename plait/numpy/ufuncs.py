@@ -1,0 +1,707 @@
+"""NumPy ufuncs (and ufunc-like functions) composed from ``plait.lax`` primitives.
+
+Type resolution uses NumPy's own ufunc loop tables on *dtypes only*
+(``np.<ufunc>.resolve_dtypes``), so the result dtype of every function equals
+NumPy's, including NEP 50 weak Python scalars (``int8_array + 1`` is int8,
+``np.sin(int8_array)`` is float16). The arguments are then cast to the loop's
+input dtypes, broadcast, and computed with lax. No NumPy function ever sees a
+traced value.
+
+Semantics notes: ``maximum``/``minimum`` propagate NaN (lax ``max``/``min`` do);
+``signbit``/``copysign`` cannot see the sign bit of a NaN (there is no bitcast
+primitive yet) and treat every NaN as positive.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+from typing import Callable
+
+import numpy as np
+
+from plait import lax
+from plait.core import dtypes
+from plait.core.trace import Tracer, get_aval, concrete_value
+from plait.errors import PlaitTypeError, PlaitValueError, ConcretizationError
+from plait.numpy._promote import (arg, is_python_scalar, cast, broadcast_shapes,
+                                  broadcast_to_shape, scalar_array, promote_args, wrap,
+                                  static_int)
+
+_RESOLVED: dict = {}
+_WEAK_KEY = {"b": dtypes.bool_, "i": int, "u": int, "f": float, "c": complex}
+_DEFAULT = {bool: dtypes.bool_, int: dtypes.int64, float: dtypes.float64,
+            complex: dtypes.complex128}
+
+
+def _key(v, all_weak: bool):
+    """The resolve_dtypes key of one argument: a dtype, or a Python type if weak."""
+    if is_python_scalar(v):
+        t = type(v)
+        return _DEFAULT[t] if all_weak or t is bool else t
+    a = get_aval(v)
+    if a.weak_type and not all_weak:
+        return _WEAK_KEY[a.dtype.kind] if a.dtype.kind != "b" else dtypes.bool_
+    return a.dtype
+
+
+def resolve(uf: np.ufunc, keys: tuple) -> tuple:
+    """NumPy's loop dtypes ``(in..., out...)`` for ``uf`` on ``keys`` (cached)."""
+    k = (uf, keys)
+    r = _RESOLVED.get(k)
+    if r is None:
+        try:
+            r = uf.resolve_dtypes(keys + (None,) * uf.nout)
+        except TypeError as e:
+            raise PlaitTypeError(f"{uf.__name__}: {e}") from None
+        for d in r:
+            dtypes.canonical_dtype(d)
+        _RESOLVED[k] = r
+    return r
+
+
+def _is_weak(v) -> bool:
+    return is_python_scalar(v) or get_aval(v).weak_type
+
+
+def apply_ufunc(uf: np.ufunc, impl: Callable, name: str, *args):
+    """Resolve loop dtypes like NumPy, cast and broadcast ``args``, run ``impl``."""
+    vals = [arg(a, name) for a in args]
+    all_weak = all(map(_is_weak, vals))
+    loop = resolve(uf, tuple(_key(v, all_weak) for v in vals))
+    nin = len(vals)
+    shape = broadcast_shapes(*[() if is_python_scalar(v) else get_aval(v).shape for v in vals])
+    ops = [broadcast_to_shape(cast(v, dt, all_weak), shape) for v, dt in zip(vals, loop[:nin])]
+    outs = impl(*ops)
+    if uf.nout == 1:
+        return cast(outs, loop[nin], all_weak)
+    return tuple(cast(o, dt, all_weak) for o, dt in zip(outs, loop[nin:]))
+
+
+def _def(uf: np.ufunc, impl: Callable, name: str | None = None, doc: str = "") -> Callable:
+    name = name or uf.__name__
+    if uf.nin == 1:
+        def fn(x, /):
+            return apply_ufunc(uf, impl, name, x)
+    else:
+        def fn(x1, x2, /):
+            return apply_ufunc(uf, impl, name, x1, x2)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc or f"Elementwise ``numpy.{uf.__name__}`` (NumPy 2 dtype rules)."
+    return fn
+
+
+# --- small helpers on equal-shape, equal-dtype operands ---------------------------------
+def _kind(x) -> str:
+    return get_aval(x).dtype.kind
+
+
+def _full(x, v):
+    """An array of ``x``'s shape and dtype filled with the Python scalar ``v``."""
+    a = get_aval(x)
+    s = scalar_array(v, a.dtype, a.weak_type)
+    return lax.broadcast_in_dim(s, a.shape, ()) if a.shape else s
+
+
+def _select(c, a, b):
+    return lax.select(c, a, b)
+
+
+def _isnan(x):
+    k = _kind(x)
+    if k == "c":
+        return lax.bitwise_or(_isnan(lax.real(x)), _isnan(lax.imag(x)))
+    return lax.ne(x, x)
+
+
+def _isinf(x):
+    k = _kind(x)
+    if k == "c":
+        return lax.bitwise_or(_isinf(lax.real(x)), _isinf(lax.imag(x)))
+    if k != "f":
+        return lax.ne(x, x)
+    return lax.eq(lax.abs(x), math.inf)
+
+
+def _isfinite(x):
+    k = _kind(x)
+    if k == "c":
+        return lax.bitwise_and(_isfinite(lax.real(x)), _isfinite(lax.imag(x)))
+    if k != "f":
+        return lax.eq(x, x)
+    return lax.is_finite(x)
+
+
+def _signbit(x):
+    if _kind(x) in "bu":
+        return _full(x, False) if _kind(x) == "b" else lax.ne(x, x)
+    neg = lax.lt(x, 0)
+    if _kind(x) == "f":
+        zero_neg = lax.bitwise_and(lax.eq(x, 0), lax.lt(lax.div(_full(x, 1), x), 0))
+        neg = lax.bitwise_or(neg, zero_neg)
+    return neg
+
+
+def _copysign(x, y):
+    a = lax.abs(x)
+    return _select(_signbit(y), lax.neg(a), a)
+
+
+def _trunc(x):
+    if _kind(x) != "f":
+        return x
+    return _select(lax.lt(x, 0), lax.ceil(x), lax.floor(x))
+
+
+def _identity(x):
+    return x
+
+
+def _int_only_identity(fn):
+    """Rounding functions: identity on integer/bool loops, ``fn`` on floats."""
+    def impl(x):
+        return fn(x) if _kind(x) in "fc" else x
+    return impl
+
+
+# --- arithmetic ---------------------------------------------------------------------------
+def _add(x, y):
+    return lax.bitwise_or(x, y) if _kind(x) == "b" else lax.add(x, y)
+
+
+def _mul(x, y):
+    return lax.bitwise_and(x, y) if _kind(x) == "b" else lax.mul(x, y)
+
+
+def _int_floordiv_mod(x, y):
+    q = lax.div(x, y)
+    r = lax.rem(x, y)
+    if _kind(x) == "u":
+        return q, r
+    fix = lax.bitwise_and(lax.ne(r, 0), lax.ne(lax.lt(r, 0), lax.lt(y, 0)))
+    return _select(fix, lax.sub(q, 1), q), _select(fix, lax.add(r, y), r)
+
+
+def _float_floordiv_mod(a, b):
+    """NumPy's ``npy_divmod``: floor quotient and remainder with the divisor's sign."""
+    mod = lax.rem(a, b)
+    div = lax.div(lax.sub(a, mod), b)
+    nz = lax.ne(mod, 0)
+    fix = lax.bitwise_and(nz, lax.ne(lax.lt(b, 0), lax.lt(mod, 0)))
+    mod2 = _select(fix, lax.add(mod, b), _select(nz, mod, _copysign(_full(a, 0), b)))
+    div = _select(fix, lax.sub(div, 1), div)
+    fl = lax.floor(div)
+    fl = _select(lax.gt(lax.sub(div, fl), 0.5), lax.add(fl, 1), fl)
+    quot = lax.div(a, b)
+    fdiv = _select(lax.ne(div, 0), fl, _copysign(_full(a, 0), quot))
+    b0 = lax.eq(b, 0)
+    return _select(b0, quot, fdiv), _select(b0, mod, mod2)
+
+
+def _divmod(x, y):
+    if _kind(x) in "iu":
+        return _int_floordiv_mod(x, y)
+    return _float_floordiv_mod(x, y)
+
+
+def _reciprocal(x):
+    return lax.div(_full(x, 1), x)
+
+
+def _concrete_or_none(v):
+    if isinstance(v, Tracer):
+        return None
+    return concrete_value(v)
+
+
+def _int_power(x, y):
+    """Integer ``x ** y`` by binary exponentiation over the exponent's bits."""
+    yc = _concrete_or_none(y)
+    if yc is not None:
+        if _kind(y) == "i" and (yc < 0).any():
+            raise PlaitValueError("Integers to negative integer powers are not allowed.")
+        nbits = builtins.max(int(yc.max()).bit_length(), 1) if yc.size else 1
+    else:
+        nbits = get_aval(y).dtype.itemsize * 8
+    acc, base, e = _full(x, 1), x, y
+    for i in range(nbits):
+        bit = lax.ne(lax.bitwise_and(e, 1), 0)
+        acc = _select(bit, lax.mul(acc, base), acc)
+        if i + 1 < nbits:
+            base = lax.mul(base, base)
+            e = lax.shift_right_logical(e, 1)
+    return acc
+
+
+def _power(x, y):
+    if _kind(x) in "iu":
+        return _int_power(x, y)
+    return lax.pow(x, y)
+
+
+def power(x1, x2, /):
+    """``x1 ** x2`` elementwise with NumPy 2 dtype rules (integer powers stay integers)."""
+    x1, x2 = arg(x1, "power"), arg(x2, "power")
+    if (is_python_scalar(x2) and isinstance(x2, int) and not isinstance(x2, bool)
+            and not is_python_scalar(x1) and builtins.abs(x2) <= 64):
+        all_weak = _is_weak(x1)
+        loop = resolve(np.power, (_key(x1, all_weak), _key(x2, all_weak)))
+        x = cast(x1, loop[0], all_weak)
+        if _kind(x) in "iu" and x2 < 0:
+            raise PlaitValueError("Integers to negative integer powers are not allowed.")
+        return cast(lax.integer_pow(x, x2), loop[2], all_weak)
+    return apply_ufunc(np.power, _power, "power", x1, x2)
+
+
+def _sign(x):
+    if _kind(x) == "c":
+        a = lax.abs(x)
+        z = lax.eq(a, 0)
+        safe = _select(z, _full(a, 1), a)
+        q = lax.div(x, lax.complex(safe, _full(safe, 0)))
+        return _select(z, _full(x, 0), q)
+    if _kind(x) == "f":
+        s = lax.sign(x)
+        return _select(_isnan(x), x, s)
+    return lax.sign(x)
+
+
+def _abs(x):
+    return x if _kind(x) == "b" else lax.abs(x)
+
+
+def _hypot(x, y):
+    a, b = lax.abs(x), lax.abs(y)
+    hi, lo = lax.max(a, b), lax.min(a, b)
+    hz = lax.eq(hi, 0)
+    r = lax.div(lo, _select(hz, _full(hi, 1), hi))
+    out = _select(hz, _full(hi, 0), lax.mul(hi, lax.sqrt(lax.add(lax.mul(r, r), 1))))
+    return _select(lax.bitwise_or(_isinf(x), _isinf(y)), _full(hi, math.inf), out)
+
+
+def _logaddexp(x, y, base2: bool = False):
+    if base2:
+        ln2 = 1.0
+        soft = lambda t: lax.mul(lax.log1p(lax.exp2(t)), 1.0 / math.log(2.0))
+    else:
+        ln2 = math.log(2.0)
+        soft = lambda t: lax.log1p(lax.exp(t))
+    tmp = lax.sub(x, y)
+    pos = lax.add(x, soft(lax.neg(tmp)))
+    neg = lax.add(y, soft(tmp))
+    out = _select(lax.gt(tmp, 0), pos, _select(lax.le(tmp, 0), neg, tmp))
+    return _select(lax.eq(x, y), lax.add(x, ln2), out)
+
+
+def _log_base(c):
+    def impl(x):
+        return lax.mul(lax.log(x), 1.0 / math.log(c)) if _kind(x) == "f" else \
+            lax.div(lax.log(x), _full(x, math.log(c)))
+    return impl
+
+
+def _rint(x):
+    if _kind(x) == "c":
+        return lax.complex(lax.round(lax.real(x)), lax.round(lax.imag(x)))
+    return lax.round(x)
+
+
+def _fmax(x, y):
+    if _kind(x) not in "fc":
+        return lax.max(x, y)
+    return _select(_isnan(y), x, _select(_isnan(x), y, lax.max(x, y)))
+
+
+def _fmin(x, y):
+    if _kind(x) not in "fc":
+        return lax.min(x, y)
+    return _select(_isnan(y), x, _select(_isnan(x), y, lax.min(x, y)))
+
+
+def _heaviside(x, h0):
+    out = _select(lax.lt(x, 0), _full(x, 0), _select(lax.gt(x, 0), _full(x, 1), h0))
+    return _select(_isnan(x), x, out)
+
+
+def _ldexp(x, i):
+    h = lax.div(i, 2)
+    f1 = lax.exp2(lax.convert_element_type(h, get_aval(x).dtype))
+    f2 = lax.exp2(lax.convert_element_type(lax.sub(i, h), get_aval(x).dtype))
+    return lax.mul(lax.mul(x, f1), f2)
+
+
+def _modf(x):
+    t = _trunc(x)
+    frac = _copysign(_select(_isinf(x), _full(x, 0), lax.sub(x, t)), x)
+    return frac, t
+
+
+def _bitwise_count(x):
+    if _kind(x) == "i":
+        x = lax.abs(x)
+    return lax.population_count(x)
+
+
+def _conj(x):
+    return lax.conj(x) if _kind(x) == "c" else x
+
+
+def _to_bool(x):
+    return x if _kind(x) == "b" else lax.ne(x, 0)
+
+
+def _logical(op):
+    def impl(x, y):
+        return op(_to_bool(x), _to_bool(y))
+    return impl
+
+
+def _shift_right(x, y):
+    return lax.shift_right_arithmetic(x, y)
+
+
+# --- comparisons ----------------------------------------------------------------------
+def _complex_order(op_name):
+    def impl(x, y):
+        xr, xi, yr, yi = lax.real(x), lax.imag(x), lax.real(y), lax.imag(y)
+        strict = getattr(lax, op_name)
+        return lax.bitwise_or(lax.bitwise_and(lax.eq(xr, yr), strict(xi, yi)),
+                              {"lt": lax.lt, "le": lax.lt, "gt": lax.gt, "ge": lax.gt}[op_name](xr, yr))
+    return impl
+
+
+_PY_CMP = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
+           "eq": operator.eq, "ne": operator.ne}
+
+
+def _compare_impl(op_name):
+    lax_op = getattr(lax, op_name)
+    py_op = _PY_CMP[op_name]
+
+    def impl(x, y):
+        dx, dy = get_aval(x).dtype, get_aval(y).dtype
+        if dx != dy:   # NumPy's exact int64 vs uint64 loops
+            if dx.kind == "i":
+                return _select(lax.lt(x, 0), _full_bool(x, py_op(-1, 0)),
+                               lax_op(lax.convert_element_type(x, dy), y))
+            return _select(lax.lt(y, 0), _full_bool(y, py_op(0, -1)),
+                           lax_op(x, lax.convert_element_type(y, dx)))
+        if dx.kind == "c" and op_name not in ("eq", "ne"):
+            return _complex_order(op_name)(x, y)
+        return lax_op(x, y)
+    return impl
+
+
+def _full_bool(like, v: bool):
+    a = get_aval(like)
+    s = scalar_array(bool(v), dtypes.bool_, False)
+    return lax.broadcast_in_dim(s, a.shape, ()) if a.shape else s
+
+
+def _comparison(uf: np.ufunc, op_name: str) -> Callable:
+    impl = _compare_impl(op_name)
+    py_op = _PY_CMP[op_name]
+
+    def fn(x1, x2, /):
+        a, b = arg(x1, uf.__name__), arg(x2, uf.__name__)
+        for s, other, left in ((a, b, True), (b, a, False)):
+            if (isinstance(s, int) and not isinstance(s, bool) and is_python_scalar(s)
+                    and not is_python_scalar(other) and _kind(other) in "iu"):
+                info = np.iinfo(get_aval(other).dtype)
+                if not info.min <= s <= info.max:   # NumPy 2 compares out-of-range ints exactly
+                    res = py_op(s, 0) if left else py_op(0, s)
+                    return _full_bool(other, res)
+        return apply_ufunc(uf, impl, uf.__name__, a, b)
+    fn.__name__ = fn.__qualname__ = uf.__name__
+    fn.__doc__ = f"Elementwise ``numpy.{uf.__name__}`` (bool result)."
+    return fn
+
+
+# --- the ufuncs --------------------------------------------------------------------------
+add = _def(np.add, _add)
+subtract = _def(np.subtract, lax.sub)
+multiply = _def(np.multiply, _mul)
+divide = true_divide = _def(np.true_divide, lax.div, "divide")
+floor_divide = _def(np.floor_divide, lambda x, y: _divmod(x, y)[0])
+remainder = mod = _def(np.remainder, lambda x, y: _divmod(x, y)[1], "remainder")
+fmod = _def(np.fmod, lax.rem)
+divmod = _def(np.divmod, _divmod)
+pow = power
+float_power = _def(np.float_power, lax.pow)
+negative = _def(np.negative, lax.neg)
+positive = _def(np.positive, _identity)
+reciprocal = _def(np.reciprocal, _reciprocal)
+absolute = abs = _def(np.absolute, _abs, "absolute")
+fabs = _def(np.fabs, lax.abs)
+sign = _def(np.sign, _sign)
+sin = _def(np.sin, lax.sin)
+cos = _def(np.cos, lax.cos)
+tan = _def(np.tan, lax.tan)
+arcsin = asin = _def(np.arcsin, lax.asin)
+arccos = acos = _def(np.arccos, lax.acos)
+arctan = atan = _def(np.arctan, lax.atan)
+sinh = _def(np.sinh, lax.sinh)
+cosh = _def(np.cosh, lax.cosh)
+tanh = _def(np.tanh, lax.tanh)
+arcsinh = asinh = _def(np.arcsinh, lax.asinh)
+arccosh = acosh = _def(np.arccosh, lax.acosh)
+arctanh = atanh = _def(np.arctanh, lax.atanh)
+arctan2 = atan2 = _def(np.arctan2, lax.atan2)
+hypot = _def(np.hypot, _hypot)
+deg2rad = radians = _def(np.deg2rad, lambda x: lax.mul(x, math.pi / 180.0))
+rad2deg = degrees = _def(np.rad2deg, lambda x: lax.mul(x, 180.0 / math.pi))
+exp = _def(np.exp, lax.exp)
+exp2 = _def(np.exp2, lax.exp2)
+expm1 = _def(np.expm1, lax.expm1)
+log = _def(np.log, lax.log)
+log1p = _def(np.log1p, lax.log1p)
+log2 = _def(np.log2, _log_base(2.0))
+log10 = _def(np.log10, _log_base(10.0))
+logaddexp = _def(np.logaddexp, _logaddexp)
+logaddexp2 = _def(np.logaddexp2, lambda x, y: _logaddexp(x, y, base2=True))
+sqrt = _def(np.sqrt, lax.sqrt)
+cbrt = _def(np.cbrt, lax.cbrt)
+square = _def(np.square, lambda x: lax.mul(x, x))
+floor = _def(np.floor, _int_only_identity(lax.floor))
+ceil = _def(np.ceil, _int_only_identity(lax.ceil))
+trunc = _def(np.trunc, _trunc)
+rint = _def(np.rint, _int_only_identity(_rint))
+maximum = _def(np.maximum, lax.max)
+minimum = _def(np.minimum, lax.min)
+fmax = _def(np.fmax, _fmax)
+fmin = _def(np.fmin, _fmin)
+equal = _comparison(np.equal, "eq")
+not_equal = _comparison(np.not_equal, "ne")
+less = _comparison(np.less, "lt")
+less_equal = _comparison(np.less_equal, "le")
+greater = _comparison(np.greater, "gt")
+greater_equal = _comparison(np.greater_equal, "ge")
+logical_and = _def(np.logical_and, _logical(lax.bitwise_and))
+logical_or = _def(np.logical_or, _logical(lax.bitwise_or))
+logical_xor = _def(np.logical_xor, _logical(lax.bitwise_xor))
+logical_not = _def(np.logical_not, lambda x: lax.bitwise_not(_to_bool(x)))
+bitwise_and = _def(np.bitwise_and, lax.bitwise_and)
+bitwise_or = _def(np.bitwise_or, lax.bitwise_or)
+bitwise_xor = _def(np.bitwise_xor, lax.bitwise_xor)
+bitwise_not = invert = bitwise_invert = _def(np.invert, lax.bitwise_not, "invert")
+left_shift = bitwise_left_shift = _def(np.left_shift, lax.shift_left)
+right_shift = bitwise_right_shift = _def(np.right_shift, _shift_right)
+bitwise_count = _def(np.bitwise_count, _bitwise_count)
+isnan = _def(np.isnan, _isnan)
+isinf = _def(np.isinf, _isinf)
+isfinite = _def(np.isfinite, _isfinite)
+signbit = _def(np.signbit, _signbit)
+copysign = _def(np.copysign, _copysign)
+nextafter = _def(np.nextafter, lax.nextafter)
+conjugate = conj = _def(np.conjugate, _conj)
+heaviside = _def(np.heaviside, _heaviside)
+ldexp = _def(np.ldexp, _ldexp)
+modf = _def(np.modf, _modf)
+
+
+# --- ufunc-like functions ------------------------------------------------------------------
+def _inexact_arg(x, name):
+    x = arg(x, name)
+    if is_python_scalar(x):
+        x = scalar_array(x, dtypes.python_scalar_dtype(x), False)
+    return x
+
+
+def isposinf(x, /):
+    """True where ``x`` is +inf (False for integers); complex input is an error, as in NumPy."""
+    x = _inexact_arg(x, "isposinf")
+    if _kind(x) == "c":
+        raise PlaitTypeError("This operation is not supported for complex values because "
+                             "it would be ambiguous.")
+    return lax.eq(x, math.inf) if _kind(x) == "f" else lax.ne(x, x)
+
+
+def isneginf(x, /):
+    """True where ``x`` is -inf (False for integers)."""
+    x = _inexact_arg(x, "isneginf")
+    if _kind(x) == "c":
+        raise PlaitTypeError("This operation is not supported for complex values because "
+                             "it would be ambiguous.")
+    return lax.eq(x, -math.inf) if _kind(x) == "f" else lax.ne(x, x)
+
+
+def real(val, /):
+    """Real part (the array itself for real input)."""
+    x = _inexact_arg(val, "real")
+    return lax.real(x) if _kind(x) == "c" else x
+
+
+def imag(val, /):
+    """Imaginary part (zeros for real input)."""
+    x = _inexact_arg(val, "imag")
+    return lax.imag(x) if _kind(x) == "c" else _full(x, 0)
+
+
+def angle(z, deg: bool = False):
+    """Counter-clockwise angle from the positive real axis (float result)."""
+    z = _inexact_arg(z, "angle")
+    if _kind(z) == "c":
+        zr, zi = lax.real(z), lax.imag(z)
+    else:
+        zr = z if _kind(z) == "f" else lax.convert_element_type(z, dtypes.float64)
+        zi = _full(zr, 0)
+    a = lax.atan2(zi, zr)
+    return lax.mul(a, 180.0 / math.pi) if deg else a
+
+
+def isreal(x):
+    """True where the imaginary part is zero."""
+    return equal(imag(x), 0)
+
+
+def iscomplex(x):
+    """True where the imaginary part is non-zero."""
+    return not_equal(imag(x), 0)
+
+
+def iscomplexobj(x) -> bool:
+    """Whether ``x`` has a complex dtype."""
+    return _kind(_inexact_arg(x, "iscomplexobj")) == "c"
+
+
+def isrealobj(x) -> bool:
+    """Whether ``x`` has a non-complex dtype."""
+    return not iscomplexobj(x)
+
+
+def sinc(x, /):
+    """``sin(pi x) / (pi x)`` with ``sinc(0) = 1`` (NumPy's formulation)."""
+    x = _inexact_arg(x, "sinc")
+    y = multiply(math.pi, where(equal(x, 0), 1.0e-20, x))
+    return true_divide(sin(y), y)
+
+
+def fix(x, /):
+    """Round toward zero (``trunc``), keeping NumPy's result dtype."""
+    return trunc(x)
+
+
+def round(a, decimals: int = 0):
+    """Round half to even to ``decimals`` places (NumPy's scaled ``rint``)."""
+    decimals = static_int(decimals, "round", "decimals")
+    x = _inexact_arg(a, "round")
+    k = _kind(x)
+    if k == "b":
+        return x
+    if k in "iu":
+        if decimals >= 0:
+            return x
+        f = 10 ** (-decimals)
+        info = np.iinfo(get_aval(x).dtype)
+        if f > info.max:
+            return _full(x, 0)
+        q, r = _int_floordiv_mod(x, _full(x, f))
+        twice = lax.mul(r, 2) if 2 * (f - 1) <= info.max else None
+        if twice is None:
+            up = lax.ge(r, _full(x, (f + 1) // 2))
+            tie = lax.eq(r, _full(x, f // 2)) if f % 2 == 0 else lax.ne(x, x)
+        else:
+            up = lax.gt(twice, _full(x, f))
+            tie = lax.eq(twice, _full(x, f))
+        odd = lax.ne(lax.bitwise_and(q, 1), 0)
+        q = _select(lax.bitwise_or(up, lax.bitwise_and(tie, odd)), lax.add(q, 1), q)
+        return lax.mul(q, _full(x, f))
+    if decimals == 0:
+        return _rint(x)
+    if decimals > 0:
+        f = 10.0 ** decimals
+        return lax.div(_rint(lax.mul(x, f)), _full(x, f))
+    f = 10.0 ** (-decimals)
+    return lax.mul(_rint(lax.div(x, _full(x, f))), f)
+
+
+around = round
+
+
+def clip(a, a_min=None, a_max=None, /, *, min=None, max=None):
+    """Limit values to ``[a_min, a_max]`` (either may be None); NaN propagates."""
+    lo = a_min if a_min is not None else min
+    hi = a_max if a_max is not None else max
+    if lo is None and hi is None:
+        raise PlaitValueError("One of max or min must be given")
+    args = [a] + [b for b in (lo, hi) if b is not None]
+    ops = promote_args("clip", *args)
+    x = ops[0]
+    i = 1
+    if lo is not None:
+        x = lax.max(x, ops[i])
+        i += 1
+    if hi is not None:
+        x = lax.min(x, ops[i])
+    return x
+
+
+def where(condition, x=None, y=None, /):
+    """``x`` where ``condition`` else ``y`` (NEP 50 promotion, broadcasting).
+
+    The one-argument form returns ``nonzero(condition)``; its shape depends on
+    the data, so it works eagerly only.
+    """
+    if x is None and y is None:
+        return nonzero(condition)
+    if x is None or y is None:
+        raise PlaitValueError("either both or neither of x and y should be given")
+    c = arg(condition, "where")
+    if is_python_scalar(c):
+        c = scalar_array(bool(c), dtypes.bool_, False)
+    xa, ya = arg(x, "where"), arg(y, "where")
+    xs = () if is_python_scalar(xa) else get_aval(xa).shape
+    ys = () if is_python_scalar(ya) else get_aval(ya).shape
+    shape = broadcast_shapes(get_aval(c).shape, xs, ys)
+    xb, yb = promote_args("where", xa, ya)
+    return lax.select(broadcast_to_shape(cast(c, dtypes.bool_), shape),
+                      broadcast_to_shape(xb, shape), broadcast_to_shape(yb, shape))
+
+
+def nonzero(a):
+    """Indices of the non-zero elements, one index array per dimension (eager only)."""
+    x = arg(a, "nonzero")
+    if isinstance(x, Tracer):
+        from plait.errors import NonConcreteBooleanIndexError
+        raise NonConcreteBooleanIndexError(
+            f"nonzero (and one-argument where) of a traced array {x.aval.str_short()}: the "
+            f"number of results depends on the data, so it has no static shape. Use the "
+            f"three-argument where(cond, x, y) instead, or call it outside jit.")
+    if is_python_scalar(x) or get_aval(x).ndim == 0:
+        raise PlaitValueError("Calling nonzero on 0d arrays is not allowed. Use "
+                              "atleast_1d(scalar).nonzero() instead.")
+    mask = concrete_value(cast(x, dtypes.bool_))
+    return tuple(wrap(np.asarray(i, dtype=dtypes.int64)) for i in np.nonzero(mask))
+
+
+def flatnonzero(a):
+    """Indices of the non-zero elements of the flattened array (eager only)."""
+    from plait.numpy.shapes import ravel
+    return nonzero(ravel(a))[0]
+
+
+def argwhere(a):
+    """Indices of non-zero elements grouped by element (eager only)."""
+    x = arg(a, "argwhere")
+    if isinstance(x, Tracer):
+        nonzero(x)
+    v = concrete_value(cast(x, dtypes.bool_)) if not is_python_scalar(x) else np.asarray(bool(x))
+    return wrap(np.asarray(np.argwhere(v), dtype=dtypes.int64))
+
+
+def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf=None, neginf=None):
+    """Replace NaN by ``nan`` and infinities by ``posinf``/``neginf`` (default: dtype extremes)."""
+    x = _inexact_arg(x, "nan_to_num")
+    k = _kind(x)
+    if k not in "fc":
+        return x
+    if k == "c":
+        re, im = (nan_to_num(p, nan=nan, posinf=posinf, neginf=neginf)
+                  for p in (lax.real(x), lax.imag(x)))
+        return lax.complex(re, im)
+    info = dtypes.finfo(get_aval(x).dtype)
+    hi = float(info.max) if posinf is None else posinf
+    lo = float(info.min) if neginf is None else neginf
+    out = _select(_isnan(x), _full(x, nan), x)
+    out = _select(lax.eq(x, math.inf), _full(x, hi), out)
+    return _select(lax.eq(x, -math.inf), _full(x, lo), out)

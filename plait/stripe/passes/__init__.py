@@ -1,0 +1,37 @@
+"""Stripe passes: generic rewrites parameterized by a target config, never by an op.
+
+``run_passes(program, target)`` runs ``target.passes`` in order; with
+``PLAIT_CHECKS=1`` the verifier runs after every pass, and with ``PLAIT_DUMP_DIR``
+each intermediate program is written as ``NN_<pass>.txt``.
+"""
+from __future__ import annotations
+
+import os
+
+from plait.stripe.ir import Program
+from plait.stripe.passes.partition import partition_pass
+
+PASSES = {"partition": partition_pass}
+
+
+def run_passes(program: Program, target) -> Program:
+    """Apply the target's pass list to ``program``."""
+    from plait.config import config
+    dump = config.dump_dir
+    if dump:
+        os.makedirs(dump, exist_ok=True)
+        _dump(dump, program, 0, "lowered")
+    for n, (name, params) in enumerate(target.passes, start=1):
+        program = PASSES[name](program, target, **dict(params))
+        if config.checks:
+            from plait.stripe.verify import verify
+            verify(program)
+        if dump:
+            _dump(dump, program, n, name)
+    return program
+
+
+def _dump(d: str, program: Program, n: int, name: str) -> None:
+    from plait.stripe import to_text
+    with open(os.path.join(d, f"{program.name}_{n:02d}_{name}.txt"), "w") as f:
+        f.write(to_text(program))

@@ -1,0 +1,243 @@
+"""Lowering graph equations to a Tile program: the context ``to_tile`` rules use.
+
+A lowered value is a :class:`TVal`: a Tile elementwise expression with its shape
+and dtype. Elementwise rules combine expressions without materializing them, so a
+chain of elementwise primitives becomes one Tile ``Elementwise`` statement (fused
+at the Tile level); structural and reduction rules call :meth:`LowerCtx.tensor`
+to materialize their operands and emit contractions.
+
+A primitive's ``to_tile`` rule is ``rule(ctx, *tvals, **params) -> TVal | list``;
+``ctx.out_avals`` holds the equation's output types. A rule raises
+:class:`NotLowerable` for a case it does not handle (the backend then runs that
+equation on the host).
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from plait.tile.affine import Affine, Constraint, var
+from plait.tile.builder import TileBuilder, call
+from plait.tile.ir import Call, Const, Expr, IndexValue, Input, Tensor, Program
+
+STRIPE_DTYPES = {np.dtype(k): v for k, v in (
+    (np.bool_, "bool"), (np.int8, "i8"), (np.int16, "i16"), (np.int32, "i32"),
+    (np.int64, "i64"), (np.uint8, "u8"), (np.uint16, "u16"), (np.uint32, "u32"),
+    (np.uint64, "u64"), (np.float16, "f16"), (np.float32, "f32"), (np.float64, "f64"))}
+
+
+class NotLowerable(Exception):
+    """This equation has no Tile lowering (it runs on the host instead)."""
+
+
+def tile_dtype(dt) -> str:
+    try:
+        return STRIPE_DTYPES[np.dtype(dt)]
+    except KeyError:
+        raise NotLowerable(f"dtype {dt} has no Tile type") from None
+
+
+@dataclass(frozen=True)
+class TVal:
+    """A lowered value: an elementwise Tile expression of a given shape and dtype."""
+
+    expr: Expr
+    shape: tuple
+    dtype: str
+
+
+def _has_index(e: Expr) -> bool:
+    if isinstance(e, IndexValue):
+        return True
+    if isinstance(e, Call):
+        return any(_has_index(a) for a in e.args)
+    return False
+
+
+def _size(e: Expr) -> int:
+    if isinstance(e, Call):
+        return 1 + sum(_size(a) for a in e.args)
+    return 1
+
+
+class LowerCtx:
+    """Builds one Tile program from a sequence of equations."""
+
+    MAX_EXPR = 64   # materialize expressions larger than this (keeps C readable)
+
+    def __init__(self, name: str):
+        self.b = TileBuilder(name)
+        self.out_avals: list = []
+        self.memo: dict[TVal, Tensor] = {}
+        self._vars = itertools.count()
+
+    # -- values -------------------------------------------------------------------------
+    def input(self, name: str, shape, dtype) -> TVal:
+        t = self.b.input(name, tile_dtype(dtype), tuple(shape))
+        return TVal(Input(t.name), t.shape, t.dtype)
+
+    def const(self, value, dtype, shape=()) -> TVal:
+        d = tile_dtype(dtype)
+        v = value.item() if hasattr(value, "item") else value
+        return TVal(Const(v, d), tuple(shape), d)
+
+    def tensor(self, v: TVal) -> Tensor:
+        """A tensor holding ``v`` (materialized once by an Elementwise statement if needed)."""
+        if isinstance(v.expr, Input):
+            t = self.b.tensors[v.expr.tensor]
+            if t.shape == v.shape:
+                return t
+        t = self.memo.get(v)
+        if t is None or t.name not in self.b.tensors:
+            t = self.b.temp(v.dtype, v.shape)
+            self.b.eltwise(t, v.expr)
+            self.memo[v] = t
+        return t
+
+    def as_input(self, v: TVal) -> TVal:
+        t = self.tensor(v)
+        return TVal(Input(t.name), t.shape, t.dtype)
+
+    def fresh_vars(self, n: int) -> list[Affine]:
+        return [var(f"x{next(self._vars)}") for _ in range(n)]
+
+    # -- elementwise ----------------------------------------------------------------------
+    def call(self, op: str, *args: TVal, dtype: str | None = None, shape=None) -> TVal:
+        """``op(args)`` as an expression; operands are broadcast right-aligned."""
+        if shape is None:
+            shape = max((a.shape for a in args), key=len) if args else ()
+        shape = tuple(shape)
+        exprs = []
+        for a in args:
+            m = self.memo.get(a)
+            if m is not None and m.name in self.b.tensors:   # reuse a materialized value
+                a = TVal(Input(m.name), a.shape, a.dtype)
+            if a.shape != shape and (_has_index(a.expr) or
+                                     not _right_aligned(a.shape, shape)):
+                a = self.broadcast(a, shape, tuple(range(len(shape) - len(a.shape), len(shape))))
+            exprs.append(a.expr)
+        out_dt = dtype or _result_dtype(op, args)
+        e = Call(op, tuple(exprs), dtype)
+        tv = TVal(e, shape, out_dt)
+        if _size(e) > self.MAX_EXPR:
+            tv = self.as_input(tv)
+        return tv
+
+    def cast(self, v: TVal, dtype) -> TVal:
+        d = tile_dtype(dtype)
+        if d == v.dtype:
+            return v
+        return TVal(Call("cast", (v.expr,), d), v.shape, d)
+
+    def iota(self, shape, axis: int, dtype) -> TVal:
+        return TVal(IndexValue(axis, tile_dtype(dtype)), tuple(shape), tile_dtype(dtype))
+
+    # -- structural -----------------------------------------------------------------------
+    def contract(self, shape, dtype: str, out_idxs, agg: str, comb: str, accesses,
+                 constraints=(), default: TVal | None = None) -> TVal:
+        out = self.b.temp(dtype, tuple(shape))
+        from plait.tile.ir import Combination
+        body = Combination(comb, tuple(accesses))
+        dflt = self.tensor(default) if default is not None else None
+        self.b.contract(out, tuple(out_idxs), agg, body, tuple(constraints), dflt)
+        return TVal(Input(out.name), out.shape, out.dtype)
+
+    def access(self, v: TVal, idxs: Sequence[Affine]):
+        return self.tensor(v)[tuple(idxs)]
+
+    def broadcast(self, v: TVal, shape, dims) -> TVal:
+        """``broadcast_in_dim``: free when right-aligned, else a copy contraction."""
+        shape = tuple(shape)
+        if tuple(dims) == tuple(range(len(shape) - len(v.shape), len(shape))) and \
+                not _has_index(v.expr):
+            return TVal(v.expr, shape, v.dtype)
+        if not v.shape and not _has_index(v.expr):
+            return TVal(v.expr, shape, v.dtype)
+        xs = self.fresh_vars(len(shape))
+        src = [xs[d] if v.shape[i] == shape[d] else Affine((), 0) for i, d in enumerate(dims)]
+        return self.contract(shape, v.dtype, xs, "assign", "none", [self.access(v, src)])
+
+    def copy_to(self, v: TVal, shape) -> TVal:
+        """A value of exactly ``shape`` (materialized)."""
+        return self.as_input(TVal(v.expr, tuple(shape), v.dtype))
+
+    def build(self) -> Program:
+        return self.b.build()
+
+
+def _right_aligned(small, big) -> bool:
+    if len(small) > len(big):
+        return False
+    return all(a in (1, b) for a, b in zip(reversed(small), reversed(big)))
+
+
+_BOOL_OPS = {"cmp_eq", "cmp_ne", "cmp_lt", "cmp_le", "cmp_gt", "cmp_ge", "is_finite", "is_nan"}
+
+
+def _result_dtype(op: str, args: Sequence[TVal]) -> str:
+    if op in _BOOL_OPS:
+        return "bool"
+    if op in ("select", "cond"):
+        return args[1].dtype
+    return args[0].dtype if args else "f32"
+
+
+def reshape_accesses(in_shape, out_shape, ctx: LowerCtx):
+    """Affine accesses for a row-major reshape, or None when it is not affine.
+
+    Uses the common refinement of both shapes' strides: both index tuples are
+    affine in the same set of fresh variables when every stride of one shape is
+    a multiple or divisor chain of the other's.
+    """
+    def strides(shape):
+        out, acc = [], 1
+        for s in reversed(shape):
+            out.append(acc)
+            acc *= s
+        return list(reversed(out)), acc
+    si, n = strides(in_shape)
+    so, _ = strides(out_shape)
+    if n == 0:
+        return None
+    cuts = sorted({s for s, d in zip(si, in_shape) if d > 1} |
+                  {s * d for s, d in zip(si, in_shape) if d > 1} |
+                  {s for s, d in zip(so, out_shape) if d > 1} |
+                  {s * d for s, d in zip(so, out_shape) if d > 1} | {1, n}, reverse=True)
+    for a, b in zip(cuts, cuts[1:]):
+        if a % b:
+            return None
+    # variable for each segment [b, a): value range a // b, weight b
+    segs = [(a // b, b) for a, b in zip(cuts, cuts[1:])]
+    vs = ctx.fresh_vars(len(segs))
+
+    def idx_for(shape, strd):
+        out = []
+        for s, d in zip(strd, shape):
+            if d == 1:
+                out.append(Affine((), 0))
+                continue
+            e = Affine((), 0)
+            for (rng, w), v in zip(segs, vs):
+                if s <= w < s * d:
+                    e = e + v * (w // s)
+            out.append(e)
+        return out
+    return vs, [rng for rng, _ in segs], idx_for(in_shape, si), idx_for(out_shape, so)
+
+
+def lower_reshape(ctx: LowerCtx, v: TVal, new_shape) -> TVal:
+    """Row-major reshape as one affine copy, or two through a flat temporary."""
+    new_shape = tuple(new_shape)
+    if v.shape == new_shape:
+        return v
+    r = reshape_accesses(v.shape, new_shape, ctx)
+    if r is not None:
+        vs, rngs, in_idx, out_idx = r
+        # the refinement variables range over rngs; express the output by out_idx
+        return ctx.contract(new_shape, v.dtype, out_idx, "assign", "none",
+                            [ctx.access(v, in_idx)])
+    flat = lower_reshape(ctx, v, (int(np.prod(v.shape)),))
+    return lower_reshape(ctx, flat, new_shape)
