@@ -250,7 +250,7 @@ class Jitted:
         if entry.executable is None:
             from plait.backends import compile as backend_compile
             t0 = time.perf_counter()
-            backend = self.backend or config.backend
+            backend = self.backend or config.resolved_backend()
             if config.log_compiles:
                 log.warning("plait: compiling %s with the %s backend", self._name, backend)
             entry.executable = backend_compile(entry.closed, backend)
@@ -352,8 +352,17 @@ class Compiled:
     def __call__(self, *args, **kwargs):
         return self._jitted(*args, **kwargs)
 
-    def as_text(self) -> str:
-        return self.executable.as_text()
+    def as_text(self, stage: str | None = None) -> str:
+        """The executable's text (``stage`` selects one for the native backend)."""
+        return self.executable.as_text() if stage is None else self.executable.as_text(stage)
+
+    def memory_analysis(self) -> dict:
+        """Bytes of arguments, outputs and peak temporaries (native backend)."""
+        ma = getattr(self.executable, "memory_analysis", None)
+        if ma is None:
+            from plait.errors import PlaitValueError
+            raise PlaitValueError("memory_analysis is available for the native backend")
+        return ma()
 
 
 def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = (),
@@ -393,7 +402,7 @@ def _jit_call_impl(*args, graph: Graph, name: str):
     exe = _CALL_CACHE.get(graph)
     if exe is None:
         from plait.backends import compile as backend_compile
-        exe = backend_compile(ClosedGraph(graph, []), config.backend)
+        exe = backend_compile(ClosedGraph(graph, []), config.resolved_backend())
         _CALL_CACHE[graph] = exe
         metrics.bump("compiles")
     return exe(*args)

@@ -1,6 +1,7 @@
 """Run-time settings, read from the environment once and changeable in code.
 
-``PLAIT_BACKEND`` (``interp``), ``PLAIT_LOG_COMPILES`` (log every trace and
+``PLAIT_BACKEND`` (``auto``: ``native`` when a C compiler is found, else
+``interp`` with one warning), ``PLAIT_LOG_COMPILES`` (log every trace and
 compile with the reason for the cache miss), ``PLAIT_CHECKS`` (type-check every
 graph and verify every pass), ``PLAIT_DUMP_DIR`` (write every stage to files).
 """
@@ -17,10 +18,20 @@ class Config:
     """The settings object: ``plait.config.log_compiles = True`` etc."""
 
     def __init__(self):
-        self.backend: str = os.environ.get("PLAIT_BACKEND", "interp")
+        self.backend: str = os.environ.get("PLAIT_BACKEND", "auto")
         self.log_compiles: bool = _flag("PLAIT_LOG_COMPILES")
         self.checks: bool = _flag("PLAIT_CHECKS")
         self.dump_dir: str | None = os.environ.get("PLAIT_DUMP_DIR") or None
+
+    def resolved_backend(self) -> str:
+        """The backend ``jit`` uses: ``auto`` becomes ``native`` or ``interp``."""
+        if self.backend != "auto":
+            return self.backend
+        from plait.codegen.toolchain import find_toolchain
+        if find_toolchain() is not None:
+            return "native"
+        _warn_no_compiler()
+        return "interp"
 
     def update(self, name: str, value) -> None:
         """Set a setting by name (like ``jax.config.update``)."""
@@ -30,3 +41,15 @@ class Config:
 
 
 config = Config()
+
+
+_WARNED: list = []
+
+
+def _warn_no_compiler() -> None:
+    if not _WARNED:
+        import warnings
+        _WARNED.append(True)
+        warnings.warn("plait: no C compiler found, so jit uses the reference (interp) "
+                      "backend, which is slow. Install gcc or clang (or set $CC); "
+                      "`python -m plait doctor` shows what plait sees.", stacklevel=3)

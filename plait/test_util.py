@@ -106,7 +106,7 @@ def numerical_jvp(f: Callable, primals: Sequence, tangents: Sequence, eps: float
 def check_jvp(f: Callable, args: Sequence, atol=None, rtol=None, eps=None, seed=0) -> None:
     """``jvp(f)`` against central finite differences along a random direction."""
     rng = np.random.default_rng(seed)
-    dt = _worst_dtype(args)
+    dt = _worst_dtype(list(args) + tree_flatten(f(*args))[0])
     atol = _TOL[dt] if atol is None else atol
     rtol = _TOL[dt] if rtol is None else rtol
     eps = _EPS[dt] if eps is None else eps
@@ -119,7 +119,7 @@ def check_jvp(f: Callable, args: Sequence, atol=None, rtol=None, eps=None, seed=
 def check_vjp(f: Callable, args: Sequence, atol=None, rtol=None, seed=0) -> None:
     """``<v, J u> == <Jᵀ v, u>`` for random ``u`` and ``v``."""
     rng = np.random.default_rng(seed + 1)
-    dt = _worst_dtype(args)
+    dt = _worst_dtype(list(args) + tree_flatten(f(*args))[0])
     atol = _TOL[dt] if atol is None else atol
     rtol = _TOL[dt] if rtol is None else rtol
     u = [_rand_like(rng, x) for x in args]
@@ -140,10 +140,11 @@ def check_grads(f: Callable, args: Sequence, order: int, modes: Sequence[str] = 
                 atol=None, rtol=None, eps=None) -> None:
     """Check ``f``'s derivatives up to ``order`` in forward and/or reverse mode.
 
-    ``args`` is a tuple of arrays (or pytrees); integer arguments are held fixed.
+    ``args`` is a tuple of arrays or pytrees; integer arguments are held fixed.
     Tolerances and the finite-difference step default by dtype (float32 is loose).
     """
-    args = tuple(args)
+    leaves, tree = tree_flatten(tuple(args))
+    flat_f = _flatten_args(f, tree)
     for mode in modes:
         if mode not in ("fwd", "rev"):
             raise ValueError(f"check_grads: unknown mode {mode!r} (use 'fwd' and/or 'rev')")
@@ -172,4 +173,10 @@ def check_grads(f: Callable, args: Sequence, order: int, modes: Sequence[str] = 
                 return vjp(fun, *p[:n])[1](cts)
             _check(f_vjp, xs, k + 1)
 
-    _check(f, args, 1)
+    _check(flat_f, tuple(leaves), 1)
+
+
+def _flatten_args(f: Callable, tree) -> Callable:
+    def flat_f(*leaves):
+        return f(*tree_unflatten(tree, leaves))
+    return flat_f

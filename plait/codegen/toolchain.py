@@ -62,9 +62,10 @@ def find_toolchain() -> Toolchain | None:
         version = r.stdout.splitlines()[0] if r.stdout else "unknown"
         openmp = _probe_openmp(cc)
         flags = ["-O3", "-march=native", "-ffp-contract=fast", "-fno-math-errno",
-                 "-shared", "-fPIC", "-std=c11"]
+                 "-fwrapv", "-shared", "-fPIC", "-std=c11"]
         if openmp:
             flags.append("-fopenmp")
+        flags += os.environ.get("PLAIT_EXTRA_CFLAGS", "").split()   # e.g. -fsanitize=address
         return Toolchain(cc, version, openmp, tuple(flags))
     return None
 

@@ -133,30 +133,32 @@ def _dot_transpose_lhs(ct, x, y, *, dimension_numbers, preferred_element_type):
                            dimension_numbers=((ct_y_free, tuple(y_free)),
                                               (tuple(range(nb)), tuple(yb))),
                            preferred_element_type=None)
-    # r's dims correspond to x dims: batch, x-free, then x's contracting dims in y's order
+    # r's dims are x's: batch, x-free, then x's contracting dims in y's order
     layout = list(xb) + x_free + [xc[k] for k in np.argsort(yc)]
     return transpose(r, tuple(int(i) for i in np.argsort(layout)))
 
 
-def _dot_transpose(ct, x, y, *, dimension_numbers, preferred_element_type):
+def _dot_transpose_rhs(ct, x, y, *, dimension_numbers, preferred_element_type):
+    """x . ct over x's free dims, then permuted to y's layout."""
     from plait.lax.shape_ops import transpose
     (xc, yc), (xb, yb) = dimension_numbers
-    ct_x = ct_y = None
-    if is_undefined_primal(x):
-        ct_x = _dot_transpose_lhs(ct, x, y, dimension_numbers=dimension_numbers,
-                                  preferred_element_type=preferred_element_type)
-    if is_undefined_primal(y):
-        # swap the roles of the operands; the output's free dims then come y-first
-        xa = aval_of_operand(x)
-        nb = len(xb)
-        nxf = xa.ndim - len(xc) - len(xb)
-        nyf = aval_of_operand(y).ndim - len(yc) - len(yb)
-        perm = (tuple(range(nb)) + tuple(range(nb + nxf, nb + nxf + nyf))
-                + tuple(range(nb, nb + nxf)))
-        ct_y = _dot_transpose_lhs(transpose(ct, perm), y, x,
-                                  dimension_numbers=((yc, xc), (yb, xb)),
-                                  preferred_element_type=preferred_element_type)
-    return [ct_x, ct_y]
+    xa, ya = aval_of_operand(x), aval_of_operand(y)
+    x_free = [d for d in range(xa.ndim) if d not in xc and d not in xb]
+    y_free = [d for d in range(ya.ndim) if d not in yc and d not in yb]
+    nb = len(xb)
+    ct_x_free = tuple(range(nb, nb + len(x_free)))
+    r = dot_general_p.bind(x, _ct_as(ct, x),
+                           dimension_numbers=((tuple(x_free), ct_x_free),
+                                              (tuple(xb), tuple(range(nb)))),
+                           preferred_element_type=None)
+    # r's dims are y's: batch, y's contracting dims in x's order, then y-free
+    layout = list(yb) + [yc[k] for k in np.argsort(xc)] + y_free
+    return transpose(r, tuple(int(i) for i in np.argsort(layout)))
+
+
+def _dot_transpose(ct, x, y, **params):
+    return [_dot_transpose_lhs(ct, x, y, **params) if is_undefined_primal(x) else None,
+            _dot_transpose_rhs(ct, x, y, **params) if is_undefined_primal(y) else None]
 
 
 defjvp(dot_general_p,

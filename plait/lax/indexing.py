@@ -30,6 +30,8 @@ from plait.core.trace import get_aval
 from plait.lax._base import (standard_primitive, check_dtype, check_same_dtypes, as_operand,
                              ALL)
 from plait.lax.reductions import ORDERED
+from plait.lax._ad_helpers import (Zero, zeros, full, instantiate, add_tangents,
+                                   tangent_aval, is_undefined_primal, aval_of_operand)
 from plait.errors import PlaitTypeError, PlaitValueError
 
 
@@ -200,6 +202,28 @@ def _gather_impl(x, idx, *, dimension_numbers, slice_sizes, mode, fill_value):
 gather_p = standard_primitive("gather", _gather_abstract, _gather_impl)
 
 
+def _gather_transpose(ct, x, idx, *, dimension_numbers, slice_sizes, mode, fill_value):
+    offset_dims, collapsed, start_map = dimension_numbers
+    xa = aval_of_operand(x)
+    dn = ScatterDimensionNumbers(offset_dims, collapsed, start_map)
+    out = scatter_add_p.bind(zeros(xa.strip_weak()), idx, instantiate(ct),
+                             dimension_numbers=dn, mode="clip" if mode == "clip" else "drop",
+                             unique_indices=False)
+    return [out, None]
+
+
+def _gather_jvp(primals, tangents, **params):
+    ans = gather_p.bind(*primals, **params)
+    if isinstance(tangents[0], Zero):
+        return ans, Zero(tangent_aval(get_aval(ans)))
+    p = dict(params, fill_value=0 if params["mode"] == "fill" else params["fill_value"])
+    return ans, gather_p.bind(tangents[0], primals[1], **p)
+
+
+gather_p.def_rule("jvp", _gather_jvp)
+gather_p.def_rule("transpose", _gather_transpose)
+
+
 def _dnums(cls, dn, name):
     try:
         return cls(*(tuple(int(d) for d in part) for part in dn))
@@ -314,6 +338,127 @@ scatter_min_p = standard_primitive("scatter_min", _scatter_abstract("scatter_min
                                    _scatter_impl(_at(np.minimum)))
 scatter_max_p = standard_primitive("scatter_max", _scatter_abstract("scatter_max", ORDERED),
                                    _scatter_impl(_at(np.maximum)))
+
+
+# scatter autodiff rules. ``_windows_of`` gathers, for every update element, the operand
+# element it lands on (0 or the fill for dropped windows): the adjoint of scattering.
+def _windows_of(v, idx, upd_aval, dimension_numbers, mode, fill=0):
+    window_dims, inserted, to_operand = dimension_numbers
+    va = get_aval(v)
+    sizes, w = [], iter(window_dims)
+    for d in range(va.ndim):
+        sizes.append(1 if d in inserted else upd_aval.shape[next(w)])
+    return gather_p.bind(v, idx, dimension_numbers=GatherDimensionNumbers(
+        tuple(window_dims), tuple(inserted), tuple(to_operand)), slice_sizes=tuple(sizes),
+        mode="clip" if mode == "clip" else "fill", fill_value=fill)
+
+
+def _scatter_add_transpose(ct, x, idx, upd, *, dimension_numbers, mode, unique_indices):
+    ct_u = None
+    if is_undefined_primal(upd):
+        ct_u = _windows_of(ct, idx, aval_of_operand(upd), dimension_numbers, mode)
+    return [ct if is_undefined_primal(x) else None, None, ct_u]
+
+
+def _scatter_linear_jvp(prim):
+    def rule(primals, tangents, **params):
+        x, idx, upd = primals
+        ans = prim.bind(x, idx, upd, **params)
+        gx, gu = tangents[0], tangents[2]
+        if isinstance(gx, Zero) and isinstance(gu, Zero):
+            return ans, Zero(tangent_aval(get_aval(ans)))
+        return ans, prim.bind(instantiate(gx), idx, instantiate(gu), **params)
+    return rule
+
+
+def _winners(idx, upd_aval, x_aval, dimension_numbers, mode):
+    """True for each update element that is the one left standing by scatter (set)."""
+    from plait.lax.shape_ops import broadcasted_iota, reshape
+    from plait.lax.elementwise import eq
+    n = upd_aval.size
+    ids = reshape(broadcasted_iota(dtypes.int64, (n,), 0), upd_aval.shape)
+    board = scatter_p.bind(full(x_aval.shape, -1, dtypes.int64), idx, ids,
+                           dimension_numbers=dimension_numbers, mode=mode,
+                           unique_indices=False)
+    return eq(_windows_of(board, idx, upd_aval, dimension_numbers, mode, fill=-1), ids)
+
+
+def _scatter_transpose(ct, x, idx, upd, *, dimension_numbers, mode, unique_indices):
+    from plait.lax.elementwise import select
+    ua = aval_of_operand(upd)
+    ct_x = ct_u = None
+    if is_undefined_primal(x):
+        ct_x = scatter_p.bind(ct, idx, zeros(ua.strip_weak()),
+                              dimension_numbers=dimension_numbers, mode=mode,
+                              unique_indices=unique_indices)
+    if is_undefined_primal(upd):
+        ct_u = _windows_of(ct, idx, ua, dimension_numbers, mode)
+        if not unique_indices:
+            ct_u = select(_winners(idx, ua, aval_of_operand(x), dimension_numbers, mode),
+                          ct_u, zeros(ua.strip_weak()))
+    return [ct_x, None, ct_u]
+
+
+def _scatter_mul_jvp(primals, tangents, *, dimension_numbers, mode, unique_indices):
+    """d(x * prod u) = g_x * prod u + x * sum_k g_k prod_(j != k) u_j; the second term
+    is exact for unique indices and uses ``out * sum(g / u)`` otherwise (nonzero u)."""
+    from plait.lax.elementwise import mul, div
+    x, idx, upd = primals
+    params = dict(dimension_numbers=dimension_numbers, mode=mode,
+                  unique_indices=unique_indices)
+    ans = scatter_mul_p.bind(x, idx, upd, **params)
+    gx, gu = tangents[0], tangents[2]
+    out = None
+    if not isinstance(gx, Zero):
+        out = scatter_mul_p.bind(gx, idx, upd, **params)
+    if not isinstance(gu, Zero):
+        xa = get_aval(x).strip_weak()
+        if unique_indices:
+            t = mul(x, scatter_add_p.bind(zeros(xa), idx, gu, **params))
+        else:
+            t = mul(ans, scatter_add_p.bind(zeros(xa), idx, div(gu, upd), **params))
+        out = add_tangents(out, t)
+    return ans, (Zero(tangent_aval(get_aval(ans))) if out is None else out)
+
+
+def _scatter_mul_transpose(ct, x, idx, upd, **params):
+    if is_undefined_primal(upd):
+        raise PlaitTypeError("scatter_mul is not linear in its updates; this is a plait bug")
+    return [scatter_mul_p.bind(ct, idx, upd, **params), None, None]
+
+
+def _scatter_extremum_jvp(prim):
+    def rule(primals, tangents, *, dimension_numbers, mode, unique_indices):
+        """The result's tangent comes from whichever of the operand and the updates
+        attains it, shared equally among ties."""
+        from plait.lax.elementwise import eq, select, add, div, convert_element_type
+        x, idx, upd = primals
+        params = dict(dimension_numbers=dimension_numbers, mode=mode,
+                      unique_indices=unique_indices)
+        ans = prim.bind(x, idx, upd, **params)
+        xa, ua = get_aval(x).strip_weak(), get_aval(upd).strip_weak()
+        gx, gu = instantiate(tangents[0]), instantiate(tangents[2])
+        from_x = eq(x, ans)
+        from_u = eq(upd, _windows_of(ans, idx, ua, dimension_numbers, mode, fill=np.nan
+                                     if dtypes.is_inexact(ua.dtype) else 0))
+        zx, zu = zeros(xa), zeros(ua)
+        total = add(select(from_x, gx, zx),
+                    scatter_add_p.bind(zx, idx, select(from_u, gu, zu), **params))
+        count = add(convert_element_type(from_x, xa.dtype),
+                    scatter_add_p.bind(zx, idx, convert_element_type(from_u, ua.dtype),
+                                       **params))
+        return ans, div(total, count)
+    return rule
+
+
+scatter_add_p.def_rule("jvp", _scatter_linear_jvp(scatter_add_p))
+scatter_add_p.def_rule("transpose", _scatter_add_transpose)
+scatter_p.def_rule("jvp", _scatter_linear_jvp(scatter_p))
+scatter_p.def_rule("transpose", _scatter_transpose)
+scatter_mul_p.def_rule("jvp", _scatter_mul_jvp)
+scatter_mul_p.def_rule("transpose", _scatter_mul_transpose)
+scatter_min_p.def_rule("jvp", _scatter_extremum_jvp(scatter_min_p))
+scatter_max_p.def_rule("jvp", _scatter_extremum_jvp(scatter_max_p))
 
 
 def _scatter_fn(prim, verb):

@@ -8,14 +8,13 @@ imaginary part, and ``-0.0`` equals ``0.0``. The NumPy impl is always stable
 """
 from __future__ import annotations
 
-from typing import Sequence
-
 import numpy as np
 
 from plait.core import dtypes
 from plait.core.aval import ShapedArray
 from plait.core.trace import get_aval
 from plait.lax._base import standard_primitive, canonicalize_axis, as_operand, check_same_shapes
+from plait.lax._ad_helpers import Zero
 from plait.errors import PlaitTypeError, PlaitValueError
 
 
@@ -43,6 +42,34 @@ def _sort_impl(*xs, dimension, is_stable, num_keys):
 
 
 sort_p = standard_primitive("sort", _sort_abstract, _sort_impl, multiple_results=True)
+
+
+def _take_along(v, perm, dimension: int):
+    """``v`` permuted along ``dimension`` by ``perm`` (take_along_axis, as a gather)."""
+    from plait.lax.shape_ops import broadcasted_iota, reshape, concatenate
+    from plait.lax.indexing import gather_p, GatherDimensionNumbers
+    a = get_aval(v)
+    cols = [reshape(perm, a.shape + (1,)) if d == dimension else
+            broadcasted_iota(dtypes.int64, a.shape + (1,), d) for d in range(a.ndim)]
+    idx = concatenate(cols, a.ndim)
+    dn = GatherDimensionNumbers((), tuple(range(a.ndim)), tuple(range(a.ndim)))
+    return gather_p.bind(v, idx, dimension_numbers=dn, slice_sizes=(1,) * a.ndim,
+                         mode="clip", fill_value=None)
+
+
+def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
+    """Sort an index array along with the operands; tangents follow the permutation."""
+    from plait.lax.shape_ops import broadcasted_iota
+    shape = get_aval(primals[0]).shape
+    iota = broadcasted_iota(dtypes.int64, shape, dimension)
+    outs = sort_p.bind(*primals, iota, dimension=dimension, is_stable=is_stable,
+                       num_keys=num_keys)
+    perm = outs[-1]
+    t_out = [t if isinstance(t, Zero) else _take_along(t, perm, dimension) for t in tangents]
+    return outs[:-1], t_out
+
+
+sort_p.def_rule("jvp", _sort_jvp)
 
 
 def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):

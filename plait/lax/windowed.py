@@ -14,9 +14,11 @@ from plait.core import dtypes
 from plait.core.aval import ShapedArray
 from plait.core.trace import get_aval
 from plait.lax._base import standard_primitive, check_dtype, as_operand, NUMERIC
-from plait.lax._windows import (window_out_size, pad_and_dilate, window_view, static_seq,
-                                resolve_padding)
+from plait.lax._windows import (dilate_dim, window_out_size, pad_and_dilate, window_view,
+                                static_seq, resolve_padding)
 from plait.lax.reductions import ORDERED, accum_dtype, lowest, highest
+from plait.lax._ad_helpers import (Zero, defjvp, deflinear, full, add_tangents,
+                                   tangent_aval, aval_of_operand)
 from plait.errors import PlaitTypeError, PlaitValueError
 
 
@@ -71,6 +73,65 @@ reduce_window_max_p = standard_primitive(
 reduce_window_min_p = standard_primitive(
     "reduce_window_min", _rw_abstract("reduce_window_min", ORDERED),
     _rw_impl(lambda w, ax, dt: np.min(w, axis=ax), highest))
+
+
+# windowed autodiff rules
+def _rw_sum_transpose(ct, x, *, window_dimensions, window_strides, padding, base_dilation,
+                      window_dilation):
+    """Spread each output's cotangent over its window: pad the cotangent (interior
+    holes for the strides) and sum windows again, striding by the base dilation."""
+    from plait.lax.shape_ops import pad
+    xa = aval_of_operand(x)
+    osz = get_aval(ct).shape
+    cfg = []
+    for n, k, s, (lo, _), bd, wd, o in zip(xa.shape, window_dimensions, window_strides,
+                                           padding, base_dilation, window_dilation, osz):
+        kd = dilate_dim(k, wd)
+        before = kd - lo - 1
+        after = dilate_dim(n, bd) + kd - 1 - dilate_dim(o, s) - before
+        cfg.append((before, after, s - 1))
+    return [reduce_window_sum_p.bind(
+        pad(ct, 0, cfg), window_dimensions=window_dimensions, window_strides=base_dilation,
+        padding=((0, 0),) * xa.ndim, base_dilation=(1,) * xa.ndim,
+        window_dilation=window_dilation)]
+
+
+def _window_taps(v, fill, *, window_dimensions, window_strides, padding, base_dilation,
+                 window_dilation, out_shape):
+    """The window element at each offset, for all outputs at once (strided slices of
+    the padded, base-dilated operand)."""
+    from plait.lax.shape_ops import pad, slice as lax_slice
+    vp = pad(v, fill, [(lo, hi, bd - 1) for (lo, hi), bd in zip(padding, base_dilation)])
+    for offset in np.ndindex(*window_dimensions):
+        start = [k * wd for k, wd in zip(offset, window_dilation)]
+        limit = [st + (o - 1) * s + 1 if o else st
+                 for st, o, s in zip(start, out_shape, window_strides)]
+        yield lax_slice(vp, start, limit, window_strides)
+
+
+def _rw_extremum_jvp(identity):
+    def rule(g, ans, x, **params):
+        """The tangent of the window's extremum, shared equally among ties."""
+        from plait.lax.elementwise import eq, select, add, div, convert_element_type
+        xa, oa = get_aval(x), get_aval(ans)
+        taps = zip(_window_taps(x, identity(xa.dtype), out_shape=oa.shape, **params),
+                   _window_taps(g, 0, out_shape=oa.shape, **params))
+        zero = full(oa.shape, 0, oa.dtype)
+        total = count = None
+        for xk, gk in taps:
+            hit = eq(xk, ans)
+            total = add_tangents(total, select(hit, gk, zero))
+            c = convert_element_type(hit, oa.dtype)
+            count = c if count is None else add(count, c)
+        if total is None:
+            return Zero(tangent_aval(oa))
+        return div(total, count)
+    return rule
+
+
+deflinear(reduce_window_sum_p, _rw_sum_transpose)
+defjvp(reduce_window_max_p, _rw_extremum_jvp(lowest))
+defjvp(reduce_window_min_p, _rw_extremum_jvp(highest))
 
 
 def _reduce_window(prim):

@@ -27,6 +27,7 @@ import weakref
 import numpy as np
 
 from plait.core.aval import ShapedArray
+from plait.core.graph import Graph, ClosedGraph
 from plait.core.dtypes import canonical_dtype
 from plait.core.trace import MainTrace, Trace, Tracer, get_aval, concrete_value
 from plait.errors import PlaitTypeError
@@ -91,7 +92,6 @@ _GRAPH_TEXT: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 def _freeze(v):
     """A hashable, structural stand-in for a param value."""
-    from plait.core.graph import Graph, ClosedGraph
     if isinstance(v, Graph):
         t = _GRAPH_TEXT.get(v)
         if t is None:
@@ -116,20 +116,28 @@ def _freeze(v):
 def freeze_params(params: dict):
     """The params of a node as a hashable, structure-based key (graphs by their text)."""
     items = tuple(sorted(params.items()))
-    try:
-        hash(items)
-        if not any(_has_graph(v) for _, v in items):
+    for _, v in items:
+        if _has_graph(v):
+            break
+    else:
+        try:
+            hash(items)
             return items
-    except TypeError:
-        pass
+        except TypeError:
+            pass
     return tuple((k, _freeze(v)) for k, v in items)
 
 
 def _has_graph(v) -> bool:
-    from plait.core.graph import Graph, ClosedGraph
-    if isinstance(v, (Graph, ClosedGraph)):
+    t = type(v)
+    if t is Graph or t is ClosedGraph:
         return True
-    return isinstance(v, (tuple, list)) and any(_has_graph(x) for x in v)
+    if t is tuple or t is list:
+        for x in v:
+            tx = type(x)
+            if tx is Graph or tx is ClosedGraph or ((tx is tuple or tx is list) and _has_graph(x)):
+                return True
+    return False
 
 
 # --- user source lines (cheap: cached per file name) ------------------------------

@@ -121,7 +121,8 @@ def _compile(ex: Extracted, promoted: frozenset, reason: str) -> Compiled:
     if config.checks:
         from plait.core.graph import check_graph
         check_graph(closed.graph)
-    exe = backend_compile(closed, config.backend)
+    backend = config.resolved_backend()
+    exe = backend_compile(closed, backend)
     modes.bump("lazy_compiles")
     modes.bump("lazy_compile_time_s", time.perf_counter() - t0)
     if config.log_compiles:
@@ -129,5 +130,5 @@ def _compile(ex: Extracted, promoted: frozenset, reason: str) -> Compiled:
         logging.getLogger("plait").warning(
             "plait.lazy: compiling %s (%s; %d ops, %d arguments, %d outputs) with the %s "
             "backend", graph.name, reason, len(graph.eqns), len(graph.invars),
-            len(graph.outvars), config.backend)
+            len(graph.outvars), backend)
     return Compiled(closed, exe, arg_slots)

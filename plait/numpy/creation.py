@@ -221,8 +221,8 @@ def logspace(start, stop, num: int = 50, endpoint: bool = True, base=10.0, dtype
     from plait.numpy.ufuncs import power
     from plait.numpy.shapes import expand_dims
     y = linspace(start, stop, num=num, endpoint=endpoint, axis=axis)
-    b = asarray_strong(base, name="logspace")
-    if get_aval(b).ndim:
+    b = base if is_python_scalar(base) else asarray_strong(base, name="logspace")
+    if not is_python_scalar(b) and get_aval(b).ndim:
         b = expand_dims(b, axis)
     out = power(b, y)
     return out if dtype is None else cast(out, dtypes.canonical_dtype(dtype))

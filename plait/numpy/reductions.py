@@ -186,7 +186,7 @@ def _extreme(a, axis, keepdims, initial, where, name, reducer, np_name, lowest: 
                              f"primitive yet)")
     s = av.shape
     axes = static_axes(axis, len(s), name)
-    if initial is None and any(s[i] == 0 for i in axes) or (initial is None and not axes and
+    if initial is None and builtins.any(s[i] == 0 for i in axes) or (initial is None and not axes and
                                                             av.size == 0):
         raise PlaitValueError(f"zero-size array to reduction operation {np_name} which has "
                               f"no identity")

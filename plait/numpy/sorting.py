@@ -119,9 +119,8 @@ def sort_complex(a):
     """Sort along the last axis (real part, then imaginary) and return a complex array."""
     x = _arr(a, "sort_complex")
     dt = get_aval(x).dtype
-    cdt = dt if dtypes.is_complex(dt) else (
-        dtypes.complex64 if dt in (dtypes.float32, dtypes.float16, dtypes.int8, dtypes.uint8,
-                                   dtypes.int16, dtypes.uint16) else dtypes.complex128)
+    small_int = dt in (dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16)
+    cdt = dt if dtypes.is_complex(dt) else dtypes.complex64 if small_int else dtypes.complex128
     return _promote.cast(sort(x), cdt)
 
 

@@ -69,6 +69,8 @@ def quantile(a, q, axis=None, out=None, overwrite_input: bool = False,
         raise PlaitTypeError("a must be an array of real numbers")
     axes = static_axes(axis, av.ndim, "quantile")
     dt = av.dtype if dtypes.is_inexact(av.dtype) else dtypes.float64
+    if not isinstance(q, (int, float)):   # NumPy: a q array is strong float64 (NEP 50)
+        dt = np.promote_types(dt, dtypes.float64)
     flat, rest = _flatten_axes(x, axes)
     n = get_aval(flat).shape[-1]
     if n == 0:
@@ -123,7 +125,8 @@ def percentile(a, q, axis=None, out=None, overwrite_input: bool = False,
                                    dtype=np.float64), 100)
     if np.any((qa < 0) | (qa > 1)):
         raise PlaitValueError("Percentiles must be in the range [0, 100]")
-    return quantile(a, qa, axis, method=method, keepdims=keepdims, interpolation=interpolation)
+    qarg = float(qa) if isinstance(q, (int, float)) else qa
+    return quantile(a, qarg, axis, method=method, keepdims=keepdims, interpolation=interpolation)
 
 
 def median(a, axis=None, out=None, overwrite_input: bool = False, keepdims: bool = False):

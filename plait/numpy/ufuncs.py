@@ -255,10 +255,16 @@ def power(x1, x2, /):
 
 def _sign(x):
     if _kind(x) == "c":
-        a = lax.abs(x)
+        re, im = lax.real(x), lax.imag(x)
+        inf = lax.bitwise_or(_isinf(re), _isinf(im))
+        # infinite parts count as +-1 and finite parts as 0 (NumPy's npy_csign)
+        re = _select(inf, _select(_isinf(re), lax.sign(re), _full(re, 0)), re)
+        im = _select(inf, _select(_isinf(im), lax.sign(im), _full(im, 0)), im)
+        y = lax.complex(re, im)
+        a = lax.abs(y)
         z = lax.eq(a, 0)
         safe = _select(z, _full(a, 1), a)
-        q = lax.div(x, lax.complex(safe, _full(safe, 0)))
+        q = lax.div(y, lax.complex(safe, _full(safe, 0)))
         return _select(z, _full(x, 0), q)
     if _kind(x) == "f":
         s = lax.sign(x)
@@ -540,13 +546,8 @@ def imag(val, /):
 def angle(z, deg: bool = False):
     """Counter-clockwise angle from the positive real axis (float result)."""
     z = _inexact_arg(z, "angle")
-    if _kind(z) == "c":
-        zr, zi = lax.real(z), lax.imag(z)
-    else:
-        zr = z if _kind(z) == "f" else lax.convert_element_type(z, dtypes.float64)
-        zi = _full(zr, 0)
-    a = lax.atan2(zi, zr)
-    return lax.mul(a, 180.0 / math.pi) if deg else a
+    a = arctan2(lax.imag(z), lax.real(z)) if _kind(z) == "c" else arctan2(0, z)
+    return multiply(a, 180.0 / math.pi) if deg else a
 
 
 def isreal(x):
@@ -624,7 +625,12 @@ def clip(a, a_min=None, a_max=None, /, *, min=None, max=None):
     hi = a_max if a_max is not None else max
     if lo is None and hi is None:
         raise PlaitValueError("One of max or min must be given")
-    args = [a] + [b for b in (lo, hi) if b is not None]
+    x0 = arg(a, "clip")
+    if not is_python_scalar(x0) and _kind(x0) in "iu":   # NumPy clamps out-of-range int bounds
+        info = np.iinfo(get_aval(x0).dtype)
+        lo, hi = (builtins.min(builtins.max(b, int(info.min)), int(info.max))
+                  if isinstance(b, int) and not isinstance(b, bool) else b for b in (lo, hi))
+    args = [x0] + [b for b in (lo, hi) if b is not None]
     ops = promote_args("clip", *args)
     x = ops[0]
     i = 1

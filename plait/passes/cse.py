@@ -1,7 +1,7 @@
 """Common-subexpression elimination: equal primitive, params and inputs -> one equation."""
 from __future__ import annotations
 
-from plait.core.graph import ClosedGraph, Graph, Literal, Var
+from plait.core.graph import ClosedGraph, Graph, Literal, Var, subgraphs_of
 
 
 def _key_atom(a, rename):
@@ -19,13 +19,29 @@ def _params_key(params):
         return None
 
 
-def cse_graph(graph: Graph) -> Graph:
-    """CSE within one graph (sub-graphs are left as they are)."""
+def _sub_graphs(params: dict, memo: dict) -> dict:
+    """``params`` with every sub-graph (also inside tuples) CSE'd, each graph once."""
+    def conv(v):
+        if isinstance(v, Graph):
+            if id(v) not in memo:
+                memo[id(v)] = (v, cse_graph(v, memo))
+            return memo[id(v)][1]
+        if isinstance(v, tuple) and any(isinstance(x, Graph) for x in v):
+            return tuple(conv(x) for x in v)
+        return v
+    return {k: conv(v) for k, v in params.items()}
+
+
+def cse_graph(graph: Graph, _memo: dict | None = None) -> Graph:
+    """CSE within one graph and, separately, within each of its sub-graphs."""
+    memo = {} if _memo is None else _memo
     rename: dict[Var, Var] = {}
     seen: dict = {}
     eqns = []
     for eqn in graph.eqns:
         inputs = [rename.get(a, a) if isinstance(a, Var) else a for a in eqn.inputs]
+        if next(subgraphs_of(eqn.params), None) is not None:
+            eqn = eqn.replace(params=_sub_graphs(eqn.params, memo))
         pk = _params_key(eqn.params)
         if pk is not None:
             key = (eqn.prim, tuple(_key_atom(a, rename) for a in inputs), pk)

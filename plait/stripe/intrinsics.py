@@ -71,7 +71,7 @@ def _safe(fn):
 
 _UNARY = {
     "neg": np.negative, "abs": np.abs, "sign": np.sign, "exp": np.exp, "exp2": np.exp2,
-    "log": np.log, "log2": np.log2, "log1p": np.log1p, "expm1": np.expm1, "sqrt": np.sqrt,
+    "log": np.log, "log2": np.log2, "cbrt": np.cbrt, "log1p": np.log1p, "expm1": np.expm1, "sqrt": np.sqrt,
     "rsqrt": lambda x: 1 / np.sqrt(x), "tanh": np.tanh, "sin": np.sin, "cos": np.cos,
     "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
     "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh, "acosh": np.arccosh,

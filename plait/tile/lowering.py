@@ -29,6 +29,14 @@ STRIPE_DTYPES = {np.dtype(k): v for k, v in (
     (np.uint64, "u64"), (np.float16, "f16"), (np.float32, "f32"), (np.float64, "f64"))}
 
 
+def np_dtype(name: str) -> np.dtype:
+    """NumPy dtype of a Tile dtype name."""
+    for k, v in STRIPE_DTYPES.items():
+        if v == name:
+            return k
+    raise NotLowerable(f"unknown Tile dtype {name!r}")
+
+
 class NotLowerable(Exception):
     """This equation has no Tile lowering (it runs on the host instead)."""
 

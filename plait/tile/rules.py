@@ -17,11 +17,8 @@ from plait.lax import elementwise as E
 from plait.lax import reductions as R
 from plait.lax import shape_ops as S
 from plait.lax import windowed as W
-from plait.stripe.intrinsics import register_intrinsic
 from plait.tile.affine import Affine, Constraint
 from plait.tile.lowering import LowerCtx, NotLowerable, TVal, lower_reshape, tile_dtype
-
-register_intrinsic("cbrt", 1, lambda x: np.cbrt(x))
 
 _ZERO = Affine((), 0)
 
@@ -66,7 +63,7 @@ def _shift_right_logical(ctx, x, y):
 
 
 def _np(d: str):
-    from plait.stripe.ir import np_dtype
+    from plait.tile.lowering import np_dtype
     return np_dtype(d)
 
 
@@ -344,9 +341,8 @@ def _window(agg: str):
         acc = _acc_dtype(dt) if agg == "add" else dt
         src = ctx.cast(x, _np(acc)) if acc != dt else x
         if any(b != 1 for b in base_dilation):
-            from plait.stripe.ir import agg_identity
             src = _dilate(ctx, src, tuple(range(len(shape))), base_dilation,
-                          agg_identity(agg, acc).item())
+                          _identity(agg, _np(acc)))
         ys = ctx.fresh_vars(len(shape))
         ks = ctx.fresh_vars(len(shape))
         idx = [s * y + wd * k - lo for s, y, wd, k, (lo, _) in
@@ -355,6 +351,17 @@ def _window(agg: str):
         r = ctx.contract(shape, acc, ys, agg, "none", [ctx.access(src, idx)], constraints=cons)
         return ctx.cast(r, _np(dt)) if acc != dt else r
     return rule
+
+
+def _identity(agg: str, dt: np.dtype):
+    if agg == "add":
+        return 0
+    if dt.kind == "f":
+        return -np.inf if agg == "max" else np.inf
+    if dt.kind == "b":
+        return agg == "min"
+    info = np.iinfo(dt)
+    return int(info.min if agg == "max" else info.max)
 
 
 W.reduce_window_sum_p.def_rule("to_tile", _window("add"))

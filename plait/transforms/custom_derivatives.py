@@ -183,6 +183,7 @@ def _custom_lin_impl(*args, num_res, bwd, out_avals, name):
 
 
 custom_lin_p.def_impl(_custom_lin_impl)
+custom_lin_p.def_rule("jvp", lambda primals, tangents, **params: _custom_lin_impl(**params))
 
 
 def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, name):

@@ -105,11 +105,10 @@ def _sign_oracle(x):
 
 
 def _popcount_oracle(x):
-    u = x.astype(np.dtype(f"u{x.dtype.itemsize}"), copy=True) if x.dtype.kind == "i" else x
-    if x.dtype.kind == "i":
-        u = x.view(np.dtype(f"u{x.dtype.itemsize}"))
-    return np.vectorize(lambda v: bin(int(v)).count("1"), otypes=[np.int64])(u).astype(x.dtype) \
-        if x.size else np.zeros(x.shape, x.dtype)
+    """Set bits of the two's-complement pattern (XLA semantics, unlike np.bitwise_count)."""
+    bits = x.dtype.itemsize * 8
+    counts = [bin(int(v) & ((1 << bits) - 1)).count("1") for v in x.ravel().tolist()]
+    return np.array(counts, np.int64).reshape(x.shape).astype(x.dtype)
 
 
 _real = {C64: F32, C128: F64}

@@ -8,7 +8,7 @@ import pytest
 import plait.lax as lax  # noqa: F401  (registers every primitive)
 from plait.core.aval import ShapedArray
 
-from prim_table import CASES, F16
+from prim_table import CASES
 
 _TOL = {np.dtype("float16"): 2e-3, np.dtype("float32"): 2e-5, np.dtype("complex64"): 2e-5,
         np.dtype("float64"): 1e-12, np.dtype("complex128"): 1e-12}
@@ -73,3 +73,8 @@ def test_table_covers_lax_primitives():
                for k, v in vars(m).items() if k.endswith("_p") and isinstance(v, Primitive)}
     covered = {c.prim for c in CASES}
     assert not defined - covered, sorted(p.name for p in defined - covered)
+
+
+def test_static_params_are_hashable():
+    for case in CASES:
+        hash(tuple(sorted(case.params.items())))

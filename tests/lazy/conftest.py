@@ -1,13 +1,17 @@
-"""Each lazy test starts with an empty trace cache and zeroed lazy counters."""
+"""Lazy tests run on the reference (interp) backend, each with an empty trace cache and
+zeroed lazy counters; ``test_lazy_native.py`` covers the native backend."""
 import pytest
 
+import plait
 from plait import lazy
 
 
 @pytest.fixture(autouse=True)
 def fresh_lazy_state():
+    saved = plait.config.backend
+    plait.config.backend = "interp"
     lazy.step()
     lazy.clear_cache()
     lazy.reset_metrics()
     yield
-
+    plait.config.backend = saved

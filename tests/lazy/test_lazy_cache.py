@@ -93,7 +93,7 @@ def _check_training(steps, step_fn):
 
 
 def test_mlp_manual_backward_one_cached_trace_and_eager_values():
-    _check_training(50, M.train_step)
+    _check_training(20, M.train_step)
 
 
 def test_mlp_grad_training_loop_200_steps_one_cached_trace():

@@ -64,10 +64,25 @@ class NativeExecutable:
                     slot[v] = len(slot)
                 plan.append((False, e.prim.rule("impl"), ins,
                              tuple(slot[v] for v in e.outputs), (e.params, e.prim.multiple_results)))
-        self.plan = plan
         self.n_slots = len(slot)
         self.out = [("lit", a.val) if isinstance(a, Literal) else ("var", slot[a])
                     for a in g.outvars]
+        # free each intermediate after its last use, so memory is reused by liveness
+        keep = {i for k, i in self.out if k == "var"} | set(range(len(self.consts)))
+        last: dict[int, int] = {}
+        for n, (native, _, ins, _, _) in enumerate(plan):
+            for s in (ins if not native else [s for s, o in ins if o is None]):
+                if isinstance(s, tuple):
+                    if s[0] == "var":
+                        last[s[1]] = n
+                else:
+                    last[s] = n
+        frees: list[list[int]] = [[] for _ in plan]
+        for s, n in last.items():
+            if s not in keep:
+                frees[n].append(s)
+        self.plan = [p + (tuple(f),) for p, f in zip(plan, frees)]
+        self._avals = {slot[v]: v.aval for v in slot}
 
     def kernel_count(self) -> int:
         return sum(1 for s in self.steps_src if isinstance(s, KernelStep))
@@ -79,7 +94,7 @@ class NativeExecutable:
         nc = len(self.consts)
         env[:nc] = self.consts
         env[nc:nc + len(args)] = args
-        for native, fn, ins, outs, extra in self.plan:
+        for native, fn, ins, outs, extra, free in self.plan:
             if native:
                 ptrs = []
                 for s, out in ins:
@@ -99,7 +114,27 @@ class NativeExecutable:
                         env[s] = np.asarray(x)
                 else:
                     env[outs[0]] = np.asarray(r)
+            for s in free:
+                env[s] = None
         return [env[i] if k == "var" else i for k, i in self.out]
+
+    def memory_analysis(self) -> dict:
+        """Argument, output and peak intermediate bytes (intermediates freed after last use)."""
+        def nbytes(s):
+            a = self._avals[s]
+            return int(np.prod(a.shape)) * np.dtype(a.dtype).itemsize
+        nc = len(self.consts)
+        args = sum(nbytes(s) for s in range(nc, nc + self.n_in))
+        outs = {i for k, i in self.out if k == "var"}
+        live, peak = 0, 0
+        for native, _, ins, step_outs, _, free in self.plan:
+            made = [s for s, o in ins if o is not None] if native else list(step_outs)
+            live += sum(nbytes(s) for s in made if s not in outs)
+            peak = max(peak, live)
+            live -= sum(nbytes(s) for s in free if s >= nc + self.n_in and s not in outs)
+        return {"argument_bytes": args, "output_bytes": sum(nbytes(s) for s in outs),
+                "constant_bytes": sum(c.nbytes for c in self.consts),
+                "peak_temp_bytes": peak}
 
     def as_text(self, stage: str = "c") -> str:
         """``c`` (generated source), ``kernels`` (partition), ``stripe``/``stripe-opt``, ``tile``."""

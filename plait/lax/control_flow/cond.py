@@ -19,7 +19,7 @@ from plait.core.aval import ShapedArray
 from plait.core.ad_util import Zero, UndefinedPrimal
 from plait.core.graph import Graph, Var, eval_graph, eval_graph_impl
 from plait.core.primitive import new_primitive
-from plait.core.pytree import tree_flatten, tree_unflatten
+from plait.core.pytree import tree_unflatten
 from plait.core.staging import trace_to_graph
 from plait.core.trace import cur_stack, get_aval, is_tracer, concrete_value
 from plait.errors import ControlFlowError, PlaitTypeError, PlaitValueError

@@ -16,7 +16,7 @@ from plait.core.ad_util import Zero, UndefinedPrimal
 from plait.core.aval import ShapedArray
 from plait.core.graph import Graph, eval_graph, eval_graph_impl
 from plait.core.primitive import new_primitive
-from plait.core.pytree import TreeDef, tree_flatten, tree_unflatten
+from plait.core.pytree import TreeDef, tree_unflatten
 from plait.core.staging import trace_to_graph
 from plait.core.trace import get_aval
 from plait.errors import ControlFlowError, PlaitValueError
@@ -203,13 +203,11 @@ def _scan_jvp(primals, tangents, *, graph, length, reverse, num_consts, num_carr
     # jt inputs: jconsts, consts, carry, xs, then tangents (nonzero consts, carry, xs)
     nj, nx = jt.num_consts, len(xs_nz)
     n_ct, n_cr, n_xt = sum(const_nz), sum(carry_nz), sum(xs_nz)
-    base, tan = nj + num_consts + num_carry + nx, nj + num_consts + num_carry + nx
-    idx = list(range(nj + num_consts))
-    idx += list(range(tan, tan + n_ct))
-    idx += list(range(nj + num_consts, nj + num_consts + num_carry))
-    idx += list(range(tan + n_ct, tan + n_ct + n_cr))
-    idx += list(range(nj + num_consts + num_carry, base))
-    idx += list(range(tan + n_ct + n_cr, tan + n_ct + n_cr + n_xt))
+    p_carry, p_xs = nj + num_consts, nj + num_consts + num_carry   # primal input offsets
+    t0 = p_xs + nx                                                  # first tangent input
+    idx = (list(range(p_carry)) + list(range(t0, t0 + n_ct))
+           + list(range(p_carry, p_xs)) + list(range(t0 + n_ct, t0 + n_ct + n_cr))
+           + list(range(p_xs, t0)) + list(range(t0 + n_ct + n_cr, t0 + n_ct + n_cr + n_xt)))
     g = permute_inputs(jt.graph, idx)
     n_po = num_carry + ny
     oidx = (list(range(num_carry)) + list(range(n_po, n_po + n_cr)) +

@@ -263,10 +263,11 @@ class Analysis:
             f.assigned = (assigned(s.body) | tgt) - self.excluded
             f.live_out = set(out)
             after = self._live_block(s.orelse, out)
-            head = set(after)
+            extra = reads(getattr(s, "ag_extra_test", None))   # break/return flags
+            head = after | extra
             while True:
                 body_in = self._live_block(s.body, head)
-                new = after | (body_in - tgt) | (reads(s.target) - tgt)
+                new = after | extra | (body_in - tgt) | (reads(s.target) - tgt)
                 if new == head:
                     break
                 head = new

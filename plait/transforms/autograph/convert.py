@@ -94,20 +94,23 @@ def _conversion(f: types.FunctionType) -> Conversion:
         filename = code.co_filename
         fn, infos = convert_function_def(fn, filename, f.__qualname__)
         source = ast.unparse(fn)
+        fn.name = "ag__fn"      # a name the factory may bind without shadowing globals
         factory = ast.FunctionDef(
             name="ag__factory",
             args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=a) for a in
                                                      ("ag__", "ag__ctx") + code.co_freevars],
                                vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
                                defaults=[]),
-            body=[fn, ast.Return(value=ast.Name(id=fn.name, ctx=ast.Load()))],
+            body=[fn],
             decorator_list=[], returns=None, type_comment=None)
         ast.copy_location(factory, fn)
         module = ast.fix_missing_locations(ast.Module(body=[factory], type_ignores=[]))
         mod_code = compile(module, filename, "exec", dont_inherit=True,
                            flags=_future_flags(code))
         fac_code = _child(mod_code, "ag__factory")
-        conv = Conversion(_child(fac_code, fn.name), infos, source)
+        inner = _child(fac_code, fn.name).replace(co_name=code.co_name,
+                                                  co_qualname=code.co_qualname)
+        conv = Conversion(inner, infos, source)
     except (OSError, TypeError, SyntaxError, NotConvertible) as e:
         _BY_CODE[code] = str(e) or type(e).__name__
         raise NotConvertible(_BY_CODE[code]) from None

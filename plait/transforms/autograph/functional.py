@@ -31,7 +31,7 @@ from plait.core.aval import ShapedArray
 from plait.core.graph import ClosedGraph, eval_graph
 from plait.core.pytree import TreeDef, tree_flatten, tree_unflatten
 from plait.core.staging import trace_to_graph
-from plait.core.trace import Tracer, get_aval
+from plait.core.trace import Tracer, get_aval, cur_stack
 from plait.errors import ControlFlowError
 from plait.transforms.autograph.info import StmtInfo
 
@@ -447,20 +447,29 @@ def traced_while(test_fn: Callable, body_fn: Callable, values: Sequence, info: S
 
 
 def traced_scan(xs, body_fn: Callable, values: Sequence, info: StmtInfo) -> tuple:
-    """``for x in xs: v = body_fn(x, *v)`` over a traced array's leading axis: ``lax.scan``."""
-    a = xs.aval
-    if not a.shape:
-        raise ControlFlowError(f"{info.what} iterates over a 0-d traced array "
-                               f"({a.str_short()}); it needs at least one dimension",
-                               locate=False)
-    plan = plan_loop(body_fn, values, (ShapedArray(a.shape[1:], a.dtype, a.weak_type),),
-                     info)
+    """``for x in xs: v = body_fn(x, *v)`` over the leading axis of a traced array (or a
+    tuple of arrays of one length, giving tuples ``x``): one ``lax.scan``."""
+    leaves, tree = tree_flatten(xs)
+    item_avals = []
+    for leaf in leaves:
+        a = get_aval(leaf)
+        if not a.shape:
+            raise ControlFlowError(f"{info.what} iterates over a 0-d traced array "
+                                   f"({a.str_short()}); it needs at least one dimension",
+                                   locate=False)
+        item_avals.append(ShapedArray(a.shape[1:], a.dtype, a.weak_type))
+    n = len(leaves)
+
+    def flat_body(*args):
+        return body_fn(tree_unflatten(tree, args[:n]), *args[n:])
+
+    plan = plan_loop(flat_body, values, item_avals, info)
     body = _replay(plan.staged, plan.sources, plan.avals)
 
     def step(carry, x):
-        return body(x, *carry), None
+        return body(*x, *carry), None
 
-    outs, _ = lax.scan(step, plan.init_leaves(), xs)
+    outs, _ = lax.scan(step, plan.init_leaves(), list(leaves))
     return plan.rebuild(outs)
 
 
@@ -468,3 +477,31 @@ def counter_info(info: StmtInfo) -> StmtInfo:
     """``info`` for a loop whose carry gains a leading iteration counter."""
     return replace(info, inputs=("ag__counter",) + info.outputs,
                    outputs=("ag__counter",) + info.outputs)
+
+
+def becomes_traced(test_fn: Callable, body_fn: Callable, values: Sequence,
+                   info: StmtInfo) -> bool:
+    """Whether a loop whose test is a Python value now becomes traced after one
+    iteration: a Python-number carry (typically a ``break`` flag) that the body turns
+    into a traced array makes the test traced. Then the whole loop is staged instead
+    of unrolling its first iteration. A Python counter stays a Python loop."""
+    if len(cur_stack()) == 1:
+        return False
+    leaves, tree, _ = _split(values)
+    if not any(_is_pyscalar(x) for x in leaves):
+        return False
+    staged = _stage(body_fn, values, (), f"the body of {info.what}")
+    trial, changed = [], False
+    for j, v in enumerate(values):
+        lin, tin = tree_flatten(v)
+        lout = staged.leaves[j]
+        if tin == staged.trees[j]:
+            for k, (x, y) in enumerate(zip(lin, lout)):
+                if _is_pyscalar(x) and isinstance(y, _Out) and y.aval.shape == ():
+                    lin[k] = np.zeros((), y.aval.dtype)
+                    changed = True
+        trial.append(tree_unflatten(tin, lin))
+    if not changed:
+        return False
+    probe = _stage(lambda *v: (test_fn(*v),), trial, (), f"the test of {info.what}")
+    return isinstance(probe.leaves[0][0], _Out) if probe.leaves[0] else False

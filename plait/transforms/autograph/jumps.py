@@ -71,6 +71,29 @@ def always_returns(stmts: list[ast.stmt]) -> bool:
     return False
 
 
+def always_jumps(stmts: list[ast.stmt]) -> bool:
+    """Every path through ``stmts`` ends in ``return``/``break``/``continue``/``raise``."""
+    for s in stmts:
+        if isinstance(s, (ast.Return, ast.Break, ast.Continue, ast.Raise)):
+            return True
+        if isinstance(s, ast.If) and always_jumps(s.body) and always_jumps(s.orelse):
+            return True
+    return False
+
+
+def _jumping_side(s: ast.stmt) -> str | None:
+    """For an ``if`` where one branch always jumps and the other sets no flag, that
+    branch's name: the statements after the ``if`` can join the other branch."""
+    if not isinstance(s, ast.If) or not hasattr(s, "ag_jumps"):
+        return None
+    (jb, je), (fb, fe) = s.ag_jumps, s.ag_flags
+    if jb and not fe:
+        return "body"
+    if je and not fb:
+        return "orelse"
+    return None
+
+
 class JumpLowering:
     """Rewrites one function body in place; ``lowered_returns`` tells whether the
     function now ends in ``return ag__retval``."""
@@ -105,6 +128,12 @@ class JumpLowering:
             flags |= f
             if f and i + 1 < len(stmts):
                 rest, f_rest = self._block(stmts[i + 1:], env)
+                side = _jumping_side(s)
+                if side is not None:    # `if c: break` + rest -> `if c: flag else: rest`
+                    other = "orelse" if side == "body" else "body"
+                    setattr(s, other, [x for x in getattr(s, other)
+                                       if not isinstance(x, ast.Pass)] + rest)
+                    return out, flags | f_rest
                 if rest:
                     guard = ast.If(test=_not_any(sorted(f)), body=rest, orelse=[])
                     out.append(ast.copy_location(guard, stmts[i + 1]))
@@ -121,8 +150,10 @@ class JumpLowering:
         if isinstance(s, ast.Continue) and env["cont"]:
             return [_assign(env["cont"], ast.Constant(True), s)], {env["cont"]}
         if isinstance(s, ast.If):
+            s.ag_jumps = (always_jumps(s.body), always_jumps(s.orelse))
             body, f1 = self._block(s.body, env)
             orelse, f2 = self._block(s.orelse, env)
+            s.ag_flags = (f1, f2)
             s.body, s.orelse = body or [ast.copy_location(ast.Pass(), s)], orelse
             return [s], f1 | f2
         if isinstance(s, (ast.While, ast.For)):

@@ -16,6 +16,7 @@ from plait.core import dtypes
 from plait.errors import ControlFlowError
 from plait.transforms.autograph.functional import (Undefined, is_traced, condition,
                                                    traced_if, traced_while, traced_scan,
+                                                   becomes_traced,
                                                    counter_info)
 from plait.transforms.autograph.info import StmtInfo
 
@@ -55,7 +56,9 @@ def for_stmt(iterable, body_fn: Callable, carried: tuple, info: StmtInfo,
     must hold before each iteration."""
     if isinstance(iterable, TracedRange):
         return _range_loop(iterable, body_fn, tuple(carried), info, extra_test)
-    if is_traced(iterable):
+    if is_traced(iterable) or isinstance(iterable, TracedItems):
+        if isinstance(iterable, TracedItems):
+            iterable = iterable.arrays
         body = body_fn if extra_test is None else _guarded(body_fn, extra_test, info)
         return traced_scan(iterable, body, tuple(carried), info)
     vals = tuple(carried)
@@ -120,6 +123,33 @@ class TracedRange:
     __len__ = __iter__
 
 
+class TracedItems:
+    """``enumerate``/``zip`` over traced arrays: tuples of rows, scanned together."""
+
+    def __init__(self, arrays: tuple):
+        self.arrays = arrays
+
+    def __iter__(self):
+        return iter(zip(*[list(a) for a in self.arrays]))
+
+
+def _enumerate(xs, start=0):
+    if not is_traced(xs) or is_traced(start) or not xs.aval.shape:
+        return builtins.enumerate(xs, start)
+    idx = lax.convert_element_type(lax.iota(dtypes.int32, xs.aval.shape[0]), dtypes.int32,
+                                   weak_type=True)
+    if start:
+        idx = lax.add(idx, start)
+    return TracedItems((idx, xs))
+
+
+def _zip(*xs):
+    if not xs or not all(is_traced(x) for x in xs) or len(
+            {x.aval.shape[:1] for x in xs}) != 1:
+        return builtins.zip(*xs)
+    return TracedItems(tuple(xs))
+
+
 def _range(*args):
     if not any(is_traced(a) for a in args):
         return builtins.range(*args)
@@ -161,7 +191,9 @@ def _range_loop(r: TracedRange, body_fn, vals: tuple, info: StmtInfo, extra_test
         return and_(c, lambda: extra_test(*v))
 
     def body(k, *v):
-        i = lax.add(start, lax.mul(k, lax.convert_element_type(step, dt)))
+        # the loop index is weakly typed, like the Python int a range yields
+        i = lax.convert_element_type(lax.add(start, lax.mul(k, lax.convert_element_type(
+            step, dt))), dt, weak_type=True)
         return (lax.add(k, lax.convert_element_type(1, dt)),) + tuple(body_fn(i, *v))
 
     k0 = lax.convert_element_type(0, dt)
@@ -231,6 +263,10 @@ def ifexp(test, body: Callable, orelse: Callable, info: StmtInfo):
 def call(f, /, *args, **kwargs) -> Any:
     """Call ``f``, converting it first when it is a user function."""
     from plait.transforms.autograph.convert import maybe_convert
-    if f is builtins.range:
-        return _range(*args, **kwargs)
+    special = _BUILTINS.get(f)
+    if special is not None:
+        return special(*args, **kwargs)
     return maybe_convert(f)(*args, **kwargs)
+
+
+_BUILTINS = {builtins.range: _range, builtins.enumerate: _enumerate, builtins.zip: _zip}

@@ -7,7 +7,7 @@ from plait import lax
 from plait.errors import ControlFlowError, PlaitValueError
 from plait.lax.control_flow import scan, map, cond
 
-from conftest import bcast
+from cf_helpers import bcast
 
 
 def _step(c, x):
@@ -92,4 +92,4 @@ def test_scan_errors():
         scan(lambda c, x: c, 0.0, np.ones(3))
     with pytest.raises(ControlFlowError, match="initial carry") as e:
         plait.jit(lambda xs: scan(lambda c, x: ((c, c), x), np.float64(0.0), xs))(np.ones(3))
-    assert "test_scan.py" in str(e.value)
+    assert "test_cf_scan.py" in str(e.value)

@@ -6,7 +6,7 @@ import plait
 from plait import lax
 from plait.lax.control_flow import while_loop
 
-from conftest import bcast
+from cf_helpers import bcast
 
 
 def cg_solve(A, b, tol=1e-10, maxiter=50):

@@ -143,7 +143,7 @@ def test_mismatched_branch_types_error():
         plait.jit(f)(True, np.ones(3))
     msg = str(e.value)
     assert "false_fun: (f64[3], f32[3])" in msg and "true_fun: (f64[3], f64[])" in msg
-    assert "value[1]" in msg and "test_cond.py" in msg
+    assert "value[1]" in msg and "test_cf_cond.py" in msg
 
 
 def test_mismatched_branch_structure_error():

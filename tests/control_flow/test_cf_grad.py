@@ -4,7 +4,6 @@ import pytest
 
 import plait
 import plait.numpy as pnp
-from plait import lax
 from plait.errors import ControlFlowError
 from plait.lax.control_flow import cond, switch, while_loop, fori_loop, scan
 from plait.test_util import check_grads
@@ -108,7 +107,7 @@ def test_reverse_mode_of_while_loop_is_a_clear_error():
         grad(f)(2.0)                              # the offending line
     msg = str(e.value)
     assert "reverse-mode" in msg and "scan" in msg and "fori_loop" in msg
-    assert "test_grad.py" in msg
+    assert "test_cf_grad.py" in msg
     with pytest.raises(ControlFlowError, match="while_loop"):
         plait.jit(grad(f))(2.0)
 

@@ -5,7 +5,7 @@ import plait
 from plait import lax
 from plait.lax.control_flow import cond, while_loop, scan, fori_loop
 
-from conftest import eqns_of
+from cf_helpers import eqns_of
 
 
 def _one(closed, name):
@@ -83,3 +83,19 @@ def test_dce_inside_fori_body():
         return fori_loop(0, 3, body, x)
     eqn = _one(plait.jit(f).lower(1.0).closed, "scan")
     assert [e.prim.name for e in eqn.params["graph"].eqns] == ["add"]
+
+
+def test_cse_inside_loop_bodies_and_branches():
+    def f(p, x):
+        def body(i, c):
+            return lax.add(lax.sin(c), lax.sin(c))          # one sin after CSE
+        y = fori_loop(0, 3, body, x)
+        return cond(p, lambda: lax.mul(lax.exp(y), lax.exp(y)), lambda: y)
+    closed = plait.jit(f).lower(True, 1.0).closed
+    scan_eqn, cond_eqn = _one(closed, "scan"), _one(closed, "cond")
+    assert [e.prim.name for e in scan_eqn.params["graph"].eqns] == ["sin", "add"]
+    assert [e.prim.name for e in cond_eqn.params["branches"][1].eqns] == ["exp", "mul"]
+    y = 1.0
+    for _ in range(3):
+        y = 2 * np.sin(y)
+    np.testing.assert_allclose(float(plait.jit(f)(True, 1.0)), np.exp(y) ** 2, rtol=1e-14)

@@ -7,7 +7,7 @@ from plait import lax
 from plait.errors import ControlFlowError
 from plait.lax.control_flow import cond, switch, while_loop, fori_loop
 
-from conftest import count_eqns, eqns_of
+from cf_helpers import count_eqns, eqns_of
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -136,7 +136,7 @@ def test_carry_type_mismatch_error():
                                        (x, x)))(np.float64(1.0))
     msg = str(e.value)
     assert "the initial carry: (f64[], f64[])" in msg
-    assert "the body's result: (f32[], f64[])" in msg and "test_loops.py" in msg
+    assert "the body's result: (f32[], f64[])" in msg and "test_cf_loops.py" in msg
 
 
 def test_cond_fun_must_return_bool_scalar():

@@ -1,0 +1,41 @@
+"""``python -m plait doctor``: what plait found on this machine (compiler, OpenMP, SIMD, caches)."""
+from __future__ import annotations
+
+import sys
+
+
+def doctor() -> str:
+    """A report of the toolchain and CPU facts the native backend uses."""
+    from plait.codegen.toolchain import find_toolchain
+    from plait.config import config
+    from plait.runtime.cpuinfo import cpu_info
+    from plait.runtime.kernel_cache import cache_dir
+    tc = find_toolchain()
+    info = cpu_info()
+    lines = ["plait doctor"]
+    if tc is None:
+        lines.append("  C compiler : NOT FOUND (jit falls back to the interp backend; install "
+                     "gcc or clang, or set $CC)")
+    else:
+        lines.append(f"  C compiler : {tc.cc} ({tc.version})")
+        lines.append(f"  OpenMP     : {'yes' if tc.openmp else 'no (kernels run on one core)'}")
+        lines.append(f"  flags      : {' '.join(tc.flags)}")
+    lines.append(f"  CPU        : {info.machine}, {info.cores} cores, "
+                 f"{info.simd_bytes * 8}-bit SIMD")
+    lines.append(f"  caches     : L1d {info.l1d_bytes // 1024} KiB, L2 {info.l2_bytes // 1024} KiB, "
+                 f"L3 {info.l3_bytes // 1024} KiB, line {info.line_bytes} B")
+    lines.append(f"  backend    : {config.resolved_backend()}")
+    lines.append(f"  cache dir  : {cache_dir()}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    if argv[1:2] == ["doctor"]:
+        print(doctor())
+        return 0
+    print("usage: python -m plait doctor", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
