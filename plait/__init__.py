@@ -16,6 +16,9 @@ from plait.transforms import (jvp, linearize, vjp, grad, value_and_grad, jacfwd,
 from plait.lax import stop_gradient
 from plait.transforms.autograph import autograph
 from plait import lazy
+from plait import random
+from plait import nn
+from plait import example_libraries
 from plait.core.graph import check_graph
 
 __version__ = "0.1.0"

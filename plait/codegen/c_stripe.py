@@ -23,6 +23,22 @@ from plait.tile.affine import Affine
 C_TYPES = {"bool": "_Bool", "i8": "int8_t", "i16": "int16_t", "i32": "int32_t",
            "i64": "int64_t", "u8": "uint8_t", "u16": "uint16_t", "u32": "uint32_t",
            "u64": "uint64_t", "f16": "_Float16", "f32": "float", "f64": "double"}
+# glibc's vector math library (libmvec, linked through -lm) has SIMD variants of these
+# functions; declaring them lets gcc vectorize loops that call them at plain -O3 (no
+# -ffast-math). glibc documents their accuracy (a few ulp) and they keep NaN/inf semantics.
+_VEC_F = ("expf", "logf", "sinf", "cosf", "powf", "tanhf", "expm1f", "log1pf", "log2f",
+          "log10f", "exp2f", "exp10f", "atanf", "asinf", "acosf", "sinhf", "coshf", "tanf",
+          "atanhf", "asinhf", "acoshf", "cbrtf", "atan2f")
+_VEC_D = tuple(n[:-1] for n in _VEC_F)
+VECMATH = (
+    "#if defined(__x86_64__) && defined(__GLIBC__) && "
+    "(__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35)) && !defined(PLAIT_NO_VECMATH)\n"
+    + "".join(f"__attribute__((simd(\"notinbranch\"))) extern float {n}(float{', float' if n in ('powf', 'atan2f') else ''});\n"
+              for n in _VEC_F)
+    + "".join(f"__attribute__((simd(\"notinbranch\"))) extern double {n}(double{', double' if n in ('pow', 'atan2') else ''});\n"
+              for n in _VEC_D)
+    + "#endif\n")
+
 # scalars of these dtypes are computed in a wider type
 COMPUTE_TYPES = dict(C_TYPES, f16="float")
 
@@ -36,7 +52,17 @@ static inline float plait_maxf(float a, float b) { return (a != a || a >= b) ? a
 static inline float plait_minf(float a, float b) { return (a != a || a <= b) ? a : b; }
 static inline double plait_max(double a, double b) { return (a != a || a >= b) ? a : b; }
 static inline double plait_min(double a, double b) { return (a != a || a <= b) ? a : b; }
-"""
+static inline int64_t plait_floordiv(int64_t a, int64_t b) { int64_t q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
+static inline int64_t plait_ceildiv(int64_t a, int64_t b) { return -plait_floordiv(-a, b); }
+static inline int64_t plait_imax(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t plait_imin(int64_t a, int64_t b) { return a < b ? a : b; }
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define PLAIT_KERNEL __attribute__((target("prefer-vector-width=512")))
+#else
+#define PLAIT_KERNEL
+#endif
+""" + VECMATH
+
 
 _FLOAT = ("f16", "f32", "f64")
 _UNSIGNED = ("u8", "u16", "u32", "u64", "bool")
@@ -213,26 +239,60 @@ class CRenderer:
 
     # --- blocks -------------------------------------------------------------------------
     def block(self, blk: ir.Block, parent: _Scope) -> None:
+        if "mac_regblock" in blk.tags and self.micro_kernel(blk, parent):
+            return
         scope = _Scope(parent)
         d = self.depth
         opened = 0
-        iters = blk.iterations
         if blk.comments:
             self.emit(f"/* {blk.name}: {' '.join(blk.comments)[:200].replace('*/', '')} */")
         self.emit("{")
         self.depth += 1
-        for k, idx in enumerate(blk.idxs):
+        # passed-in indexes (range 1 with an offset) are constants of the iteration
+        loops = []
+        for idx in blk.idxs:
+            if idx.range == 1 and idx.affine is not None:
+                cv = _cname(idx.name, self.depth, "i_")
+                self.emit(f"const int64_t {cv} = {self.affine(idx.affine, parent)};")
+                scope.idxs[idx.name] = cv
+            else:
+                loops.append(idx)
+        loop_names = [i.name for i in loops]
+        bounds: dict[str, list] = {n: [] for n in loop_names}
+        checks: dict[int, list] = {}
+        for c in blk.constraints:
+            lv = [n for n in c.vars if n in bounds]
+            if len(lv) == 1:
+                bounds[lv[0]].append(c)
+            else:
+                pos = max((loop_names.index(n) + 1 for n in lv), default=0)
+                checks.setdefault(pos, []).append(c)
+        guarded = bool(checks.get(0))
+        if guarded:
+            conds = " && ".join(f"{self.affine(c, scope)} >= 0" for c in checks[0])
+            self.emit(f"if ({conds}) {{")
+        parallel = "parallel" in blk.tags and blk.iterations > 1
+        for k, idx in enumerate(loops):
             cv = _cname(idx.name, self.depth, "i_")
             base = self.affine(idx.affine, parent) if idx.affine is not None else "0"
-            if k == 0 and "parallel" in blk.tags and iters > 1:
+            lo, hi = base, f"{base} + {idx.range}" if base != "0" else str(idx.range)
+            for c in bounds[idx.name]:
+                coef = c.coeff(idx.name)
+                rest = self.affine(c - Affine(((idx.name, coef),)), scope)
+                if coef > 0:
+                    lo = f"plait_imax({lo}, {'-' + rest if coef == 1 else f'plait_ceildiv(-{rest}, {coef})'})"
+                else:
+                    lim = rest if coef == -1 else f"plait_floordiv({rest}, {-coef})"
+                    hi = f"plait_imin({hi}, {lim} + 1)"
+            if k == 0 and parallel:
                 self.emit("#pragma omp parallel for schedule(static)")
-            self.emit(f"for (int64_t {cv} = {base}; {cv} < {base} + {idx.range}; ++{cv}) {{")
+            self.emit(f"for (int64_t {cv} = {lo}; {cv} < {hi}; ++{cv}) {{")
             scope.idxs[idx.name] = cv
             self.depth += 1
             opened += 1
-        if blk.constraints:
-            conds = " && ".join(f"{self.affine(c, scope)} >= 0" for c in blk.constraints)
-            self.emit(f"if (!({conds})) continue;" if opened else f"if ({conds}) {{")
+            if checks.get(k + 1):
+                conds = " && ".join(f"{self.affine(c, scope)} >= 0" for c in checks[k + 1])
+                self.emit(f"if (!({conds})) continue;")
         frees = []
         for r in blk.refs:
             cv = _cname(r.into, self.depth, "v_")
@@ -259,14 +319,90 @@ class CRenderer:
             self.stmt(st, scope)
         for cv in frees:
             self.emit(f"free({cv});")
-        if blk.constraints and not opened:
-            self.emit("}")
         for _ in range(opened):
             self.depth -= 1
+            self.emit("}")
+        if guarded:
             self.emit("}")
         self.depth -= 1
         self.emit("}")
         assert self.depth == d
+
+    def micro_kernel(self, blk: ir.Block, parent: _Scope) -> bool:
+        """Render a ``mac_regblock`` (``[k, r, c]``: ``O[r, c] += A[k, r] * B[k, c]``) with
+        the register block held in GNU C vector variables; False if the shape differs."""
+        if len(blk.idxs) != 3 or blk.constraints or any(i.affine is not None for i in blk.idxs):
+            return False
+        simd = [t for t in blk.tags if t.startswith("simd_")]
+        outs = [r for r in blk.refs if r.dir == "out" and r.agg == "add"]
+        ins = [r for r in blk.refs if r.dir == "in"]
+        if len(simd) != 1 or len(outs) != 1 or len(ins) != 2 or len(blk.stmts) != 4:
+            return False
+        o = outs[0]
+        dt = o.dtype
+        if dt not in ("f32", "f64") or any(r.dtype != dt for r in blk.refs):
+            return False
+        item = np.dtype(ir.np_dtype(dt)).itemsize
+        vl = int(simd[0][5:]) // item
+
+        def fc(r, n):
+            return sum(a.coeff(n) * st for a, st in zip(r.access, r.strides))
+
+        names = blk.idx_names
+        kx = [n for n in names if fc(o, n) == 0]
+        if len(kx) != 1:
+            return False
+        k = kx[0]
+        c = [n for n in names if n != k and fc(o, n) == 1]
+        if len(c) != 1:
+            return False
+        c = c[0]
+        r = [n for n in names if n not in (k, c)][0]
+        a = [x for x in ins if fc(x, c) == 0]
+        b = [x for x in ins if fc(x, c) == 1 and fc(x, r) == 0]
+        if len(a) != 1 or len(b) != 1 or a[0] is b[0]:
+            return False
+        a, b = a[0], b[0]
+        kc, mr, nr = (blk.idx(n).range for n in (k, r, c))
+        if nr % vl or vl < 2:
+            return False
+        nv = nr // vl
+        st = blk.stmts
+        if not (isinstance(st[0], ir.Load) and isinstance(st[1], ir.Load) and isinstance(st[2], ir.Intrinsic)
+                and st[2].name == "mul" and isinstance(st[3], ir.Store) and st[3].into == o.into):
+            return False
+        for x in (o, a, b):
+            if any(t.const for t in x.access) or x.from_ not in parent.views:
+                return False
+        ct = C_TYPES[dt]
+        vt = f"plait_v{vl}{dt}"
+        self.emit(f"{{ /* {blk.name}: {mr}x{nr} register block, k = {kc} */")
+        self.depth += 1
+        self.emit(f"typedef {ct} {vt} __attribute__((vector_size({vl * item})));")
+        po, pa, pb = (parent.views[x.from_][0] for x in (o, a, b))
+        so_r, sa_k, sa_r, sb_k = fc(o, r), fc(a, k), fc(a, r), fc(b, k)
+        for i in range(mr):
+            for v in range(nv):
+                self.emit(f"{vt} acc_{i}_{v}; memcpy(&acc_{i}_{v}, {po} + {i * so_r + v * vl}, sizeof({vt}));")
+        self.emit(f"for (int64_t kk = 0; kk < {kc}; ++kk) {{")
+        self.depth += 1
+        self.emit(f"const {ct} *restrict pa = {pa} + kk*{sa_k};")
+        self.emit(f"const {ct} *restrict pb = {pb} + kk*{sb_k};")
+        for v in range(nv):
+            self.emit(f"{vt} b_{v}; memcpy(&b_{v}, pb + {v * vl}, sizeof({vt}));")
+        for i in range(mr):
+            self.emit(f"{{ const {ct} s = pa[{i * sa_r}];")
+            for v in range(nv):
+                self.emit(f"  acc_{i}_{v} += s * b_{v};")
+            self.emit("}")
+        self.depth -= 1
+        self.emit("}")
+        for i in range(mr):
+            for v in range(nv):
+                self.emit(f"memcpy({po} + {i * so_r + v * vl}, &acc_{i}_{v}, sizeof({vt}));")
+        self.depth -= 1
+        self.emit("}")
+        return True
 
     def stmt(self, st, scope: _Scope) -> None:
         if isinstance(st, ir.Block):
@@ -312,15 +448,16 @@ class CRenderer:
                                f"has no C rendering", locate=False)
 
     def render(self) -> str:
-        self.emit(f"void {self.fn}(void **bufs) {{")
+        self.emit(f"PLAIT_KERNEL void {self.fn}(void **bufs) {{")
         self.depth += 1
         scope = _Scope()
+        dead_fill = {r.from_ for r in self.p.entry.refs if "overwritten" in r.tags}
         for k, b in enumerate(self.p.buffers):
             ctype = C_TYPES[b.dtype]
             cv = f"b_{k}"
             self.emit(f"{ctype} *restrict {cv} = ({ctype} *)bufs[{k}];")
             scope.views[b.name] = (cv, b.dtype, b.init)
-            if b.kind != "in":
+            if b.kind != "in" and b.name not in dead_fill:
                 n = math.prod(b.shape)
                 ident = _identity(b.init, b.dtype)
                 if ident in ("0", "0.0", "0.0f", "0LL", "0ULL"):

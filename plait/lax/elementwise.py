@@ -20,7 +20,7 @@ from plait.lax._base import (standard_unop, standard_binop, standard_primitive, 
                              as_operand, ALL, NUMERIC, INEXACT, INTEGRAL, FLOAT, INT, UINT,
                              BOOL, COMPLEX)
 from plait.lax._ad_helpers import (Zero, defjvp, defjvp_zero, deflinear, full, zeros,
-                                   instantiate, add_tangents, tangent_aval,
+                                   instantiate, tangent_aval,
                                    is_undefined_primal, aval_of_operand, differentiable)
 from plait.errors import PlaitTypeError
 

@@ -11,8 +11,7 @@ from plait.core.trace import get_aval
 from plait.lax._base import (standard_primitive, check_same_dtypes, as_operand,
                              canonicalize_axis, static_ints, INT, UINT, check_dtype)
 from plait.lax._ad_helpers import (Zero, deflinear, defjvp_zero, zeros, instantiate,
-                                   tangent_aval, is_undefined_primal, aval_of_operand,
-                                   full)
+                                   tangent_aval, is_undefined_primal, aval_of_operand)
 from plait.errors import PlaitTypeError
 
 
@@ -108,7 +107,8 @@ def _transpose_abstract(x, *, permutation):
 
 transpose_p = standard_primitive("transpose", _transpose_abstract,
                                  lambda x, *, permutation: np.transpose(x, permutation).copy())
-deflinear(transpose_p, lambda ct, x, *, permutation: [transpose(ct, tuple(np.argsort(permutation)))])
+deflinear(transpose_p,
+          lambda ct, x, *, permutation: [transpose(ct, tuple(np.argsort(permutation)))])
 
 
 def transpose(x, permutation):

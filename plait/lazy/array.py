@@ -361,7 +361,7 @@ class LazyTrace(Trace):
 
     def pure(self, val) -> LazyArray:
         c = const_of(val)
-        if c.aval.weak_type and c.value.ndim and c.value.size > 1 and not modes._EAGER[0]:
+        if c.value.ndim and c.value.size > 1 and not modes._EAGER[0]:
             b = _uniform_broadcast(c)
             if b is not None:
                 return b
@@ -380,17 +380,30 @@ class LazyTrace(Trace):
 
 
 def _uniform_broadcast(c: Const):
-    """A weak array holding one repeated value (a broadcast Python scalar) is recorded
-    as ``broadcast_in_dim`` of a scalar, so the scalar can be a literal or argument."""
+    """An array holding one repeated value (a broadcast scalar such as ``lr`` in
+    ``lr * g``, made eagerly before it met a lazy array) is recorded as
+    ``broadcast_in_dim`` of that scalar, so the scalar can be a literal or an argument
+    instead of a full-size buffer. Values are compared bit for bit."""
     v = c.value
-    first = v.reshape(-1)[:1]
-    if not (v == first[0]).all():
+    flat = v.reshape(-1)
+    n = flat.size
+    if flat[0] != flat[n - 1] or flat[0] != flat[n // 2]:       # cheap early reject
+        return None
+    size = flat.dtype.itemsize
+    if size in _UINT:
+        bits = flat.view(_UINT[size])
+    else:
+        bits = np.ascontiguousarray(flat).view(np.uint8).reshape(n, size)
+    if not (bits == bits[0]).all():
         return None
     from plait.lax.shape_ops import broadcast_in_dim_p
-    s = Const(first.reshape(()), True, False)
+    s = Const(flat[:1].reshape(()), c.aval.weak_type, False)
     params = dict(shape=v.shape, broadcast_dimensions=())
     node = Node(broadcast_in_dim_p, params, [s], [c.aval], user_code_line())
     return symbolic(node, 0)
+
+
+_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 def _run_eagerly(prim, tracers, params):

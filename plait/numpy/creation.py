@@ -180,8 +180,8 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
     if num < 0:
         raise PlaitValueError(f"Number of samples, {num}, must be non-negative.")
     div = (num - 1) if endpoint else num
-    s, e = asarray_strong(start, name="linspace"), asarray_strong(stop, name="linspace")
-    dt, _ = result_type_of(s, e, float(num))
+    s, e = arg(start, "linspace"), arg(stop, "linspace")   # Python scalars stay weak
+    dt, _ = result_type_of(s, e)
     if not dtypes.is_inexact(dt):
         dt = dtypes.float64
     from plait.numpy.ufuncs import true_divide, multiply, add, subtract, equal, where, floor

@@ -17,7 +17,7 @@ from typing import Sequence
 from plait import lax
 from plait.core import dtypes
 from plait.core.trace import get_aval
-from plait.errors import PlaitValueError, PlaitTypeError
+from plait.errors import PlaitValueError
 from plait.numpy import _promote
 
 _ELL = "\u2026"   # label prefix of dimensions covered by an ellipsis

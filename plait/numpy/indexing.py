@@ -34,23 +34,25 @@ def _as_array(x, name: str):
     return x
 
 
-def _slice_dim(x, dim: int, start: int, stop: int, step: int):
-    """``x`` sliced along ``dim`` by a normalised ``(start, stop, step)``."""
+def _slice_dims(x, specs: dict):
+    """``x`` sliced by ``{dim: (start, stop, step)}`` (normalised) with one ``lax.slice``
+    and, for negative steps, one ``lax.rev``."""
     a = get_aval(x)
-    n = a.shape[dim]
-    count = len(range(start, stop, step))
-    if (start, step, count) == (0, 1, n):
-        return x
     lo, hi, st = [0] * a.ndim, list(a.shape), [1] * a.ndim
-    if count == 0:
-        hi[dim] = 0
-        return lax.slice(x, lo, hi, st)
-    if step > 0:
-        lo[dim], hi[dim], st[dim] = start, start + (count - 1) * step + 1, step
-        return lax.slice(x, lo, hi, st)
-    last = start + (count - 1) * step
-    lo[dim], hi[dim], st[dim] = last, start + 1, -step
-    return lax.rev(lax.slice(x, lo, hi, st), (dim,))
+    flip = []
+    for dim, (start, stop, step) in specs.items():
+        count = len(range(start, stop, step))
+        if count == 0:
+            lo[dim], hi[dim] = 0, 0
+        elif step > 0:
+            lo[dim], hi[dim], st[dim] = start, start + (count - 1) * step + 1, step
+        else:
+            last = start + (count - 1) * step
+            lo[dim], hi[dim], st[dim] = last, start + 1, -step
+            if count > 1:
+                flip.append(dim)
+    x = lax.slice(x, lo, hi, st)
+    return lax.rev(x, flip) if flip else x
 
 
 def _normalise_traced(i, n: int):
@@ -135,17 +137,17 @@ def getitem(x, idx, mode: str | None = None, fill_value=None):
         raise PlaitValueError(f"indexing mode must be None, 'clip' or 'fill', got {mode!r}")
     plan = make_plan(get_aval(x).shape, idx, check=mode is None)
     items = plan.items
-    for it in items:
-        if it.kind == "slice":
-            x = _slice_dim(x, it.dim, *it.value)
-    shape = get_aval(x).shape
     ghosts = any(it.kind == "ghost" for it in items)
-    if mode is None and not ghosts and plan.adv_shape == ():
-        # only static ints and traced integer scalars besides slices/newaxis
+    basic = mode is None and not ghosts and plan.adv_shape == ()
+    specs = {it.dim: it.value for it in items if it.kind == "slice"}
+    if basic:   # only static ints and traced integer scalars besides slices/newaxis
+        specs.update({it.dim: (it.value, it.value + 1, 1) for it in items if it.kind == "int"})
+    x = _slice_dims(x, specs)
+    shape = get_aval(x).shape
+    if basic:
         starts, sizes, dyn = [0] * len(shape), list(shape), False
         for it in items:
             if it.kind == "int":
-                x = _slice_dim(x, it.dim, it.value, it.value + 1, 1)
                 sizes[it.dim] = 1
             elif it.kind == "array":
                 if shape[it.dim] == 0:
@@ -157,6 +159,10 @@ def getitem(x, idx, mode: str | None = None, fill_value=None):
             x = lax.dynamic_slice(x, starts, sizes)
         return lax.reshape(x, plan.result_shape())
     sliced = IndexPlan(shape, [_resliced(it, shape) for it in items])
+    rshape = sliced.result_shape()
+    if 0 in rshape:
+        return lax.broadcast_in_dim(_promote.cast(0, get_aval(x).dtype), rshape, ())
+    _check_nonempty_dims(sliced)
     windows = {k for k, it in enumerate(sliced.items) if it.kind == "slice"}
     indices, dims, window_pos, rshape = _index_array(sliced, windows)
     if indices is None:
@@ -165,6 +171,13 @@ def getitem(x, idx, mode: str | None = None, fill_value=None):
     dn = lax.GatherDimensionNumbers(window_pos, dims, dims)
     return lax.gather(x, indices, dn, sizes, mode="fill" if mode == "fill" else "clip",
                       fill_value=fill_value)
+
+
+def _check_nonempty_dims(plan: IndexPlan) -> None:
+    """Indexing into an empty dimension is out of bounds whenever the result is not empty."""
+    for it in plan.items:
+        if it.kind in ("int", "array") and plan.shape[it.dim] == 0:
+            raise PlaitIndexError(f"index is out of bounds for axis {it.dim} with size 0")
 
 
 def _resliced(it, shape):
@@ -204,6 +217,9 @@ def scatter_update(x, idx, values, op: str, mode: str | None = None):
     rshape = plan.result_shape()
     v = _promote.arg(values, "at")
     v = _promote.broadcast_to_shape(_promote.cast(v, a.dtype, a.weak_type), rshape)
+    if 0 in rshape:
+        return x
+    _check_nonempty_dims(plan)
     unit_basic = (not plan.advanced and mode is None and
                   all(it.kind in ("none", "int") or (it.kind == "slice" and it.value[2] == 1)
                       for it in plan.items))

@@ -145,10 +145,10 @@ def matrix_power(a, n: int):
         raise PlaitValueError("matrix_power: negative powers need a matrix inverse, which "
                               "plait does not provide yet")
     if n == 0:
-        eye = lax.convert_element_type(lax.eq(lax.broadcasted_iota(dtypes.int32, shape, len(shape) - 2),
-                                              lax.broadcasted_iota(dtypes.int32, shape, len(shape) - 1)),
-                                       get_aval(x).dtype)
-        return eye
+        nd = len(shape)
+        eye = lax.eq(lax.broadcasted_iota(dtypes.int32, shape, nd - 2),
+                     lax.broadcasted_iota(dtypes.int32, shape, nd - 1))
+        return lax.convert_element_type(eye, get_aval(x).dtype)
     result, base = None, x
     while n:
         if n & 1:

@@ -8,13 +8,11 @@ strong arrays as NumPy does (``np.dot(int32_array, 2)`` is int64); ``matmul``,
 """
 from __future__ import annotations
 
-from typing import Sequence
-
 from plait import lax
 from plait.core import dtypes
 from plait.core.array_methods import install_methods
 from plait.core.trace import get_aval
-from plait.errors import PlaitValueError, PlaitTypeError
+from plait.errors import PlaitValueError
 from plait.numpy import _promote
 
 
@@ -113,8 +111,8 @@ def tensordot(a, b, axes=2):
     xb = [_promote.normalize_axis(x, nb, "tensordot") for x in xb]
     for i, j in zip(xa, xb):
         if _shape(a)[i] != _shape(b)[j]:
-            raise PlaitValueError(f"tensordot: shape-mismatch for sum: axis {i} of {_fmt(_shape(a))} "
-                                  f"vs axis {j} of {_fmt(_shape(b))}")
+            raise PlaitValueError(f"tensordot: shape-mismatch for sum: axis {i} of "
+                                  f"{_fmt(_shape(a))} vs axis {j} of {_fmt(_shape(b))}")
     return lax.dot_general(a, b, ((xa, xb), ((), ())))
 
 

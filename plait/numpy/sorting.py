@@ -141,16 +141,19 @@ def _total_less(a, v, or_equal: bool):
     return lax.bitwise_or(base, lax.bitwise_and(v_nan, lax.eq(a, a)))
 
 
-def searchsorted(a, v, side: str = "left", sorter=None, *, method: str = "compare_all"):
+def searchsorted(a, v, side: str = "left", sorter=None, *, method: str | None = None):
     """Insertion points of ``v`` into the sorted 1-D ``a`` (int64, shape of ``v``).
 
     ``side="left"`` gives the first suitable index, ``"right"`` the last. NaNs are
-    ordered last, as in NumPy's sort.
+    ordered last, as in NumPy's sort. ``method``: ``"compare_all"`` (every query
+    against every element; best for small inputs), ``"sort"`` (one stable sort of
+    both arrays, ``O((n + m) log(n + m))``) or None to choose by size.
     """
     if side not in ("left", "right"):
         raise PlaitValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
-    if method != "compare_all":
-        raise PlaitValueError(f"searchsorted: method must be 'compare_all', got {method!r}")
+    if method not in (None, "compare_all", "sort"):
+        raise PlaitValueError(f"searchsorted: method must be None, 'compare_all' or 'sort', "
+                              f"got {method!r}")
     a = _arr(a, "searchsorted")
     if get_aval(a).ndim != 1:
         raise PlaitValueError("searchsorted: object too deep for desired array (a must be "
@@ -160,13 +163,35 @@ def searchsorted(a, v, side: str = "left", sorter=None, *, method: str = "compar
         a = take(a, sorter)
     a, v = _promote.promote_dtypes("searchsorted", a, _promote.arg(v, "searchsorted"))
     v = _arr(v, "searchsorted")
+    n, m = get_aval(a).shape[0], get_aval(v).size
+    if method == "sort" or (method is None and n * m > 1 << 16):
+        return _searchsorted_by_sort(a, v, side == "right")
     vs = get_aval(v).shape
-    n = get_aval(a).shape[0]
     full = vs + (n,)
     ab = lax.broadcast_in_dim(a, full, (len(vs),))
     vb = lax.broadcast_in_dim(v, full, tuple(range(len(vs))))
     hits = _total_less(ab, vb, side == "right")
     return lax.reduce_sum(lax.convert_element_type(hits, dtypes.int64), (len(vs),))
+
+
+def _searchsorted_by_sort(a, v, right: bool):
+    """Sort ``a`` and the queries together (queries before equal elements of ``a`` for
+    the left side, after them for the right side); a query's answer is the number
+    of elements of ``a`` sorted before it."""
+    shape = get_aval(v).shape
+    n, m = get_aval(a).shape[0], get_aval(v).size
+    vals = lax.concatenate([a, lax.reshape(v, (m,))], 0)
+    is_query = np.concatenate([np.zeros(n, np.int8), np.ones(m, np.int8)])
+    tie = _promote.wrap(is_query if right else 1 - is_query)
+    _, _, pos = lax.sort((vals, tie, lax.iota(dtypes.int64, n + m)), 0, True, 2)
+    from_a = lax.lt(pos, n)
+    before = lax.cumsum(lax.convert_element_type(from_a, dtypes.int64), 0)
+    target = lax.select(from_a, lax.broadcast_in_dim(_promote.wrap(np.asarray(m, np.int64)),
+                                                     (n + m,), ()), lax.sub(pos, n))
+    out = lax.scatter(lax.broadcast_in_dim(_promote.wrap(np.asarray(0, np.int64)), (m,), ()),
+                      lax.reshape(target, (n + m, 1)), before,
+                      lax.ScatterDimensionNumbers((), (0,), (0,)), mode="drop")
+    return lax.reshape(out, shape)
 
 
 def digitize(x, bins, right: bool = False):

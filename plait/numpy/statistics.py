@@ -69,8 +69,9 @@ def quantile(a, q, axis=None, out=None, overwrite_input: bool = False,
         raise PlaitTypeError("a must be an array of real numbers")
     axes = static_axes(axis, av.ndim, "quantile")
     dt = av.dtype if dtypes.is_inexact(av.dtype) else dtypes.float64
+    out_dt = dt
     if not isinstance(q, (int, float)):   # NumPy: a q array is strong float64 (NEP 50)
-        dt = np.promote_types(dt, dtypes.float64)
+        out_dt = np.promote_types(dt, dtypes.float64)
     flat, rest = _flatten_axes(x, axes)
     n = get_aval(flat).shape[-1]
     if n == 0:
@@ -102,7 +103,7 @@ def quantile(a, q, axis=None, out=None, overwrite_input: bool = False,
             r = uf.where(uf.isnan(at(n - 1)), math.nan, r)
             r = cast(r, dt)
         outs.append(r)
-    res = outs[0] if qa.ndim == 0 else _stack(outs)
+    res = cast(outs[0] if qa.ndim == 0 else _stack(outs), out_dt)
     if keepdims:
         s = av.shape
         kept = tuple(1 if i in axes else d for i, d in enumerate(s))

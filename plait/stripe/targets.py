@@ -37,6 +37,10 @@ def host_target() -> Target:
     from plait.runtime.cpuinfo import cpu_info
     info = cpu_info()
     passes = (
+        ("elide_init", ()),
+        ("stencil", ()),
+        ("fuse", ()),
+        ("localize", ()),
         ("partition", (("min_work", 1 << 15),)),
     )
     return Target("cpu", info.cores, info.simd_bytes, info.line_bytes, info.l1d_bytes,

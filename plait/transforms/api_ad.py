@@ -12,7 +12,7 @@ graph being traced.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -20,8 +20,7 @@ from plait.core import dtypes
 from plait.core.ad_util import Zero, UndefinedPrimal
 from plait.core.graph import Graph, eval_graph
 from plait.core.pytree import tree_flatten, tree_unflatten, TreeDef
-from plait.core.trace import (Tracer, new_main, full_raise, full_lower, get_aval,
-                              _CONCRETE)
+from plait.core.trace import new_main, full_raise, full_lower, get_aval, _CONCRETE
 from plait.errors import PlaitTypeError, PlaitValueError
 from plait.lax._ad_helpers import tangent_aval, differentiable, instantiate
 from plait.transforms.ad import jvp_flat

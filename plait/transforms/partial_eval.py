@@ -17,8 +17,6 @@ from __future__ import annotations
 import weakref
 from typing import Sequence
 
-import numpy as np
-
 from plait.core.aval import ShapedArray
 from plait.core.graph import Var, Literal, Eqn, Graph, ClosedGraph, eval_graph
 from plait.core.staging import trace_to_graph

@@ -159,3 +159,68 @@ def test_user_functions_without_control_flow_run_unchanged():
         return pnp.dot(x, y) + 1.0
     x = np.arange(3.0)
     assert float(ag_jit(f)(x, x)) == float(np.dot(x, x) + 1.0)
+
+
+class Base:
+    def scale(self, x):
+        return x * 2.0
+
+
+class Child(Base):
+    def scale(self, x):
+        if x > 0:
+            x = super().scale(x)     # zero-argument super() inside a converted branch
+        return x
+
+
+def test_zero_argument_super_in_a_branch():
+    assert float(ag_jit(Child().scale)(f32(3.0))) == 6.0
+    assert float(ag_jit(Child().scale)(f32(-3.0))) == -3.0
+
+
+def assigned_in_try(x):
+    try:
+        y = x * 2.0
+    except ValueError:
+        pass
+    if x > 0:
+        y = y + 1.0
+    return y
+
+
+def test_variable_possibly_assigned_before_the_if():
+    assert float(ag_jit(assigned_in_try)(f32(3.0))) == 7.0
+    assert "except NameError" in to_source(assigned_in_try)
+
+
+def scatter_positive(xs, n):
+    out = pnp.zeros_like(xs)
+    for i in range(n):
+        if xs[i] > 0:
+            out = out.at[i].set(xs[i])
+    return out
+
+
+def test_indexed_updates_in_a_traced_range():
+    xs = np.array([1.0, -2.0, 3.0, 4.0])
+    got = ag_jit(scatter_positive)(xs, np.int32(3))
+    np.testing.assert_array_equal(np.asarray(got), [1.0, 0.0, 3.0, 0.0])
+    np.testing.assert_array_equal(np.asarray(scatter_positive(xs, 3)), [1.0, 0.0, 3.0, 0.0])
+
+
+def test_callable_objects_and_partials_called_from_converted_code():
+    import functools
+    p = Piecewise(3.0)
+
+    def scaled(v, k):
+        if v > 0:
+            v = v * k
+        return v
+    part = functools.partial(scaled, k=10.0)
+
+    def f(x):
+        return p(x) + part(x)
+    g = ag_jit(f)
+    assert float(g(f32(2.0))) == 26.0
+    assert float(g(f32(-2.0))) == 0.0
+    assert prim_counts(g.lower(f32(1.0)).closed.graph)["cond"] == 2

@@ -191,3 +191,41 @@ def test_traced_range_needs_a_for_loop():
     with pytest.raises(ControlFlowError) as e:
         ag_jit(f)(np.int32(3))
     assert "range() with a traced bound" in str(e.value)
+
+
+def traced_assert(x):
+    assert x > 0, "x must be positive"      # <assert>
+    return x
+
+
+def static_assert(x, n):
+    assert n > 0, f"n={n} must be positive"
+    return x * n
+
+
+def list_grows(xs):
+    out = []
+    for row in xs:                           # <loop>
+        out.append(row * 2.0)
+    return out
+
+
+def test_assert_on_traced_value_is_refused_with_line():
+    with pytest.raises(ControlFlowError) as e:
+        ag_jit(traced_assert)(f32(1.0))
+    assert f":{line_of(traced_assert, '<assert>')}" in str(e.value)
+
+
+def test_assert_on_python_value_keeps_python_semantics():
+    f = ag_jit(static_assert, static_argnums=1)
+    assert float(f(f32(2.0), 3)) == 6.0
+    with pytest.raises(AssertionError, match="n=-1 must be positive"):
+        f(f32(2.0), -1)
+
+
+def test_python_list_growing_in_traced_loop():
+    with pytest.raises(ControlFlowError) as e:
+        ag_jit(list_grows)(np.ones((3, 2), f32))
+    msg = str(e.value)
+    assert "variable 'out'" in msg and "changes structure" in msg and ".at[i].set" in msg
+    assert f":{line_of(list_grows, '<loop>')}" in msg

@@ -66,9 +66,13 @@ def test_grad_through_converted_for_over_rows():
 
 
 def test_jvp_through_converted_while():
-    primal, tangent = plait.jvp(plait.autograph(newton_sqrt), (2.0,), (1.0,))
-    np.testing.assert_allclose(float(primal), np.sqrt(2.0), rtol=1e-9)
-    np.testing.assert_allclose(float(tangent), 0.5 / np.sqrt(2.0), rtol=1e-9)
+    for f in (plait.autograph(newton_sqrt),                        # a Python loop
+              plait.jit(newton_sqrt, autograph=True, backend="interp")):   # a `while`
+        primal, tangent = plait.jvp(f, (2.0,), (1.0,))
+        np.testing.assert_allclose(float(primal), np.sqrt(2.0), rtol=1e-9)
+        np.testing.assert_allclose(float(tangent), 0.5 / np.sqrt(2.0), rtol=1e-9)
+    closed = plait.jit(newton_sqrt, autograph=True).lower(2.0).closed
+    assert prim_counts(closed.graph)["while"] == 1
 
 
 def test_jit_of_autograph_equals_jit_autograph():
@@ -76,3 +80,23 @@ def test_jit_of_autograph_equals_jit_autograph():
     a = plait.jit(plait.autograph(piecewise), backend="interp")(x)
     b = plait.jit(piecewise, autograph=True, backend="interp")(x)
     assert float(a) == float(b) == piecewise(x)
+
+
+def halve_until_small(x):
+    n = 0
+    while True:
+        if x < 1.0:
+            break
+        x = x * 0.5
+        n += 1
+    return x * n
+
+
+def test_eager_grad_keeps_python_loops():
+    # outside jit the loop test is concrete, so the loop runs in Python and reverse
+    # mode works (a staged while_loop would only support forward mode)
+    g = plait.grad(plait.autograph(halve_until_small))
+    np.testing.assert_allclose(float(g(np.float64(5.0))), 0.125 * 3, rtol=1e-12)
+    j = plait.jit(halve_until_small, autograph=True, backend="interp")
+    assert prim_counts(j.lower(np.float64(5.0)).closed.graph)["while"] == 1
+    assert float(j(np.float64(5.0))) == halve_until_small(5.0)

@@ -1,9 +1,14 @@
 """Lazy tests run on the reference (interp) backend, each with an empty trace cache and
 zeroed lazy counters; ``test_lazy_native.py`` covers the native backend."""
+import os
+import sys
+
 import pytest
 
 import plait
 from plait import lazy
+
+sys.path.insert(0, os.path.dirname(__file__))       # for lazy_mlp (import-mode=importlib)
 
 
 @pytest.fixture(autouse=True)

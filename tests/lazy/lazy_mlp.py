@@ -77,7 +77,7 @@ def loss_fn(params, x, y):
     w1, b1, w2, b2 = params
     h = pnp.tanh(x @ w1 + b1)
     logits = h @ w2 + b2
-    z = logits - lax.stop_gradient(lax.reduce_max(logits, (1,)))[:, None]
+    z = logits - lax.stop_gradient(pnp.max(logits, axis=1, keepdims=True))
     logp = z - pnp.log(pnp.sum(pnp.exp(z), axis=1, keepdims=True))
     return -pnp.mean(pnp.sum(y * logp, axis=1))
 

@@ -28,12 +28,16 @@ def assert_same(got, want, rtol=None):
 
 def check(fn_plait, fn_numpy, *args, jit=True, rtol=None):
     """Run ``fn_plait`` eagerly and (optionally) under ``plait.jit`` on ``args`` (as plait
-    arrays) and compare both with ``fn_numpy(*args)``."""
+    arrays) and compare both with ``fn_numpy(*args)``.
+
+    ``jit`` uses the reference ``interp`` backend: these tests check how plait.numpy
+    lowers to primitives; the native code generator has its own sweep.
+    """
     want = fn_numpy(*args)
     pargs = [plait.device_put(a) for a in args]
     assert_same(fn_plait(*pargs), want, rtol)
     if jit:
-        assert_same(plait.jit(fn_plait)(*pargs), want, rtol)
+        assert_same(plait.jit(fn_plait, backend="interp")(*pargs), want, rtol)
 
 
 def rand(shape, dtype, seed=0):
@@ -49,3 +53,8 @@ def rand(shape, dtype, seed=0):
     if dt.kind == "c":
         return (rng.uniform(-2, 2, shape) + 1j * rng.uniform(-2, 2, shape)).astype(dt)
     return rng.uniform(-2, 2, shape).astype(dt)
+
+
+def ijit(fn, **kwargs):
+    """``plait.jit`` on the reference backend (see :func:`check`)."""
+    return plait.jit(fn, backend="interp", **kwargs)

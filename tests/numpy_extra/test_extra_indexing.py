@@ -8,7 +8,7 @@ import plait.numpy as pnp
 from plait.errors import (NonConcreteBooleanIndexError, TracerIntegerConversionError,
                           PlaitValueError)
 
-from extra_helpers import assert_same, check, rand
+from extra_helpers import assert_same, check, rand, ijit
 
 X = np.arange(120, dtype=np.float32).reshape(4, 5, 6)
 _rng = np.random.default_rng(1)
@@ -23,7 +23,8 @@ BASIC = [
     0, -1, 3, (1, 2), (1, -2, 5), (-4, -5, -6), slice(None), slice(1, 3), slice(None, None, 2),
     slice(None, None, -1), slice(-2, None), slice(3, 0, -2), slice(10, 20), slice(-10, 2),
     slice(2, 2), Ellipsis, (Ellipsis, 0), (0, Ellipsis), None, (None, 0),
-    (0, None, slice(None), None), (Ellipsis, None), (slice(1, None), Ellipsis, slice(None, None, -2)),
+    (0, None, slice(None), None), (Ellipsis, None),
+    (slice(1, None), Ellipsis, slice(None, None, -2)),
     (1, slice(None), 2), (), (slice(None, None, 3), slice(4, 0, -3), slice(None, None, -4)),
     np.int64(2), np.array(-1), (np.int32(1), slice(None), np.uint8(3)),
 ]
@@ -80,12 +81,12 @@ def test_traced_scalar_indices():
 
 
 def test_list_of_traced_scalars():
-    f = plait.jit(lambda x, i, j: x[[i, j]])
+    f = ijit(lambda x, i, j: x[[i, j]])
     assert_same(f(X, np.int64(3), np.int64(-1)), X[[3, -1]])
 
 
 def test_traced_out_of_range_index_is_clamped():
-    got = plait.jit(lambda x, i: x[i])(X, np.array([7, -9]))
+    got = ijit(lambda x, i: x[i])(X, np.array([7, -9]))
     assert_same(got, X[[3, 0]])
 
 
@@ -105,11 +106,11 @@ def test_index_errors():
     with pytest.raises(IndexError, match="boolean index did not match"):
         x[np.array([True, False])]
     with pytest.raises(IndexError, match="out of bounds"):
-        plait.jit(lambda a: a[4])(X)
+        ijit(lambda a: a[4])(X)
 
 
 def test_boolean_mask_under_jit_raises():
-    f = plait.jit(lambda x: x[x > 3])
+    f = ijit(lambda x: x[x > 3])
     with pytest.raises(NonConcreteBooleanIndexError, match="where|size=") as e:
         f(X)
     assert "test_extra_indexing.py" in str(e.value)
@@ -117,7 +118,7 @@ def test_boolean_mask_under_jit_raises():
 
 def test_traced_slice_bound_raises():
     with pytest.raises(TracerIntegerConversionError, match="dynamic_slice"):
-        plait.jit(lambda x, i: x[i:i + 2])(X, np.int64(1))
+        ijit(lambda x, i: x[i:i + 2])(X, np.int64(1))
 
 
 def test_concrete_mask_under_jit_is_fine():
@@ -128,7 +129,7 @@ def test_concrete_mask_under_jit_is_fine():
 def test_iteration_and_len():
     x = pnp.asarray(X)
     assert [r.shape for r in x] == [(5, 6)] * 4
-    assert_same(plait.jit(lambda a: [r for r in a][2])(X), X[2])
+    assert_same(ijit(lambda a: [r for r in a][2])(X), X[2])
 
 
 # --- .at updates ---------------------------------------------------------------------------
@@ -191,15 +192,15 @@ def test_at_set_duplicates_last_wins_and_scalar_values():
 
 
 def test_at_traced_indices_and_drop():
-    f = plait.jit(lambda x, i, v: x.at[i].add(v))
+    f = ijit(lambda x, i, v: x.at[i].add(v))
     i = np.array([0, 3, 0, -1])
     v = np.arange(4 * 5 * 6, dtype=np.float32).reshape(4, 5, 6)
     assert_same(f(X, i, v), _np_update(X, (i,), v, "add"))
-    g = plait.jit(lambda x, i: x.at[i].set(-1.0))
+    g = ijit(lambda x, i: x.at[i].set(-1.0))
     want = X.copy()
     want[0] = -1
     assert_same(g(X, np.array([0, 9])), want)        # out of range: dropped
-    h = plait.jit(lambda x, k: x.at[k, 1].set(0.0))
+    h = ijit(lambda x, k: x.at[k, 1].set(0.0))
     want = X.copy()
     want[-2, 1] = 0
     assert_same(h(X, np.int64(-2)), want)
@@ -298,9 +299,9 @@ def test_nonzero_eager_and_sized(shape):
 
 def test_nonzero_errors():
     with pytest.raises(NonConcreteBooleanIndexError, match="size="):
-        plait.jit(pnp.nonzero)(np.ones(3))
+        ijit(pnp.nonzero)(np.ones(3))
     with pytest.raises(NonConcreteBooleanIndexError, match="size="):
-        plait.jit(pnp.argwhere)(np.ones(3))
+        ijit(pnp.argwhere)(np.ones(3))
     with pytest.raises(PlaitValueError, match="0d"):
         pnp.nonzero(np.float32(1))
     assert_same(pnp.argwhere(np.array(3)), np.argwhere(np.array(3)))
@@ -330,3 +331,19 @@ def test_ix():
     rows, cols = np.array([0, 3]), np.array([True, False, True, True, False])
     check(lambda x: x[pnp.ix_(rows, cols)], lambda x: x[np.ix_(rows, cols)], X[:, :, 0], jit=False)
     assert_same(pnp.ix_([1, 2], [0])[0], np.ix_([1, 2], [0])[0])
+
+
+EDGE = [(np.array(3, np.float32), [(), Ellipsis, None, True, False, (None, Ellipsis)]),
+        (np.zeros((0, 3)), [([],), (slice(None), [1]), (np.zeros(0, bool),), (Ellipsis, [0, 2])]),
+        (np.zeros((2, 0, 3)), [([1, 0], slice(None), [2, 2]), (0, []), ([], [])])]
+
+
+@pytest.mark.parametrize("k", range(len(EDGE)))
+def test_zero_dim_and_empty_arrays(k):
+    x, idxs = EDGE[k]
+    for idx in idxs:
+        check(lambda a: a[idx], lambda a: a[idx], x)
+        check(lambda a: a.at[idx].set(1), lambda a: _np_update(a, idx, 1, "set"), x)
+    if x.size == 0:
+        with pytest.raises(IndexError, match="out of bounds"):
+            pnp.asarray(x)[(0,) * x.ndim]

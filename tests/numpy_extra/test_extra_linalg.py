@@ -8,7 +8,7 @@ import plait.numpy as pnp
 from plait.errors import PlaitValueError
 from plait.numpy.einsum import greedy_path, parse_subscripts
 
-from extra_helpers import assert_same, check, rand
+from extra_helpers import assert_same, check, rand, ijit
 
 EINSUM = [
     ("ij,jk->ik", [(2, 3), (3, 4)]),
@@ -223,7 +223,8 @@ def test_norms(dtype):
         check(lambda x: pnp.linalg.norm(x, o, axis=(2, 0)),
               lambda x: np.linalg.norm(x, o, axis=(2, 0)), t, jit=False)
     check(lambda x: pnp.linalg.norm(x), lambda x: np.linalg.norm(x), t)
-    check(lambda x: pnp.linalg.norm(x, keepdims=True), lambda x: np.linalg.norm(x, keepdims=True), t)
+    check(lambda x: pnp.linalg.norm(x, keepdims=True),
+          lambda x: np.linalg.norm(x, keepdims=True), t)
     check(lambda x: pnp.linalg.vector_norm(x, ord=3, axis=(0, 2)),
           lambda x: np.linalg.vector_norm(x, ord=3, axis=(0, 2)), t)
     check(lambda x: pnp.linalg.matrix_norm(x, ord=1), lambda x: np.linalg.matrix_norm(x, ord=1), t)
@@ -258,3 +259,26 @@ def test_linalg_namespace_functions():
     check(lambda *a: pnp.linalg.multi_dot(a), lambda *a: np.linalg.multi_dot(a), *chain)
     with pytest.raises(PlaitValueError, match="inverse"):
         pnp.linalg.matrix_power(np.eye(2), -1)
+
+
+GRAD_FUNCS = {
+    "getitem": lambda x: pnp.sum(x[[0, 1, 1], ::-1][:, [2, 0]] ** 2),
+    "at_add": lambda x: pnp.sum(x.at[0, [1, 1]].add(x[1, :2]) ** 2),
+    "einsum": lambda x: pnp.einsum("ij,kj,ik->", x, x, x[:, :2]),
+    "matmul_trace": lambda x: pnp.trace(x @ x.T @ x[:, :2]),
+    "norm": lambda x: pnp.linalg.norm(x, 1) + pnp.linalg.norm(x, axis=0)[1],
+    "sort_take": lambda x: pnp.sum(pnp.take_along_axis(x, pnp.argsort(x, 1), 1)[:, :2] ** 2),
+}
+
+
+@pytest.mark.parametrize("name", list(GRAD_FUNCS))
+def test_gradients_match_finite_differences(name):
+    f = GRAD_FUNCS[name]
+    x = rand((2, 3), np.float64, 7)
+    g = np.asarray(plait.grad(f)(x))
+    eps, fd = 1e-6, np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        d = np.zeros_like(x)
+        d[i] = eps
+        fd[i] = (float(f(pnp.asarray(x + d))) - float(f(pnp.asarray(x - d)))) / (2 * eps)
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-6)

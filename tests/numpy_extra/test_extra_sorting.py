@@ -7,7 +7,7 @@ import plait
 import plait.numpy as pnp
 from plait.errors import ConcretizationError, PlaitValueError
 
-from extra_helpers import assert_same, check, rand
+from extra_helpers import assert_same, check, rand, ijit
 
 DTYPES = [np.bool_, np.int8, np.uint32, np.int64, np.float16, np.float32, np.float64,
           np.complex64]
@@ -51,7 +51,7 @@ def test_lexsort():
 @pytest.mark.parametrize("kth", [0, 3, -1, (1, 4)])
 def test_partition_property(kth):
     x = rand((3, 9), np.float32)
-    for fn in (lambda a: pnp.partition(a, kth), lambda a: plait.jit(lambda b: pnp.partition(b, kth))(a)):
+    for fn in (lambda a: pnp.partition(a, kth), lambda a: ijit(lambda b: pnp.partition(b, kth))(a)):
         p = np.asarray(fn(x))
         assert p.dtype == x.dtype
         for k in np.atleast_1d(kth):
@@ -76,12 +76,25 @@ def test_sort_complex():
 def test_searchsorted(dtype, side):
     a = np.sort(_with_specials(rand((11,), dtype, 1)))
     v = _with_specials(rand((3, 4), dtype, 2))
-    check(lambda a, v: pnp.searchsorted(a, v, side), lambda a, v: np.searchsorted(a, v, side), a, v)
+    for method in (None, "sort"):
+        check(lambda a, v: pnp.searchsorted(a, v, side, method=method),
+              lambda a, v: np.searchsorted(a, v, side), a, v)
     check(lambda a, v: a.searchsorted(v[0, 0], side=side),
           lambda a, v: np.searchsorted(a, v[0, 0], side=side), a, v)
     perm = np.argsort(a[::-1], stable=True)
     check(lambda a, v: pnp.searchsorted(a, v, side, sorter=perm),
           lambda a, v: np.searchsorted(a, v, side, sorter=perm), a[::-1].copy(), v)
+
+
+def test_searchsorted_large_uses_sort():
+    a = np.sort(rand((700,), np.float32, 1))
+    v = rand((5, 30), np.float32, 2)
+    v[0, :3] = a[:3]
+    for side in ("left", "right"):
+        check(lambda a, v: pnp.searchsorted(a, v, side), lambda a, v: np.searchsorted(a, v, side),
+              a, v)
+    text = str(plait.make_graph(lambda a, v: pnp.searchsorted(a, v))(a, v))
+    assert "sort" in text and "reduce_sum" not in text
 
 
 def test_searchsorted_mixed_dtypes_and_scalars():
@@ -104,7 +117,8 @@ def test_unique_eager(dtype):
     x = _with_specials(rand((4, 5), dtype, 3))
     assert_same(pnp.unique(x), np.unique(x))
     assert_same(pnp.unique(x, True, True, True), np.unique(x, True, True, True))
-    assert_same(pnp.unique(x, return_inverse=True, axis=0), np.unique(x, return_inverse=True, axis=0))
+    assert_same(pnp.unique(x, return_inverse=True, axis=0),
+                np.unique(x, return_inverse=True, axis=0))
     assert_same(pnp.unique_values(x), np.sort(np.unique_values(x)))   # NumPy's order is unspecified
     assert_same(tuple(pnp.unique_counts(x)), tuple(np.unique_counts(x)))
 
@@ -130,7 +144,7 @@ def test_unique_sized_under_jit(dtype):
 
 def test_unique_under_jit_without_size_raises():
     with pytest.raises(ConcretizationError, match="size=") as e:
-        plait.jit(pnp.unique)(np.array([1, 2, 2]))
+        ijit(pnp.unique)(np.array([1, 2, 2]))
     assert "test_extra_sorting.py" in str(e.value)
 
 
@@ -142,11 +156,11 @@ def test_bincount_and_histogram():
     assert_same(pnp.bincount(x, w), np.bincount(x, w))
     check(lambda x: pnp.bincount(x, length=9), lambda x: np.bincount(x, minlength=9), x)
     with pytest.raises(ConcretizationError, match="length="):
-        plait.jit(pnp.bincount)(x)
+        ijit(pnp.bincount)(x)
     a = rand((50,), np.float32)
     for kw in ({}, {"bins": 4}, {"bins": [-2, 0, 0.5, 2]}, {"range": (-1, 1)},
                {"density": True}, {"weights": rand((50,), np.float64)}):
         assert_same(pnp.histogram(a, **kw), np.histogram(a, **kw))
     assert_same(pnp.histogram_bin_edges(a, 3), np.histogram_bin_edges(a, 3))
     with pytest.raises(ConcretizationError, match="histogram"):
-        plait.jit(pnp.histogram)(a)
+        ijit(pnp.histogram)(a)

@@ -9,9 +9,21 @@ from __future__ import annotations
 import os
 
 from plait.stripe.ir import Program
+from plait.stripe.passes.autotile import autotile_pass
+from plait.stripe.passes.elide_init import elide_init_pass
+from plait.stripe.passes.fuse import fuse_pass
+from plait.stripe.passes.localize import localize_pass
 from plait.stripe.passes.partition import partition_pass
+from plait.stripe.passes.stencil import stencil_pass
 
-PASSES = {"partition": partition_pass}
+PASSES = {
+    "elide_init": elide_init_pass,
+    "stencil": stencil_pass,
+    "autotile": autotile_pass,
+    "fuse": fuse_pass,
+    "localize": localize_pass,
+    "partition": partition_pass,
+}
 
 
 def run_passes(program: Program, target) -> Program:

@@ -19,7 +19,6 @@ import ast
 from dataclasses import dataclass, field
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-_COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
 # ---------------------------------------------------------------------------
@@ -175,6 +174,36 @@ class _Assigned(ast.NodeVisitor):
     visit_Nonlocal = visit_Global
 
 
+_MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault",
+             "popitem", "add", "discard", "sort", "reverse"}
+
+
+def mutated(stmts: list[ast.stmt]) -> set[str]:
+    """Names whose object a block mutates in place: ``n.append(...)`` (and the other
+    list/dict/set mutators) or ``n[i] = v`` / ``n[i] += v``."""
+    out: set[str] = set()
+    stack: list[ast.AST] = list(stmts)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, _SCOPES):
+            continue
+        if isinstance(n, ast.Call):
+            f = n.func
+            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and \
+                    f.value.id == "ag__" and f.attr == "call" and n.args:
+                f = n.args[0]             # a call already routed through ag__.call
+            if isinstance(f, ast.Attribute) and f.attr in _MUTATORS and \
+                    isinstance(f.value, ast.Name):
+                out.add(f.value.id)
+        targets = n.targets if isinstance(n, ast.Assign) else \
+            [n.target] if isinstance(n, (ast.AugAssign, ast.AnnAssign)) else []
+        for t in targets:
+            if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+                out.add(t.value.id)
+        stack.extend(ast.iter_child_nodes(n))
+    return out
+
+
 def declared_nonlocal(fn: ast.AST) -> set[str]:
     """Names declared ``global`` or ``nonlocal`` directly in a function body."""
     out: set[str] = set()
@@ -218,10 +247,17 @@ class StmtFacts:
 class Analysis:
     """Liveness and binding facts for the control-flow statements of one function."""
 
-    def __init__(self, fn: ast.FunctionDef, excluded: set[str]):
+    def __init__(self, fn: ast.FunctionDef, excluded: set[str], params: set[str]):
         self.facts: dict[ast.AST, StmtFacts] = {}
         self.excluded = excluded          # global/nonlocal names: never phis or carries
+        self.locals = (params | assigned(fn.body)) - excluded
         self._live_block(fn.body, set())
+
+    def _changed(self, stmts: list[ast.stmt]) -> set[str]:
+        """Local names a block assigns, or mutates in place (``xs.append(v)``,
+        ``d[k] = v``): a mutated container is threaded through like an assigned one,
+        so a list growing in a traced loop is caught as a structure change."""
+        return (assigned(stmts) - self.excluded) | (mutated(stmts) & self.locals)
 
     def get(self, node: ast.AST) -> StmtFacts:
         f = self.facts.get(node)
@@ -238,7 +274,7 @@ class Analysis:
     def _live_stmt(self, s: ast.stmt, out: set[str]) -> set[str]:
         if isinstance(s, ast.If):
             f = self.get(s)
-            f.assigned = assigned(s.body + s.orelse) - self.excluded
+            f.assigned = self._changed(s.body + s.orelse)
             f.live_out = set(out)
             body_in = self._live_block(s.body, out)
             else_in = self._live_block(s.orelse, out)
@@ -246,7 +282,7 @@ class Analysis:
             return reads(s.test) | body_in | else_in
         if isinstance(s, ast.While):
             f = self.get(s)
-            f.assigned = assigned(s.body) - self.excluded
+            f.assigned = self._changed(s.body)
             f.live_out = set(out)
             after = self._live_block(s.orelse, out)
             head = reads(s.test) | after
@@ -260,7 +296,7 @@ class Analysis:
         if isinstance(s, ast.For):
             f = self.get(s)
             tgt = _target_names(s.target)
-            f.assigned = (assigned(s.body) | tgt) - self.excluded
+            f.assigned = self._changed(s.body) | (tgt - self.excluded)
             f.live_out = set(out)
             after = self._live_block(s.orelse, out)
             extra = reads(getattr(s, "ag_extra_test", None))   # break/return flags

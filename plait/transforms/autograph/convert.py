@@ -11,8 +11,8 @@ the statement facts). Conversions are cached per code object and per function.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
-import sys
 import sysconfig
 import types
 import weakref
@@ -23,7 +23,7 @@ from plait.errors import PlaitTypeError, ControlFlowError
 from plait.transforms.autograph.info import StmtInfo
 from plait.transforms.autograph.rewrite import convert_function_def, NotConvertible
 
-_LIBRARY_TOPS = {"plait", "numpy", "builtins", "pytest", "_pytest", "hypothesis", "pluggy"}
+_LIBRARY_TOPS = {"plait", "numpy"}
 _LIB_DIRS = tuple({p for k in ("stdlib", "platstdlib", "purelib", "platlib")
                    if (p := sysconfig.get_paths().get(k))})
 
@@ -47,7 +47,7 @@ def is_library(f: types.FunctionType) -> bool:
     """Library code (plait, NumPy, the standard library, installed packages) is never
     converted: only the user's own functions are."""
     top = (getattr(f, "__module__", None) or "").split(".")[0]
-    if top in _LIBRARY_TOPS or top in sys.stdlib_module_names:
+    if top in _LIBRARY_TOPS:
         return True
     fn = f.__code__.co_filename
     return "site-packages" in fn or "dist-packages" in fn or fn.startswith(_LIB_DIRS)
@@ -92,7 +92,8 @@ def _conversion(f: types.FunctionType) -> Conversion:
     try:
         fn = _find_def(f)
         filename = code.co_filename
-        fn, infos = convert_function_def(fn, filename, f.__qualname__)
+        fn, infos = convert_function_def(fn, filename, f.__qualname__,
+                                         "__class__" in code.co_freevars)
         source = ast.unparse(fn)
         fn.name = "ag__fn"      # a name the factory may bind without shadowing globals
         factory = ast.FunctionDef(
@@ -176,6 +177,14 @@ def maybe_convert(f):
     if isinstance(f, types.MethodType) and isinstance(f.__func__, types.FunctionType):
         g = maybe_convert(f.__func__)
         return f if g is f.__func__ else types.MethodType(g, f.__self__)
+    if isinstance(f, functools.partial):
+        g = maybe_convert(f.func)
+        return f if g is f.func else functools.partial(g, *f.args, **f.keywords)
+    if not isinstance(f, type):
+        call = getattr(type(f), "__call__", None)
+        if isinstance(call, types.FunctionType):
+            g = maybe_convert(call)
+            return f if g is call else types.MethodType(g, f)
     return f
 
 

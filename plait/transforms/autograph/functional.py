@@ -30,7 +30,7 @@ from plait.core.array_methods import ArrayMethods
 from plait.core.aval import ShapedArray
 from plait.core.graph import ClosedGraph, eval_graph
 from plait.core.pytree import TreeDef, tree_flatten, tree_unflatten
-from plait.core.staging import trace_to_graph
+from plait.core.staging import GraphTrace, trace_to_graph
 from plait.core.trace import Tracer, get_aval, cur_stack
 from plait.errors import ControlFlowError
 from plait.transforms.autograph.info import StmtInfo
@@ -372,7 +372,11 @@ def plan_loop(body_fn: Callable, values: Sequence, pre_avals: Sequence[ShapedArr
             if _undefined_leaf(tout, lout):
                 raise _carry_error(info, name, "loses its value inside the loop")
             if tin != tout:
-                raise _carry_error(info, name, f"changes structure from {tin} to {tout}")
+                hint = (" (a Python list cannot grow in a traced loop: preallocate an array "
+                        "and write rows with x = x.at[i].set(row))"
+                        if tin.kind is list or tout.kind is list else "")
+                raise _carry_error(info, name, f"changes structure from {tin} to "
+                                               f"{tout}{hint}")
             new_lin, promoted = list(lin), False
             for k, (x, y) in enumerate(zip(lin, lout)):
                 res = _carry_leaf(info, name, x, y)
@@ -484,9 +488,10 @@ def becomes_traced(test_fn: Callable, body_fn: Callable, values: Sequence,
     """Whether a loop whose test is a Python value now becomes traced after one
     iteration: a Python-number carry (typically a ``break`` flag) that the body turns
     into a traced array makes the test traced. Then the whole loop is staged instead
-    of unrolling its first iteration. A Python counter stays a Python loop."""
-    if len(cur_stack()) == 1:
-        return False
+    of unrolling its first iteration. A Python counter stays a Python loop. Only asked
+    while a graph is being staged (under ``jit``)."""
+    if not any(issubclass(m.trace_type, GraphTrace) for m in cur_stack()):
+        return False      # nothing is being staged: values stay concrete where they can
     leaves, tree, _ = _split(values)
     if not any(_is_pyscalar(x) for x in leaves):
         return False

@@ -90,8 +90,9 @@ class _Registry:
 class _Exprs(ast.NodeTransformer):
     """Step 2: boolean operators, conditional expressions and calls."""
 
-    def __init__(self, reg: _Registry):
+    def __init__(self, reg: _Registry, self_name: str | None):
         self.reg = reg
+        self.self_name = self_name      # for zero-argument super() in methods
 
     def visit_FunctionDef(self, node):      # nested functions convert when called
         return node
@@ -130,6 +131,13 @@ class _Exprs(ast.NodeTransformer):
         return ast.copy_location(_call(_ag("and_"), [pairs[0]] + [_thunk(p) for p in
                                                                   pairs[1:]]), node)
 
+    def visit_Assert(self, node: ast.Assert):
+        self.generic_visit(node)
+        info = self.reg.new("assert", node)
+        msg = _thunk(node.msg) if node.msg is not None else ast.Constant(None)
+        call = _call(_ag("assert_"), [node.test, msg, self.reg.ref(info)])
+        return ast.copy_location(ast.Expr(value=call), node)
+
     def visit_For(self, node: ast.For):
         self.generic_visit(node)
         extra = getattr(node, "ag_extra_test", None)
@@ -140,6 +148,10 @@ class _Exprs(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call):
         self.generic_visit(node)
         f = node.func
+        if isinstance(f, ast.Name) and f.id == "super" and not node.args and self.self_name:
+            # the branch/body functions are nested, so spell out super's arguments
+            node.args = [_load("__class__"), _load(self.self_name)]
+            return node
         if (isinstance(f, ast.Name) and f.id in _NO_WRAP_CALLS) or (
                 isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
                 and f.value.id == "ag__"):
@@ -291,9 +303,12 @@ def _params(fn: ast.FunctionDef) -> set[str]:
     return names
 
 
-def convert_function_def(fn: ast.FunctionDef, filename: str, function: str
-                         ) -> tuple[ast.FunctionDef, list[StmtInfo]]:
-    """Rewrite ``fn`` (in place) and return it with the StmtInfo list for ``ag__ctx``."""
+def convert_function_def(fn: ast.FunctionDef, filename: str, function: str,
+                         is_method: bool = False) -> tuple[ast.FunctionDef, list[StmtInfo]]:
+    """Rewrite ``fn`` (in place) and return it with the StmtInfo list for ``ag__ctx``.
+
+    ``is_method``: ``fn`` has a ``__class__`` cell (it uses zero-argument ``super()``).
+    """
     for n in ast.walk(fn):
         if isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)):
             raise NotConvertible("generator or coroutine")
@@ -307,7 +322,8 @@ def convert_function_def(fn: ast.FunctionDef, filename: str, function: str
         info = reg.new("def", fn)
         fn.body[-1].value = _call(_ag("ret"), [_load(RETVAL), _load(DO_RETURN),
                                                reg.ref(info)])
-    exprs = _Exprs(reg)
+    positional = fn.args.posonlyargs + fn.args.args
+    exprs = _Exprs(reg, positional[0].arg if is_method and positional else None)
     fn.body = [exprs.visit(s) for s in fn.body]
     decls: dict[str, str] = {}
     for s in ast.walk(fn):
@@ -315,8 +331,8 @@ def convert_function_def(fn: ast.FunctionDef, filename: str, function: str
             for n in s.names:
                 decls[n] = "global" if isinstance(s, ast.Global) else "nonlocal"
     decls = {n: k for n, k in decls.items() if n in declared_nonlocal(fn)}
-    analysis = Analysis(fn, set(decls))
     params = _params(fn)
+    analysis = Analysis(fn, set(decls), params)
     analysis.mark_bound(fn.body, set(params), set(params))
     fn.body = _ControlFlow(analysis, reg, decls).block(fn.body)
     ast.fix_missing_locations(fn)

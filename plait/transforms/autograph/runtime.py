@@ -14,14 +14,13 @@ from typing import Any, Callable
 from plait import lax
 from plait.core import dtypes
 from plait.errors import ControlFlowError
-from plait.transforms.autograph.functional import (Undefined, is_traced, condition,
-                                                   traced_if, traced_while, traced_scan,
-                                                   becomes_traced,
-                                                   counter_info)
+from plait.transforms.autograph.functional import (Undefined, is_traced, traced_if,
+                                                   traced_while, traced_scan,
+                                                   becomes_traced, counter_info)
 from plait.transforms.autograph.info import StmtInfo
 
 __all__ = ["Undefined", "if_stmt", "while_stmt", "for_stmt", "and_", "or_", "not_", "ifexp",
-           "ret", "call"]
+           "ret", "assert_", "call"]
 
 
 # ---------------------------------------------------------------------------
@@ -258,6 +257,18 @@ def ifexp(test, body: Callable, orelse: Callable, info: StmtInfo):
     if is_traced(test):
         return traced_if(test, lambda: (body(),), lambda: (orelse(),), (), info)[0]
     return body() if test else orelse()
+
+
+def assert_(test, msg: Callable | None, info: StmtInfo) -> None:
+    """``assert test, msg``: checked in Python; a traced test cannot be checked while
+    compiling, so it is refused with the line."""
+    if is_traced(test):
+        raise ControlFlowError(
+            f"the `assert` at {info.where()} (in {info.function}) tests a traced value, "
+            f"which is only known when the compiled function runs. Check it outside the "
+            f"compiled function, or remove the assert.", locate=False)
+    if not test:
+        raise AssertionError(msg()) if msg is not None else AssertionError()
 
 
 def call(f, /, *args, **kwargs) -> Any:

@@ -72,7 +72,7 @@ def test_unhashable_static_argument_is_clear():
     jf = plait.jit(lambda x, shape: lax.reshape(x, shape), static_argnums=1)
     with pytest.raises(StaticArgumentError, match="unhashable type list.*tuple") as e:
         jf(np.ones(4), [2, 2])
-    assert "test_jit.py" in str(e.value)
+    assert "test_core_jit.py" in str(e.value)
 
 
 def test_non_array_argument_is_clear():
@@ -116,8 +116,10 @@ def test_nested_jit_is_a_call_of_a_subgraph():
 
     def outer(x):
         return lax.mul(inner(x, x), 3.0)
-    text = plait.jit(outer).lower(np.ones(3)).as_text()
+    text = str(plait.make_graph(outer)(np.ones(3)))
     assert "jit_call[" in text and "tanh" in text
+    optimized = plait.jit(outer).lower(np.ones(3)).as_text()   # the inline pass flattens it
+    assert "jit_call" not in optimized and "tanh" in optimized
     np.testing.assert_allclose(np.asarray(plait.jit(outer)(np.ones(3))), 3 * np.tanh(3.0) * np.ones(3))
 
 

@@ -1,0 +1,134 @@
+"""Shared pieces of the workload benchmarks: the run configuration, result rows,
+first-call (compile) timing, budgeted interleaved timing and the equality check.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from benchmarks.harness import compare, optional_import
+
+# Systems in table order; each benchmark fills the ones it has.
+SYSTEMS = ("plait.jit", "plait eager", "numpy", "jax.jit", "torch")
+
+
+@dataclass
+class Config:
+    """How big and how long: ``quick`` (< 3 min in all), ``smoke`` (tiny sizes, for tests)."""
+
+    quick: bool = False
+    smoke: bool = False
+    backend: str = "native"
+
+    @property
+    def rounds(self) -> int:
+        return 2 if self.smoke else 5 if self.quick else 11
+
+    @property
+    def budget_s(self) -> float:
+        """Rough time allowed for timing one row's candidates."""
+        return 0.5 if self.smoke else 6.0 if self.quick else 40.0
+
+
+@dataclass
+class Row:
+    """One line of the report: per-system median seconds and first-call seconds."""
+
+    workload: str
+    times: dict = field(default_factory=dict)
+    first_call: dict = field(default_factory=dict)
+    check: str = ""
+    note: str = ""
+
+
+def jax_modules():
+    """``(jax, jax.numpy)`` when JAX is installed, else ``(None, None)``."""
+    jax = optional_import("jax")
+    if jax is None:
+        return None, None
+    import jax.numpy as jnp
+    return jax, jnp
+
+
+def block(x):
+    """Wait for and materialize a result tree (NumPy arrays, plait arrays or JAX arrays)."""
+    if isinstance(x, (list, tuple)):
+        for v in x:
+            block(v)
+    elif isinstance(x, dict):
+        for v in x.values():
+            block(v)
+    elif hasattr(x, "block_until_ready"):
+        x.block_until_ready()
+    else:
+        np.asarray(x)
+    return x
+
+
+def leaves(x) -> list[np.ndarray]:
+    """Flatten nested lists/tuples/dicts of arrays into float64 NumPy arrays."""
+    if isinstance(x, (list, tuple)):
+        return [a for v in x for a in leaves(v)]
+    if isinstance(x, dict):
+        return [a for k in sorted(x) for a in leaves(x[k])]
+    return [np.asarray(x, dtype=np.float64)]
+
+
+def assert_close(what: str, ref, got, rtol: float) -> float:
+    """Check ``got`` against ``ref`` leaf by leaf: ``|got - ref| <= rtol * max|ref|``
+    (a scaled tolerance: float32 accumulation orders differ between systems).
+    Returns the worst scaled error; raises AssertionError naming ``what``."""
+    worst = 0.0
+    for i, (r, g) in enumerate(zip(leaves(ref), leaves(got), strict=True)):
+        if r.shape != g.shape:
+            raise AssertionError(f"{what}: leaf {i} shape {g.shape} != reference {r.shape}")
+        scale = max(float(np.max(np.abs(r))) if r.size else 0.0, 1e-30)
+        err = float(np.max(np.abs(g - r))) / scale if r.size else 0.0
+        if not np.isfinite(err) or err > rtol:
+            raise AssertionError(f"{what}: leaf {i} differs from the reference by "
+                                 f"{err:.3g} (scaled), tolerance {rtol:g}")
+        worst = max(worst, err)
+    return worst
+
+
+def first_call(fn: Callable[[], object]) -> float:
+    """Seconds taken by one call (for a jitted function: trace + compile + run)."""
+    t0 = time.perf_counter()
+    block(fn())
+    return time.perf_counter() - t0
+
+
+def timed(candidates: dict[str, Callable[[], object]], cfg: Config,
+          per_call_hint: dict[str, float] | None = None) -> dict[str, float]:
+    """Median seconds per call, interleaved; the rounds shrink so that the whole
+    measurement fits ``cfg.budget_s`` given the per-call hints (e.g. second calls)."""
+    wrapped = {k: (lambda f=f: block(f())) for k, f in candidates.items()}
+    hint = sum((per_call_hint or {}).values())
+    rounds = cfg.rounds
+    if hint > 0:
+        rounds = int(max(1, min(rounds, cfg.budget_s / (2 * hint))))
+    target = 0.005 if cfg.smoke else 0.02
+    return compare(wrapped, rounds=rounds, target_s=target)
+
+
+def measure(row: Row, candidates: dict[str, Callable[[], object]], cfg: Config) -> Row:
+    """Fill ``row`` with each candidate's first-call time and its median time.
+
+    A candidate whose second call alone takes more than a third of the budget is
+    not repeated: its second call is its time (noted in the row)."""
+    hint, single = {}, []
+    for k, f in candidates.items():
+        row.first_call[k] = first_call(f)
+        hint[k] = first_call(f)              # second call: steady state
+        if hint[k] > cfg.budget_s / 3:
+            single.append(k)
+            row.times[k] = hint[k]
+    rest = {k: f for k, f in candidates.items() if k not in single}
+    if rest:
+        row.times.update(timed(rest, cfg, {k: hint[k] for k in rest}))
+    if single:
+        row.note = (row.note + "; " if row.note else "") + "single run: " + ", ".join(single)
+    return row

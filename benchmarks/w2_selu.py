@@ -1,0 +1,57 @@
+"""W2 — SeLU dense layer (JAX paper, Figure 1; /work/shared/WORKLOADS.md).
+
+``selu(x @ W + b)`` with ``x``, ``W`` 1024x1024 and ``b`` 1024 (float32, seed 0);
+timed forward. Also reports whether plait's native backend put the SeLU epilogue
+into the matmul's kernel. ``python -m benchmarks.w2_selu``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import plait
+import plait.numpy as pnp
+from benchmarks.common import Config, Row, assert_close, jax_modules, measure
+
+ALPHA, SCALE = 1.6732632423543772, 1.0507009873554805
+RTOL = 1e-5
+
+
+def make_layer(np_mod):
+    def layer(x, W, b):
+        y = np_mod.dot(x, W) + b
+        return SCALE * np_mod.where(y > 0, y, ALPHA * (np_mod.exp(y) - 1))
+    return layer
+
+
+def fusion_note(jitted, *args) -> str:
+    """Whether the matmul and its epilogue share one native kernel."""
+    try:
+        exe = jitted.lower(*args).compile().executable
+        kernels = exe.as_text("kernels").splitlines()
+    except Exception as e:  # the interp backend has no kernels
+        return f"no kernel listing ({type(e).__name__})"
+    dot = [k for k in kernels if "dot_general" in k]
+    fused = bool(dot) and any(p in dot[0] for p in ("exp", "select", "select_n", "mul"))
+    return (f"epilogue {'fused into' if fused else 'NOT fused into'} the matmul kernel "
+            f"({len(kernels)} kernel(s))")
+
+
+def run(cfg: Config) -> list[Row]:
+    n = 64 if cfg.smoke else 1024
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((n, n)).astype(np.float32)
+    W = (rng.standard_normal((n, n)) / np.sqrt(n)).astype(np.float32)
+    b = rng.standard_normal((n,)).astype(np.float32)
+    ref = make_layer(np)(x, W, b)
+    f = plait.jit(make_layer(pnp))
+    cands = {"plait.jit": lambda: f(x, W, b), "plait eager": lambda: make_layer(pnp)(x, W, b),
+             "numpy": lambda: make_layer(np)(x, W, b)}
+    jax, jnp = jax_modules()
+    if jax is not None:
+        jf = jax.jit(make_layer(jnp))
+        cands["jax.jit"] = lambda: jf(x, W, b)
+    errs = [assert_close(f"W2 {k}", ref, g(), RTOL) for k, g in cands.items()]
+    row = Row(f"W2 SeLU dense {n}x{n}", check=f"rtol {RTOL:g} (worst {max(errs):.1e})")
+    measure(row, cands, cfg)
+    row.note = fusion_note(f, x, W, b) if plait.config.resolved_backend() == "native" else ""
+    return [row]

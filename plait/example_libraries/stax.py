@@ -1,0 +1,326 @@
+"""A small functional layer library in the style of ``jax.example_libraries.stax``.
+
+A layer is a pair ``(init_fun, apply_fun)``:
+
+- ``init_fun(key, input_shape) -> (output_shape, params)``;
+- ``apply_fun(params, inputs, *, rng=None, mode="train") -> outputs``.
+
+``mode`` is ``"train"`` or ``"eval"``: ``Dropout`` drops only in training,
+``BatchNorm`` normalizes with batch statistics in training and with its running
+statistics in evaluation. Layers with running statistics also carry
+``update_stats(params, inputs, momentum) -> params`` (a pure function); ``serial``
+composes it, so ``model.update_stats(params, x)`` refreshes every BatchNorm.
+Layers unpack as 2-tuples: ``init, apply = Dense(10)``.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+
+import plait.numpy as pnp
+from plait import lax
+from plait import nn
+from plait import random
+from plait.errors import PlaitValueError
+
+
+class Layer(tuple):
+    """``(init_fun, apply_fun)``, optionally with an ``update_stats`` function."""
+
+    def __new__(cls, init_fun: Callable, apply_fun: Callable,
+                update_stats: Callable | None = None):
+        self = super().__new__(cls, (init_fun, apply_fun))
+        self.update_stats = update_stats
+        return self
+
+    @property
+    def init(self) -> Callable:
+        return self[0]
+
+    @property
+    def apply(self) -> Callable:
+        return self[1]
+
+
+def _check_mode(mode: str, where: str) -> None:
+    if mode not in ("train", "eval"):
+        raise PlaitValueError(f"{where}: mode must be 'train' or 'eval', got {mode!r}")
+
+
+def Dense(out_dim: int, W_init=None, b_init=None) -> Layer:
+    """``inputs @ W + b`` over the last axis."""
+    W_init = W_init or nn.init.glorot_normal()
+    b_init = b_init or nn.init.normal(1e-6)
+
+    def init_fun(key, input_shape):
+        k1, k2 = random.split(key)
+        W = W_init(k1, (input_shape[-1], out_dim))
+        b = b_init(k2, (out_dim,))
+        return tuple(input_shape[:-1]) + (out_dim,), (W, b)
+
+    def apply_fun(params, inputs, **kwargs):
+        W, b = params
+        return pnp.matmul(inputs, W) + b
+    return Layer(init_fun, apply_fun)
+
+
+_LAYOUTS = {"NHWC": ("NHWC", "HWIO", "NHWC"), "NCHW": ("NCHW", "OIHW", "NCHW")}
+
+
+def GeneralConv(dimension_numbers: tuple[str, str, str], out_chan: int,
+                filter_shape: Sequence[int], strides: Sequence[int] | None = None,
+                padding="VALID", W_init=None, b_init=None) -> Layer:
+    """A 2-D convolution with layouts ``(lhs, kernel, out)``, e.g. ``("NHWC","HWIO","NHWC")``."""
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    filter_shape = tuple(filter_shape)
+    strides = tuple(strides) if strides is not None else (1,) * len(filter_shape)
+    in_axis, out_axis = rhs_spec.index("I"), rhs_spec.index("O")
+    W_init = W_init or nn.init.he_normal(in_axis=in_axis, out_axis=out_axis)
+    b_init = b_init or nn.init.normal(1e-6)
+    spatial = [c for c in out_spec if c not in "NC"]
+
+    def init_fun(key, input_shape):
+        if len(input_shape) != len(lhs_spec):
+            raise PlaitValueError(f"Conv with layout {lhs_spec} got input shape {input_shape}")
+        in_chan = input_shape[lhs_spec.index("C")]
+        it = iter(filter_shape)
+        kshape = tuple(out_chan if c == "O" else in_chan if c == "I" else next(it)
+                       for c in rhs_spec)
+        sizes = {c: input_shape[lhs_spec.index(c)] for c in lhs_spec}
+        out_sp = []
+        for c, k, s in zip(spatial, filter_shape, strides):
+            n = sizes[c]
+            if padding == "SAME":
+                out_sp.append(-(-n // s))
+            elif padding == "VALID":
+                out_sp.append((n - k) // s + 1)
+            else:
+                lo, hi = padding[spatial.index(c)]
+                out_sp.append((n + lo + hi - k) // s + 1)
+        sp = dict(zip(spatial, out_sp))
+        out_shape = tuple(sizes["N"] if c == "N" else out_chan if c == "C" else sp[c]
+                          for c in out_spec)
+        k1, k2 = random.split(key)
+        bshape = tuple(out_chan if c == "C" else 1 for c in out_spec)
+        return out_shape, (W_init(k1, kshape), b_init(k2, bshape))
+
+    def apply_fun(params, inputs, **kwargs):
+        W, b = params
+        return lax.conv_general_dilated(inputs, W, strides, padding,
+                                        dimension_numbers=dimension_numbers) + b
+    return Layer(init_fun, apply_fun)
+
+
+def Conv(out_chan: int, filter_shape: Sequence[int], strides=None, padding="VALID",
+         W_init=None, b_init=None, layout: str = "NHWC") -> Layer:
+    """2-D convolution, ``layout`` ``"NHWC"`` (HWIO kernel) or ``"NCHW"`` (OIHW kernel)."""
+    if layout not in _LAYOUTS:
+        raise PlaitValueError(f"Conv: layout must be 'NHWC' or 'NCHW', got {layout!r}")
+    return GeneralConv(_LAYOUTS[layout], out_chan, filter_shape, strides, padding, W_init,
+                       b_init)
+
+
+def _pool_dims(window, strides, spec: str, ndim: int):
+    strides = tuple(strides) if strides is not None else tuple(window)
+    it_w, it_s = iter(window), iter(strides)
+    dims, strd = [], []
+    for c in spec:
+        if c in "NC":
+            dims.append(1)
+            strd.append(1)
+        else:
+            dims.append(next(it_w))
+            strd.append(next(it_s))
+    if len(dims) != ndim:
+        raise PlaitValueError(f"pooling layout {spec} does not match an input of rank {ndim}")
+    return tuple(dims), tuple(strd)
+
+
+def _pool_shape(input_shape, dims, strd, padding):
+    out = []
+    for n, k, s in zip(input_shape, dims, strd):
+        if padding == "SAME":
+            out.append(-(-n // s))
+        elif padding == "VALID":
+            out.append((n - k) // s + 1)
+        else:
+            raise PlaitValueError("pooling padding must be 'SAME' or 'VALID'")
+    return tuple(out)
+
+
+def MaxPool(window_shape: Sequence[int], strides=None, padding="VALID",
+            spec: str = "NHWC") -> Layer:
+    """Max over windows of the spatial axes of ``spec``."""
+    def init_fun(key, input_shape):
+        dims, strd = _pool_dims(window_shape, strides, spec, len(input_shape))
+        return _pool_shape(input_shape, dims, strd, padding), ()
+
+    def apply_fun(params, inputs, **kwargs):
+        dims, strd = _pool_dims(window_shape, strides, spec, inputs.ndim)
+        return lax.reduce_window_max(inputs, dims, strd, padding)
+    return Layer(init_fun, apply_fun)
+
+
+def AvgPool(window_shape: Sequence[int], strides=None, padding="VALID",
+            spec: str = "NHWC") -> Layer:
+    """Mean over windows (with SAME padding, over the in-bounds entries only)."""
+    def init_fun(key, input_shape):
+        dims, strd = _pool_dims(window_shape, strides, spec, len(input_shape))
+        return _pool_shape(input_shape, dims, strd, padding), ()
+
+    def apply_fun(params, inputs, **kwargs):
+        dims, strd = _pool_dims(window_shape, strides, spec, inputs.ndim)
+        sums = lax.reduce_window_sum(inputs, dims, strd, padding)
+        if padding == "VALID":
+            return sums / math.prod(dims)
+        ones = pnp.ones(inputs.shape, inputs.dtype)
+        return sums / lax.reduce_window_sum(ones, dims, strd, padding)
+    return Layer(init_fun, apply_fun)
+
+
+def GlobalAvgPool(spec: str = "NHWC") -> Layer:
+    """Mean over the spatial axes: ``(N, H, W, C) -> (N, C)``."""
+    axes = tuple(i for i, c in enumerate(spec) if c not in "NC")
+
+    def init_fun(key, input_shape):
+        return tuple(d for i, d in enumerate(input_shape) if i not in axes), ()
+
+    def apply_fun(params, inputs, **kwargs):
+        return pnp.mean(inputs, axis=axes)
+    return Layer(init_fun, apply_fun)
+
+
+def _flatten_init(key, input_shape):
+    return (input_shape[0], math.prod(input_shape[1:])), ()
+
+
+def _flatten_apply(params, inputs, **kwargs):
+    return pnp.reshape(inputs, (inputs.shape[0], -1))
+
+
+Flatten = Layer(_flatten_init, _flatten_apply)
+"""Flatten every axis but the first (a layer, not a constructor)."""
+
+
+def elementwise(fun: Callable, **fun_kwargs) -> Layer:
+    """A parameterless layer applying ``fun`` to its input."""
+    return Layer(lambda key, input_shape: (input_shape, ()),
+                 lambda params, inputs, **kwargs: fun(inputs, **fun_kwargs))
+
+
+Relu = elementwise(nn.relu)
+Selu = elementwise(nn.selu)
+Tanh = elementwise(pnp.tanh)
+Sigmoid = elementwise(nn.sigmoid)
+Gelu = elementwise(nn.gelu)
+LogSoftmax = elementwise(nn.log_softmax, axis=-1)
+Softmax = elementwise(nn.softmax, axis=-1)
+
+
+def Dropout(rate: float) -> Layer:
+    """Zero each input with probability ``rate`` in training (scaling the rest by
+    ``1 / (1 - rate)``); the identity in evaluation. Training needs ``rng=key``."""
+    if not 0.0 <= rate < 1.0:
+        raise PlaitValueError(f"Dropout rate must be in [0, 1), got {rate}")
+
+    def init_fun(key, input_shape):
+        return input_shape, ()
+
+    def apply_fun(params, inputs, *, rng=None, mode="train", **kwargs):
+        _check_mode(mode, "Dropout")
+        if mode == "eval" or rate == 0.0:
+            return inputs
+        if rng is None:
+            raise PlaitValueError("Dropout in mode='train' needs a PRNG key: call apply_fun("
+                                  "params, x, rng=key), or pass mode='eval'")
+        keep = random.bernoulli(rng, 1.0 - rate, inputs.shape)
+        return pnp.where(keep, inputs / (1.0 - rate), pnp.zeros_like(inputs))
+    return Layer(init_fun, apply_fun)
+
+
+def BatchNorm(axis: Sequence[int] = (0, 1, 2), epsilon: float = 1e-5, center: bool = True,
+              scale: bool = True) -> Layer:
+    """Batch normalization over ``axis`` (the reduced axes; default NHWC: all but C).
+
+    Params are ``(beta, gamma, running_mean, running_var)``. ``mode="train"`` uses the
+    batch statistics, ``mode="eval"`` the running ones; ``update_stats`` moves the
+    running statistics toward a batch's (``running = momentum * running + (1 -
+    momentum) * batch``, with the unbiased batch variance).
+    """
+    axis = (axis,) if isinstance(axis, int) else tuple(axis)
+
+    def stat_shape(input_shape):
+        return tuple(d for i, d in enumerate(input_shape) if i not in
+                     [a % len(input_shape) for a in axis])
+
+    def init_fun(key, input_shape):
+        s = stat_shape(input_shape)
+        return input_shape, (pnp.zeros(s), pnp.ones(s), pnp.zeros(s), pnp.ones(s))
+
+    def expand(v, ndim):
+        ax = sorted(a % ndim for a in axis)
+        for a in ax:
+            v = pnp.expand_dims(v, a)
+        return v
+
+    def apply_fun(params, x, *, mode="train", **kwargs):
+        _check_mode(mode, "BatchNorm")
+        beta, gamma, rmean, rvar = params
+        if mode == "train":
+            mean = pnp.mean(x, axis=axis, keepdims=True)
+            var = pnp.mean(pnp.square(x - mean), axis=axis, keepdims=True)
+        else:
+            mean, var = expand(rmean, x.ndim), expand(rvar, x.ndim)
+        z = nn.standardize(x, axis, mean=mean, variance=var, epsilon=epsilon)
+        if scale:
+            z = z * expand(gamma, x.ndim)
+        if center:
+            z = z + expand(beta, x.ndim)
+        return z
+
+    def update_stats(params, x, momentum: float = 0.9, **kwargs):
+        beta, gamma, rmean, rvar = params
+        n = math.prod(x.shape[a % x.ndim] for a in axis)
+        mean = pnp.mean(x, axis=axis)
+        var = pnp.sum(pnp.square(x - expand(mean, x.ndim)), axis=axis) / max(n - 1, 1)
+        return (beta, gamma, momentum * rmean + (1 - momentum) * mean,
+                momentum * rvar + (1 - momentum) * var)
+    return Layer(init_fun, apply_fun, update_stats)
+
+
+def Identity() -> Layer:
+    """The identity layer."""
+    return Layer(lambda key, input_shape: (input_shape, ()),
+                 lambda params, inputs, **kwargs: inputs)
+
+
+def serial(*layers: Layer) -> Layer:
+    """Layers composed in order. ``rng`` is split among the layers; ``update_stats``
+    runs the model in training mode and refreshes every layer's running statistics."""
+    layers = tuple(layers)
+    n = len(layers)
+
+    def init_fun(key, input_shape):
+        params = []
+        for layer, k in zip(layers, random.split(key, n)):
+            input_shape, p = layer[0](k, input_shape)
+            params.append(p)
+        return input_shape, params
+
+    def apply_fun(params, inputs, *, rng=None, **kwargs):
+        rngs = random.split(rng, n) if rng is not None else [None] * n
+        for layer, p, r in zip(layers, params, rngs):
+            inputs = layer[1](p, inputs, rng=r, **kwargs)
+        return inputs
+
+    def update_stats(params, inputs, momentum: float = 0.9, *, rng=None, **kwargs):
+        rngs = random.split(rng, n) if rng is not None else [None] * n
+        new = []
+        for layer, p, r in zip(layers, params, rngs):
+            upd = getattr(layer, "update_stats", None)
+            new.append(upd(p, inputs, momentum, rng=r) if upd is not None else p)
+            inputs = layer[1](p, inputs, rng=r, mode="train", **kwargs)
+        return new
+    return Layer(init_fun, apply_fun, update_stats)

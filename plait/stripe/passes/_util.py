@@ -1,0 +1,105 @@
+"""Helpers shared by the Stripe passes: selecting blocks by tags and small rewrites.
+
+Nothing here knows about an op: blocks are chosen by their tags, and the rewrites
+(pruning unit indexes, re-striding a localized buffer) are generic.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable, Iterable
+
+from plait.stripe.affine import Affine
+from plait.stripe.ir import Block, Program, Refinement, Statement
+
+
+def has_tags(block: Block, reqs: Iterable[str]) -> bool:
+    """Whether ``block`` carries every tag in ``reqs``."""
+    return all(t in block.tags for t in reqs)
+
+
+def map_kernels(program: Program, fn: Callable[[Block], Statement | list],
+                reqs: Iterable[str] = ("kernel",)) -> Program:
+    """Apply ``fn`` to each top-level statement block of ``main`` tagged ``reqs``.
+
+    ``fn`` returns a replacement statement or a list of statements.
+    """
+    reqs = tuple(reqs)
+    stmts: list = []
+    for s in program.entry.stmts:
+        if isinstance(s, Block) and has_tags(s, reqs):
+            r = fn(s)
+            stmts.extend(r if isinstance(r, list) else [r])
+        else:
+            stmts.append(s)
+    return replace(program, entry=replace(program.entry, stmts=tuple(stmts)))
+
+
+def ref_vars(ref: Refinement) -> set[str]:
+    """Index names used by a refinement's access."""
+    out: set[str] = set()
+    for a in ref.access:
+        out.update(a.vars)
+    return out
+
+
+def flat_coeff(ref: Refinement, name: str) -> int:
+    """The element stride of index ``name`` in ``ref`` (sum of coeff * stride)."""
+    return sum(a.coeff(name) * s for a, s in zip(ref.access, ref.strides))
+
+
+def prune_unit_idxs(block: Block) -> Block:
+    """Drop indexes of range 1 with no offset (their value is always 0)."""
+    dead = [ix.name for ix in block.idxs if ix.range == 1 and ix.affine is None]
+    if not dead:
+        return block
+    zero = {n: Affine() for n in dead}
+    return substitute_block(replace(block, idxs=tuple(ix for ix in block.idxs if ix.name not in dead)),
+                            zero)
+
+
+def substitute_block(block: Block, subst: dict) -> Block:
+    """Substitute this block's index names in its constraints, accesses and children's offsets."""
+    from plait.stripe.ir import LoadIndex
+
+    def stmt(s):
+        if isinstance(s, LoadIndex):
+            return replace(s, expr=s.expr.substitute(subst))
+        if isinstance(s, Block):
+            return replace(s, idxs=tuple(
+                replace(ix, affine=ix.affine.substitute(subst)) if ix.affine is not None else ix
+                for ix in s.idxs))
+        return s
+
+    return replace(
+        block,
+        constraints=tuple(c.substitute(subst) for c in block.constraints),
+        refs=tuple(replace(r, access=tuple(a.substitute(subst) for a in r.access)) for r in block.refs),
+        stmts=tuple(stmt(s) for s in block.stmts),
+    )
+
+
+def restride(block: Block, name: str, strides: tuple[int, ...]) -> Block:
+    """Give view ``name`` of ``block`` (and every view refining it below) new strides."""
+    refs = tuple(replace(r, strides=strides) if r.into == name else r for r in block.refs)
+    stmts = []
+    for s in block.stmts:
+        if isinstance(s, Block):
+            for r in s.refs:
+                if r.from_ == name:
+                    s = restride(s, r.into, strides)
+        stmts.append(s)
+    return replace(block, refs=refs, stmts=tuple(stmts))
+
+
+def uses_view(stmt: Statement, name: str) -> bool:
+    """Whether a statement of a block reads or writes the block's view ``name``."""
+    from plait.stripe.ir import Load, Special, Store
+    if isinstance(stmt, Load):
+        return stmt.from_ == name
+    if isinstance(stmt, Store):
+        return stmt.into == name
+    if isinstance(stmt, Special):
+        return name in stmt.inputs or name in stmt.outputs
+    if isinstance(stmt, Block):
+        return any(r.from_ == name for r in stmt.refs)
+    return False
