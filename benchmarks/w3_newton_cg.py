@@ -8,7 +8,8 @@ whose CG loop is a ``while_loop``, called from a Python loop of 10. Python: the
 same algorithm op by op (plait eager with autodiff; NumPy with hand-written
 gradients and Hessian-vector products where they are closed-form). Problems:
 quadratic n = 1000 and n = 50, L2 logistic regression 5000x100, HMM (5 states,
-10 symbols, T = 500) fitted by its log marginal likelihood (a ``scan``).
+10 symbols, T = 500) fitted by its log marginal likelihood (a ``scan``; plus a
+tiny L2 term, see ``HMM_L2``).
 ``python -m benchmarks.w3_newton_cg``.
 """
 from __future__ import annotations
@@ -21,6 +22,10 @@ from benchmarks.common import Config, Row, assert_close, jax_modules, measure
 
 NEWTON_STEPS, CG_ITERS, CG_TOL = 10, 50, 1e-4
 RTOL = 2e-2          # float32 CG on problems with condition number up to 1e3
+# Softmax logits have a null space (a constant added to a row changes nothing), so the
+# HMM's Hessian is singular and unit Newton steps blow up near the optimum; the same
+# small L2 term as (b) (0.5 * 1e-3 * theta . theta) makes the problem well posed.
+HMM_L2 = 0.5e-3
 
 
 # -- problems (data in float32 NumPy; objectives written against a NumPy-like module) --
@@ -66,7 +71,8 @@ def logistic_f(np_mod, X, y):
 
 
 def hmm_f(np_mod, scan, onehot, states: int, symbols: int):
-    """Negative log marginal likelihood of the observations (forward algorithm in log space)."""
+    """Negative log marginal likelihood of the observations (forward algorithm in log
+    space), plus ``HMM_L2 * theta . theta``."""
     def log_softmax(z):
         m = np_mod.max(z, axis=-1, keepdims=True)
         return z - m - np_mod.log(np_mod.sum(np_mod.exp(z - m), axis=-1, keepdims=True))
@@ -86,7 +92,7 @@ def hmm_f(np_mod, scan, onehot, states: int, symbols: int):
         def step(alpha, e):
             return lse(alpha[:, None] + log_A, 0) + e, None
         alpha, _ = scan(step, log_pi + emit[0], emit[1:])
-        return -lse(alpha, 0)
+        return -lse(alpha, 0) + HMM_L2 * np_mod.dot(theta, theta)
     return f
 
 

@@ -114,6 +114,8 @@ class _Scope:
         self.views: dict[str, tuple[str, str, tuple]] = dict(parent.views) if parent else {}
         self.idxs: dict[str, str] = {}
         self.scalars: dict[str, tuple[str, str]] = {}
+        # views reduced over the innermost loop: name -> (accumulator, NaN flag or None)
+        self.reductions: dict[str, tuple[str, str | None]] = {}
 
 
 class CRenderer:
@@ -286,6 +288,8 @@ class CRenderer:
                     hi = f"plait_imin({hi}, {lim} + 1)"
             if k == 0 and parallel:
                 self.emit("#pragma omp parallel for schedule(static)")
+            elif k == len(loops) - 1:
+                self.reduction_prologue(blk, idx.name, scope)
             self.emit(f"for (int64_t {cv} = {lo}; {cv} < {hi}; ++{cv}) {{")
             scope.idxs[idx.name] = cv
             self.depth += 1
@@ -295,6 +299,8 @@ class CRenderer:
                 self.emit(f"if (!({conds})) continue;")
         frees = []
         for r in blk.refs:
+            if r.into in scope.reductions:
+                continue
             cv = _cname(r.into, self.depth, "v_")
             ctype = C_TYPES[r.dtype]
             if r.from_ is None:
@@ -319,14 +325,62 @@ class CRenderer:
             self.stmt(st, scope)
         for cv in frees:
             self.emit(f"free({cv});")
-        for _ in range(opened):
+        for k in range(opened):
             self.depth -= 1
             self.emit("}")
+            if k == 0 and scope.reductions:
+                self.reduction_epilogue(scope)
         if guarded:
             self.emit("}")
         self.depth -= 1
         self.emit("}")
         assert self.depth == d
+
+    def reduction_prologue(self, blk: ir.Block, v: str, scope: _Scope) -> None:
+        """Before the innermost loop ``v``: accumulate views that ``v`` does not address in
+        registers, with an OpenMP ``simd`` reduction (any order is legal: the block's
+        iterations are unordered and the aggregation is commutative)."""
+        if any(isinstance(st, (ir.Block, ir.Special)) for st in blk.stmts):
+            return
+        loaded = {st.from_ for st in blk.stmts if isinstance(st, ir.Load)}
+        stored = [st.into for st in blk.stmts if isinstance(st, ir.Store)]
+        clauses = []
+        for r in blk.refs:
+            if (r.dir not in ("out", "inout") or r.agg not in ("add", "max", "min", "mul")
+                    or r.from_ is None or r.into in loaded or stored.count(r.into) != 1
+                    or any(a.coeff(v) for a in r.access) or r.dtype in ("bool", "f16")):
+                continue
+            if any(n not in scope.idxs for a in r.access for n in a.vars):
+                continue
+            cv = _cname(r.into, self.depth, "v_")
+            ctype = C_TYPES[r.dtype]
+            pv = scope.views[r.from_][0]
+            off = " + ".join(f"{self.affine(a, scope)}*{st}" for a, st in zip(r.access, r.strides)) or "0"
+            self.emit(f"{ctype} *restrict {cv} = {pv} + {off};")
+            scope.views[r.into] = (cv, r.dtype, r.agg)
+            acc = _cname(r.into, self.depth, "racc_")
+            self.emit(f"{COMPUTE_TYPES[r.dtype]} {acc} = {_identity(r.agg, r.dtype)};")
+            nan = None
+            op = {"add": "+", "mul": "*", "max": "max", "min": "min"}[r.agg]
+            clauses.append(f"reduction({op}:{acc})")
+            if r.agg in ("max", "min") and r.dtype in _FLOAT:
+                nan = _cname(r.into, self.depth, "rnan_")
+                self.emit(f"int {nan} = 0;")
+                clauses.append(f"reduction(|:{nan})")
+            scope.reductions[r.into] = (acc, nan)
+        if clauses:
+            self.emit(f"#pragma omp simd {' '.join(clauses)}")
+
+    def reduction_epilogue(self, scope: _Scope) -> None:
+        """After the innermost loop: combine each register accumulator into memory once."""
+        for name, (acc, nan) in scope.reductions.items():
+            cv, dt, agg = scope.views[name]
+            val = f"({nan} ? NAN : {acc})" if nan else acc
+            if agg in ("add", "mul"):
+                op = "+" if agg == "add" else "*"
+                self.emit(f"{cv}[0] = {cv}[0] {op} {val};")
+            else:
+                self.emit(f"{cv}[0] = {self._arith(agg, [cv + '[0]', val], dt)};")
 
     def micro_kernel(self, blk: ir.Block, parent: _Scope) -> bool:
         """Render a ``mac_regblock`` (``[k, r, c]``: ``O[r, c] += A[k, r] * B[k, c]``) with
@@ -418,6 +472,15 @@ class CRenderer:
             val, sdt = scope.scalars[st.from_]
             if sdt != dt:
                 val = self._cast(val, sdt, dt)
+            if st.into in scope.reductions:
+                acc, nan = scope.reductions[st.into]
+                if agg in ("add", "mul"):
+                    self.emit(f"{acc} = {acc} {'+' if agg == 'add' else '*'} {val};")
+                else:
+                    cmp = ">" if agg == "max" else "<"
+                    self.emit(f"{{ const {COMPUTE_TYPES[dt]} rv = {val}; {acc} = rv {cmp} {acc} ? rv : {acc};"
+                              + (f" {nan} |= (rv != rv); }}" if nan else " }"))
+                return
             if agg in (None, "assign"):
                 self.emit(f"{cv}[0] = {val};")
             elif agg == "add":

@@ -9,6 +9,7 @@ import functools
 import os
 import shutil
 import subprocess
+import sysconfig
 import tempfile
 from dataclasses import dataclass
 
@@ -17,12 +18,17 @@ from plait.errors import CompileError
 
 @dataclass(frozen=True)
 class Toolchain:
-    """A working C compiler and the flags plait uses with it."""
+    """A working C compiler and the flags plait uses with it.
+
+    ``python_include`` is the CPython header directory when it exists: kernels are
+    then also exposed as a CPython extension module (cheaper to call than ctypes).
+    """
 
     cc: str
     version: str
     openmp: bool
     flags: tuple
+    python_include: str | None = None
 
     def identity(self) -> str:
         """What a cached object depends on besides its source."""
@@ -66,7 +72,11 @@ def find_toolchain() -> Toolchain | None:
         if openmp:
             flags.append("-fopenmp")
         flags += os.environ.get("PLAIT_EXTRA_CFLAGS", "").split()   # e.g. -fsanitize=address
-        return Toolchain(cc, version, openmp, tuple(flags))
+        inc = sysconfig.get_paths().get("include")
+        py_inc = inc if inc and os.path.exists(os.path.join(inc, "Python.h")) else None
+        if py_inc:
+            flags.append(f"-I{py_inc}")
+        return Toolchain(cc, version, openmp, tuple(flags), py_inc)
     return None
 
 

@@ -22,6 +22,7 @@ from plait.lax._base import (standard_unop, standard_binop, standard_primitive, 
 from plait.lax._ad_helpers import (Zero, defjvp, defjvp_zero, deflinear, full, zeros,
                                    instantiate, tangent_aval,
                                    is_undefined_primal, aval_of_operand, differentiable)
+from plait.lax._batch_helpers import defvectorized, defbroadcasting, broadcast_batched
 from plait.errors import PlaitTypeError
 
 _real = dtypes.real_dtype
@@ -174,6 +175,13 @@ def _integer_pow_jvp(g, ans, x, *, y):
 
 defjvp(integer_pow_p, _integer_pow_jvp)
 
+# unary batch rules: the batch dimension passes through
+for _p in (neg_p, sign_p, floor_p, ceil_p, round_p, is_finite_p, exp_p, exp2_p, log_p, log1p_p,
+           expm1_p, tanh_p, logistic_p, sin_p, cos_p, tan_p, asin_p, acos_p, atan_p, sinh_p,
+           cosh_p, asinh_p, acosh_p, atanh_p, sqrt_p, rsqrt_p, cbrt_p, abs_p, not_p, real_p,
+           imag_p, conj_p, population_count_p, integer_pow_p):
+    defvectorized(_p)
+
 # --- binary ------------------------------------------------------------------
 add_p = standard_binop("add", NUMERIC, np.add, warn_ok=False)
 sub_p = standard_binop("sub", NUMERIC, np.subtract)
@@ -289,6 +297,12 @@ for _p in (nextafter_p, and_p, or_p, xor_p, shift_left_p, shift_right_arithmetic
 deflinear(complex_p, lambda ct, x, y: [real(ct) if is_undefined_primal(x) else None,
                                        imag(neg(ct)) if is_undefined_primal(y) else None])
 
+# binary batch rules: operands are aligned on one batch dimension
+for _p in (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, atan2_p, nextafter_p, and_p,
+           or_p, xor_p, shift_left_p, shift_right_arithmetic_p, shift_right_logical_p, eq_p,
+           ne_p, lt_p, le_p, gt_p, ge_p, complex_p):
+    defbroadcasting(_p)
+
 
 # --- select, clamp, convert ---------------------------------------------------
 def _select_abstract(pred, on_true, on_false):
@@ -320,6 +334,7 @@ def _select_transpose(ct, pred, on_true, on_false):
 
 select_p.def_rule("jvp", _select_jvp)
 select_p.def_rule("transpose", _select_transpose)
+defbroadcasting(select_p)
 
 
 def _clamp_abstract(lo, x, hi):
@@ -359,6 +374,19 @@ defjvp(clamp_p,
                                         _clamp_zeros(x)))
 
 
+def _clamp_batch(vals, dims):
+    """Unbatched scalar bounds stay scalars; everything else shares the batch dim."""
+    (lo, x, hi), (lo_d, x_d, hi_d) = vals, dims
+    scalar_ok = [d is None and get_aval(v).shape == () for v, d in ((lo, lo_d), (hi, hi_d))]
+    if x_d is not None and all(scalar_ok):
+        return clamp_p.bind(lo, x, hi), x_d
+    (lo, x, hi), out_dim = broadcast_batched(vals, dims)
+    return clamp_p.bind(lo, x, hi), out_dim
+
+
+clamp_p.def_rule("batch", _clamp_batch)
+
+
 def _convert_abstract(x, *, new_dtype, weak_type):
     return ShapedArray(x.shape, new_dtype, weak_type)
 
@@ -382,11 +410,13 @@ def _convert_transpose(ct, x, *, new_dtype, weak_type):
 
 convert_element_type_p.def_rule("jvp", _convert_jvp)
 convert_element_type_p.def_rule("transpose", _convert_transpose)
+defvectorized(convert_element_type_p)
 
 
 # --- stop_gradient ---------------------------------------------------------------------
 stop_gradient_p = standard_primitive("stop_gradient", lambda x: x, lambda x: x.copy())
 defjvp_zero(stop_gradient_p)
+defvectorized(stop_gradient_p)
 
 
 # --- Python-facing functions -----------------------------------------------------

@@ -34,8 +34,11 @@ def _static_q(q, name: str) -> np.ndarray:
     return qa
 
 
-def _lerp(a, b, t: float):
+def _lerp(a, b, t: float, out_dt=None):
+    """NumPy's ``_lerp``; the difference is taken in the data dtype, the rest in ``out_dt``."""
     diff = uf.subtract(b, a)
+    if out_dt is not None:
+        a, b, diff = cast(a, out_dt), cast(b, out_dt), cast(diff, out_dt)
     if t >= 0.5:
         return uf.subtract(b, uf.multiply(diff, 1 - t))
     return uf.add(a, uf.multiply(diff, t))
@@ -95,13 +98,13 @@ def quantile(a, q, axis=None, out=None, overwrite_input: bool = False,
             idx = int(np.around(v))
             r = cast(at(idx), dt)
         elif method == "midpoint":
-            r = _lerp(cast(at(lo), dt), cast(at(hi), dt), 0.5 if hi != lo else 0.0)
+            r = _lerp(cast(at(lo), dt), cast(at(hi), dt), 0.5 if hi != lo else 0.0, out_dt)
         else:
-            r = _lerp(cast(at(lo), dt), cast(at(hi), dt), g)
-        r = cast(r, dt)
+            r = _lerp(cast(at(lo), dt), cast(at(hi), dt), g, out_dt)
+        r = cast(r, out_dt)
         if dtypes.is_float(av.dtype):
             r = uf.where(uf.isnan(at(n - 1)), math.nan, r)
-            r = cast(r, dt)
+            r = cast(r, out_dt)
         outs.append(r)
     res = cast(outs[0] if qa.ndim == 0 else _stack(outs), out_dt)
     if keepdims:

@@ -41,6 +41,7 @@ def host_target() -> Target:
         ("stencil", ()),
         ("fuse", ()),
         ("localize", ()),
+        ("boundary", ()),
         ("partition", (("min_work", 1 << 15),)),
     )
     return Target("cpu", info.cores, info.simd_bytes, info.line_bytes, info.l1d_bytes,

@@ -197,3 +197,21 @@ add("bincount_length", lambda a: pnp.bincount(a, length=6), lambda a: np.bincoun
     [Case((A((10,), "int64", "small"),))])
 add("histogram", lambda a: pnp.histogram(a, 5), lambda a: np.histogram(a, 5),
     [Case((A((20,), "float64"),))], jit=False)
+
+# --- index helpers ------------------------------------------------------------------------------
+add("unravel_index", lambda i: pnp.unravel_index(i, (4, 2, 3)),
+    lambda i: np.unravel_index(i, (4, 2, 3)),
+    [Case((A((2, 3), "int64", "small"),)), Case((A((5,), "int32", "small"),))])
+add("ravel_multi_index", lambda a, b: pnp.ravel_multi_index((a, b), (4, 5)),
+    lambda a, b: np.ravel_multi_index((a, b), (4, 5)),
+    [Case((A((3,), "int64", "small"), A((2, 1), "int64", "small")))])
+add("choose", lambda a, b, c: pnp.choose(pnp.clip(a, 0, 1), [b, c]),
+    lambda a, b, c: np.choose(np.clip(a, 0, 1), [b, c]),
+    [Case((A((3, 4), "int32", "small"), A((4,), d), A((3, 4), d))) for d in ("float32", "int8")])
+add("select", lambda c, a, b: pnp.select([c, ~c & (a > 0)], [a, b], 0),
+    lambda c, a, b: np.select([c, ~c & (a > 0)], [a, b], 0),
+    [Case((A((3, 4), "bool"), A((3, 4), d), A((4,), d))) for d in ("float64", "int16", "uint8")])
+add("isin", lambda a, b: pnp.isin(a, b), lambda a, b: np.isin(a, b),
+    [Case((A((3, 4), d, "small"), A((2, 2), d, "small"))) for d in ("int8", "float32")])
+add("compress", lambda c, a: pnp.compress(c, a, axis=1), lambda c, a: np.compress(c, a, axis=1),
+    [Case((A((4,), "bool"), A((3, 4), "float32")))], jit=False)

@@ -109,3 +109,33 @@ def test_op_table_size():
     """The table stays broad: a regression guard against accidentally dropped entries."""
     assert len(OPS) >= 250
     assert len(CASES) >= 1200
+
+
+# Known native-backend bug (reported to the lead): the C renderer redefines a scalar
+# temporary (``s__t38_6``) in fused kernels with several select/fmod chains. strict=True
+# makes these fail loudly once the backend is fixed, so the marks get removed.
+NATIVE_KNOWN_BUGS = {"floor_divide-12", "divmod-8", "hypot-5", "nanvar-5", "op_rdivmod-2"}
+NATIVE_CASES = [pytest.param(op, i, case, id=f"{op.name}-{i}", marks=[pytest.mark.xfail(
+    reason="native backend: C temporary redefined (plait bug, reported)", strict=True)]
+    if f"{op.name}-{i}" in NATIVE_KNOWN_BUGS else []) for op, i, case in CASES[::37]]
+
+
+@pytest.mark.parametrize("op,i,case", NATIVE_CASES)
+def test_op_default_backend(op, i, case):
+    """A fixed subsample of the table under jit with the default (native when available) backend."""
+    args = _materialize(op, i, case)
+    try:
+        want = _reference(op, args, case.kwargs)
+    except (TypeError, ValueError):
+        return
+    pos = [k for k, a in enumerate(args) if isinstance(a, np.ndarray)]
+
+    def staged(*arrays):
+        full = list(args)
+        for k, a in zip(pos, arrays):
+            full[k] = a
+        return op.fn(*full, **case.kwargs)
+
+    if not op.jit:
+        return
+    check_close(plait.jit(staged)(*[args[k] for k in pos]), want, op.tol, f"{op.name} jit")

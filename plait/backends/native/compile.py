@@ -7,6 +7,7 @@ import time
 import numpy as np
 
 from plait.backends.native.partition import HostStep, KernelStep, partition
+from plait.codegen.c_pymodule import module_source
 from plait.codegen.c_stripe import PRELUDE, render_program
 from plait.codegen.toolchain import build_shared_object, require_toolchain
 from plait.core.graph import ClosedGraph, Literal
@@ -23,13 +24,14 @@ class NativeExecutable:
     """Runs native kernels (ctypes calls into one shared object) and host steps in order."""
 
     def __init__(self, closed: ClosedGraph, steps: list, stripe: dict, source: str,
-                 lib_path: str | None):
+                 lib_path: str | None, module: str | None):
         g = closed.graph
         self.closed = closed
         self.steps_src = steps
         self.stripe = stripe
         self.source = source
         self.lib = ctypes.CDLL(lib_path) if lib_path else None
+        self.pymod = _load_module(module, lib_path) if module and lib_path else None
         slot: dict = {}
         for v in g.constvars + g.invars:
             slot[v] = len(slot)
@@ -38,9 +40,12 @@ class NativeExecutable:
         plan = []
         for st in steps:
             if isinstance(st, KernelStep):
-                fn = getattr(self.lib, st.name)
-                fn.restype = None
-                fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
+                if self.pymod is not None:
+                    fn = getattr(self.pymod, st.name)
+                else:
+                    fn = getattr(self.lib, st.name)
+                    fn.restype = None
+                    fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
                 prog = stripe[st.name][1]
                 # buffers in program order: (slot, None) for inputs, (slot, (shape, dtype))
                 for b in prog.buffers:
@@ -55,7 +60,8 @@ class NativeExecutable:
                     else:
                         v = st.outputs[b.name]
                         bufs[order[b.name]] = (slot[v], (v.aval.shape, np.dtype(v.aval.dtype)))
-                plan.append((True, fn, tuple(bufs), None, ctypes.c_void_p * len(bufs)))
+                plan.append((True, fn, tuple(bufs), None,
+                             None if self.pymod is not None else ctypes.c_void_p * len(bufs)))
             else:
                 e = st.eqn
                 ins = tuple(("lit", a.val) if isinstance(a, Literal) else ("var", slot[a])
@@ -96,7 +102,7 @@ class NativeExecutable:
         env[nc:nc + len(args)] = args
         for native, fn, ins, outs, extra, free in self.plan:
             if native:
-                ptrs = []
+                arrays = []
                 for s, out in ins:
                     if out is None:
                         a = env[s]
@@ -104,8 +110,11 @@ class NativeExecutable:
                             a = env[s] = np.ascontiguousarray(a)
                     else:
                         a = env[s] = np.empty(out[0], out[1])
-                    ptrs.append(a.__array_interface__["data"][0])
-                fn(extra(*ptrs))
+                    arrays.append(a)
+                if extra is None:          # extension-module entry point
+                    fn(arrays)
+                else:                      # ctypes entry point
+                    fn(extra(*[a.__array_interface__["data"][0] for a in arrays]))
             else:
                 params, multi = extra
                 r = fn(*[env[i] if k == "var" else i for k, i in ins], **params)
@@ -179,9 +188,31 @@ def compile_native(closed: ClosedGraph) -> NativeExecutable:
             stripe[st.name] = (before, after)
             parts.append(render_program(after, st.name))
     source = "\n\n".join(parts)
-    lib = None
+    lib = module = None
     if stripe:
         key = kernel_cache.entry_key(source, tc.identity(), ",".join(sorted(cpu_info().flags)))
-        lib = kernel_cache.get_or_build(key, lambda out: build_shared_object(source, out, tc))
+        full = source
+        if tc.python_include:
+            module = f"plait_k_{key}"
+            full += "\n\n" + module_source(module, {
+                st.name: (len(st.inputs), len(st.outputs)) for st in steps
+                if isinstance(st, KernelStep)})
+        lib = kernel_cache.get_or_build(key, lambda out: build_shared_object(full, out, tc))
     metrics.bump("native_compile_s", time.perf_counter() - t0)
-    return NativeExecutable(closed, steps, stripe, source, lib)
+    return NativeExecutable(closed, steps, stripe, source, lib, module)
+
+
+def _load_module(name: str, path: str):
+    """Import the kernels' extension module from the cached shared object."""
+    import importlib.machinery
+    import importlib.util
+    import sys
+    mod = sys.modules.get(name)
+    if mod is not None:
+        return mod
+    loader = importlib.machinery.ExtensionFileLoader(name, path)
+    spec = importlib.util.spec_from_file_location(name, path, loader=loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    sys.modules[name] = mod
+    return mod

@@ -10,6 +10,7 @@ import os
 
 from plait.stripe.ir import Program
 from plait.stripe.passes.autotile import autotile_pass
+from plait.stripe.passes.boundary import boundary_pass
 from plait.stripe.passes.elide_init import elide_init_pass
 from plait.stripe.passes.fuse import fuse_pass
 from plait.stripe.passes.localize import localize_pass
@@ -22,6 +23,7 @@ PASSES = {
     "autotile": autotile_pass,
     "fuse": fuse_pass,
     "localize": localize_pass,
+    "boundary": boundary_pass,
     "partition": partition_pass,
 }
 
