@@ -69,7 +69,10 @@ def block(x):
 
 
 def leaves(x) -> list[np.ndarray]:
-    """Flatten nested lists/tuples/dicts of arrays into float64 NumPy arrays."""
+    """Flatten nested lists/tuples/dicts of arrays into float64 NumPy arrays (None and
+    empty tuples, the parameters of parameterless layers, have no leaves)."""
+    if x is None:
+        return []
     if isinstance(x, (list, tuple)):
         return [a for v in x for a in leaves(v)]
     if isinstance(x, dict):
@@ -101,6 +104,17 @@ def first_call(fn: Callable[[], object]) -> float:
     return time.perf_counter() - t0
 
 
+def first_outputs(candidates: dict[str, Callable[[], object]]) -> tuple[dict, dict]:
+    """Each candidate's first output and first-call seconds (compile included), so the
+    equality check and the compile-time measurement are the same call."""
+    outs, times = {}, {}
+    for k, f in candidates.items():
+        t0 = time.perf_counter()
+        outs[k] = block(f())
+        times[k] = time.perf_counter() - t0
+    return outs, times
+
+
 def timed(candidates: dict[str, Callable[[], object]], cfg: Config,
           per_call_hint: dict[str, float] | None = None) -> dict[str, float]:
     """Median seconds per call, interleaved; the rounds shrink so that the whole
@@ -115,14 +129,16 @@ def timed(candidates: dict[str, Callable[[], object]], cfg: Config,
 
 
 def measure(row: Row, candidates: dict[str, Callable[[], object]], cfg: Config) -> Row:
-    """Fill ``row`` with each candidate's first-call time and its median time.
+    """Fill ``row`` with each candidate's first-call time (unless already recorded by
+    ``first_outputs``) and its median time.
 
     A candidate whose second call alone takes more than a third of the budget is
     not repeated: its second call is its time (noted in the row)."""
     hint, single = {}, []
     for k, f in candidates.items():
-        row.first_call[k] = first_call(f)
-        hint[k] = first_call(f)              # second call: steady state
+        if k not in row.first_call:
+            row.first_call[k] = first_call(f)
+        hint[k] = first_call(f)              # a later call: steady state
         if hint[k] > cfg.budget_s / 3:
             single.append(k)
             row.times[k] = hint[k]

@@ -1,5 +1,7 @@
 """Per-op eager overhead and jit dispatch latency (issue 2's benchmark; WORKLOADS W7).
 
+``run_w7`` gives the W7 row of ``python -m benchmarks``; ``run`` the detailed report.
+
 ``plait.numpy.add`` and ``tanh`` on 4-element and 1M-element float32 arrays, op by
 op, against NumPy and (when installed) JAX without jit; and a jitted ``x + 1``
 on 4 elements against ``jax.jit`` and NumPy. Overhead = plait time - NumPy time.
@@ -59,3 +61,21 @@ def run() -> str:
 
 if __name__ == "__main__":
     print(run())
+
+
+def run_w7(cfg) -> list:
+    """W7 as a row of the suite's table: a jitted ``x + 1`` on ``f32[4]``."""
+    from benchmarks.common import Row, assert_close, first_outputs, jax_modules, measure
+    x4 = np.ones(4, np.float32)
+    f = plait.jit(lambda x: x + 1)
+    cands = {"plait.jit": lambda: f(x4), "plait eager": lambda: pnp.add(x4, 1),
+             "numpy": lambda: x4 + 1}
+    jax, _ = jax_modules()
+    if jax is not None:
+        jf = jax.jit(lambda x: x + 1)
+        cands["jax.jit"] = lambda: jf(x4)
+    outs, first = first_outputs(cands)
+    errs = [assert_close(f"W7 {k}", x4 + 1, o, 0.0) for k, o in outs.items()]
+    row = Row("W7 dispatch: jit(x + 1) on f32[4]", check=f"exact (worst {max(errs):.0e})",
+              first_call=first)
+    return [measure(row, cands, cfg)]

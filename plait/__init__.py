@@ -12,7 +12,7 @@ from plait import numpy
 from plait import tree_util
 from plait.api_jit import jit, make_graph
 from plait.transforms import (jvp, linearize, vjp, grad, value_and_grad, jacfwd, jacrev,
-                              hessian, custom_jvp, custom_vjp)
+                              hessian, custom_jvp, custom_vjp, vmap)
 from plait.lax import stop_gradient
 from plait.transforms.autograph import autograph
 from plait import lazy

@@ -112,6 +112,8 @@ class _Scope:
 
     def __init__(self, parent: "_Scope | None" = None):
         self.views: dict[str, tuple[str, str, tuple]] = dict(parent.views) if parent else {}
+        # refinements refine the PARENT's views, even when they reuse a parent's name
+        self.outer: dict[str, tuple[str, str, tuple]] = parent.views if parent else {}
         self.idxs: dict[str, str] = {}
         self.scalars: dict[str, tuple[str, str]] = {}
         # views reduced over the innermost loop: name -> (accumulator, NaN flag or None)
@@ -313,10 +315,10 @@ class CRenderer:
                 self.emit(f"for (int64_t z = 0; z < {size}; ++z) {cv}[z] = "
                           f"{_identity(r.agg, r.dtype)};")
             else:
-                if r.from_ not in scope.views:
+                if r.from_ not in scope.outer:
                     raise CompileError(f"refinement {r.into!r} refines unknown view {r.from_!r}",
                                        locate=False)
-                pv = scope.views[r.from_][0]
+                pv = scope.outer[r.from_][0]
                 off = " + ".join(f"{self.affine(a, scope)}*{st}"
                                  for a, st in zip(r.access, r.strides)) or "0"
                 self.emit(f"{ctype} *restrict {cv} = {pv} + {off};")
@@ -354,7 +356,7 @@ class CRenderer:
                 continue
             cv = _cname(r.into, self.depth, "v_")
             ctype = C_TYPES[r.dtype]
-            pv = scope.views[r.from_][0]
+            pv = scope.outer[r.from_][0]
             off = " + ".join(f"{self.affine(a, scope)}*{st}" for a, st in zip(r.access, r.strides)) or "0"
             self.emit(f"{ctype} *restrict {cv} = {pv} + {off};")
             scope.views[r.into] = (cv, r.dtype, r.agg)

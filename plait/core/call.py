@@ -7,7 +7,7 @@ compile on the configured backend.
 """
 from __future__ import annotations
 
-from plait.core.graph import Graph, eval_graph_impl
+from plait.core.graph import Graph, run_graph
 from plait.core.primitive import new_primitive
 from plait.errors import PlaitTypeError
 
@@ -25,4 +25,4 @@ def _abstract(*avals, graph: Graph, name: str):
 
 
 jit_call_p.def_abstract_eval(_abstract)
-jit_call_p.def_impl(lambda *args, graph, name: eval_graph_impl(graph, [], args))
+jit_call_p.def_impl(lambda *args, graph, name: run_graph(graph, args))

@@ -9,6 +9,7 @@ every transformation).
 """
 from __future__ import annotations
 
+import contextvars
 import itertools
 from typing import Any, Sequence
 
@@ -210,6 +211,32 @@ def check_graph(graph: Graph, _outer: set | None = None) -> None:
             define(v)
     for a in graph.outvars:
         use(a, "outputs")
+
+
+_GRAPH_RUNNER: contextvars.ContextVar = contextvars.ContextVar("plait_graph_runner",
+                                                               default=None)
+
+
+def run_graph(graph: Graph, args: Sequence) -> list:
+    """Run a const-free sub-graph on NumPy values (used by higher-order impls).
+
+    A backend that is executing can install a faster runner with
+    :func:`set_graph_runner` (the native backend runs compiled sub-graphs); the
+    default is :func:`eval_graph_impl`.
+    """
+    runner = _GRAPH_RUNNER.get()
+    if runner is None:
+        return eval_graph_impl(graph, [], args)
+    return runner(graph, args)
+
+
+def set_graph_runner(runner):
+    """Install ``runner(graph, args) -> list`` for the current context; returns a reset token."""
+    return _GRAPH_RUNNER.set(runner)
+
+
+def reset_graph_runner(token) -> None:
+    _GRAPH_RUNNER.reset(token)
 
 
 def eval_graph_impl(graph: Graph, consts: Sequence, args: Sequence) -> list:

@@ -18,7 +18,9 @@ from typing import Sequence
 
 from plait.core import dtypes
 from plait.core.trace import get_aval
-from plait.lax import shape_ops
+
+# ``plait.lax.shape_ops`` registers its rules with these helpers, so its functions are
+# imported inside the helpers that use them.
 
 
 def move_batch_dim(x, src: int | None, dst: int | None, size: int):
@@ -26,18 +28,19 @@ def move_batch_dim(x, src: int | None, dst: int | None, size: int):
 
     ``dst=None`` returns ``x`` unchanged.
     """
+    from plait.lax.shape_ops import broadcast_in_dim, transpose
     if dst is None:
         return x
     a = get_aval(x)
     if src is None:
         shape = a.shape[:dst] + (size,) + a.shape[dst:]
         dims = tuple(i for i in range(len(shape)) if i != dst)
-        return shape_ops.broadcast_in_dim(x, shape, dims)
+        return broadcast_in_dim(x, shape, dims)
     if src == dst:
         return x
     perm = [i for i in range(a.ndim) if i != src]
     perm.insert(dst, src)
-    return shape_ops.transpose(x, tuple(perm))
+    return transpose(x, tuple(perm))
 
 
 def batch_size(vals: Sequence, dims: Sequence[int | None]) -> int:
@@ -85,6 +88,7 @@ def broadcast_batched(vals: Sequence, dims: Sequence[int | None]) -> tuple[list,
     per-example shape; the batch dimension goes where the first full-rank batched
     operand has it, so operands that already agree are not moved.
     """
+    from plait.lax.shape_ops import broadcast_in_dim, transpose
     size = batch_size(vals, dims)
     per = [unbatched_shape(v, d) for v, d in zip(vals, dims)]
     tgt = max(per, key=len)
@@ -99,7 +103,7 @@ def broadcast_batched(vals: Sequence, dims: Sequence[int | None]) -> tuple[list,
     for v, d, p in zip(vals, dims, per):
         trail = [pos(j) for j in range(len(tgt) - len(p), len(tgt))]
         if d is None:
-            out.append(shape_ops.broadcast_in_dim(v, full, tuple(trail)))
+            out.append(broadcast_in_dim(v, full, tuple(trail)))
             continue
         if p == tgt:
             out.append(move_batch_dim(v, d, out_dim, size))
@@ -107,8 +111,8 @@ def broadcast_batched(vals: Sequence, dims: Sequence[int | None]) -> tuple[list,
         v = move_batch_dim(v, d, 0, size)
         targets = [out_dim] + trail          # where operand dims (batch, *p) go
         order = sorted(range(len(targets)), key=targets.__getitem__)
-        v = shape_ops.transpose(v, tuple(order))
-        out.append(shape_ops.broadcast_in_dim(v, full, tuple(targets[i] for i in order)))
+        v = transpose(v, tuple(order))
+        out.append(broadcast_in_dim(v, full, tuple(targets[i] for i in order)))
     return out, out_dim
 
 

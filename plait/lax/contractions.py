@@ -29,6 +29,7 @@ from plait.lax._base import standard_primitive, check_dtype, check_same_dtypes, 
 from plait.lax._ad_helpers import defjvp, zeros, is_undefined_primal, aval_of_operand
 from plait.errors import PlaitTypeError, PlaitValueError
 from plait.lax.reductions import accum_dtype
+from plait.lax._batch_helpers import move_batch_dim, shift_axes
 from plait.lax._windows import (window_out_size, pad_and_dilate, window_view, static_seq,
                                 resolve_padding)
 
@@ -165,6 +166,30 @@ defjvp(dot_general_p,
        lambda g, ans, x, y, **params: dot_general_p.bind(g, y, **params),
        lambda g, ans, x, y, **params: dot_general_p.bind(x, g, **params))
 dot_general_p.def_rule("transpose", _dot_transpose)
+
+
+def _dot_batch(vals, dims, *, dimension_numbers, preferred_element_type):
+    """Both batched: a new leading batch dimension. One batched: a free dimension of
+    that operand, whose place in the result follows from XLA's output order."""
+    (lhs, rhs), (ld, rd) = vals, dims
+    (lc, rc), (lb, rb) = dimension_numbers
+    lc, lb, rc, rb = shift_axes(lc, ld), shift_axes(lb, ld), shift_axes(rc, rd), shift_axes(rb, rd)
+    if ld is not None and rd is not None:
+        dn = ((lc, rc), ((ld,) + lb, (rd,) + rb))
+        out_dim = 0
+    else:
+        dn = ((lc, rc), (lb, rb))
+        l_free = [i for i in range(get_aval(lhs).ndim) if i not in lc and i not in lb]
+        if ld is not None:
+            out_dim = len(lb) + l_free.index(ld)
+        else:
+            r_free = [i for i in range(get_aval(rhs).ndim) if i not in rc and i not in rb]
+            out_dim = len(lb) + len(l_free) + r_free.index(rd)
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn,
+                              preferred_element_type=preferred_element_type), out_dim
+
+
+dot_general_p.def_rule("batch", _dot_batch)
 
 
 def _dims_tuple(xs) -> tuple:
@@ -445,6 +470,65 @@ defjvp(conv_general_dilated_p,
        lambda g, ans, x, w, **params: conv_general_dilated_p.bind(g, w, **params),
        lambda g, ans, x, w, **params: conv_general_dilated_p.bind(x, g, **params))
 conv_general_dilated_p.def_rule("transpose", _conv_transpose)
+
+
+def _regroup(x, bdim: int, axis: int, groups: int):
+    """Fold batch dim ``bdim`` into grouped ``axis`` (numbered without the batch dim)
+    inside each group: index ``g * (B * n) + b * n + i`` for ``n = size // groups``."""
+    x = move_batch_dim(x, bdim, 0, get_aval(x).shape[bdim])
+    x = _split_axis(x, axis + 1, groups)          # (B, ..., groups, n, ...)
+    x = _merge_axis(x, 0, axis + 1)                # (..., groups, B * n, ...)
+    return _merge_axis(x, axis, axis)              # (..., groups * B * n, ...)
+
+
+def _ungroup(out, axis: int, groups: int, size: int):
+    """Inverse of :func:`_regroup` on a result: axis ``g * (B * n) + b * n + i`` becomes
+    a batch dim at ``axis`` followed by ``g * n + i``."""
+    from plait.lax.shape_ops import transpose
+    out = _split_axis(out, axis, groups)           # groups, B * n
+    out = _split_axis(out, axis + 1, size)         # groups, B, n
+    nd = get_aval(out).ndim
+    perm = list(range(nd))
+    perm[axis], perm[axis + 1] = axis + 1, axis
+    out = transpose(out, tuple(perm))              # B, groups, n
+    return _merge_axis(out, axis + 1, axis + 1)    # B, groups * n
+
+
+def _conv_batch(vals, dims, *, dimension_numbers, feature_group_count, batch_group_count,
+                **params):
+    """Fold the vmapped dim into the convolution's batch dimension (lhs), its output
+    features (rhs), or both with feature/batch groups, then split it out again."""
+    (lhs, rhs), (ld, rd) = vals, dims
+    ls, rs, os_ = dimension_numbers
+    G, Bg = feature_group_count, batch_group_count
+    size = get_aval(lhs if ld is not None else rhs).shape[ld if ld is not None else rd]
+
+    def conv(x, w, fgc, bgc):
+        return conv_general_dilated_p.bind(x, w, dimension_numbers=dimension_numbers,
+                                           feature_group_count=fgc, batch_group_count=bgc,
+                                           **params)
+    if ld is not None and rd is not None:
+        w = _merge_axis(rhs, rd, rs[0])
+        if Bg > 1:      # batch element b forms batch groups b * Bg + g
+            out = conv(_merge_axis(lhs, ld, ls[0]), w, G, Bg * size)
+        else:           # batch element b forms feature groups b * G + g
+            out = conv(_merge_axis(lhs, ld, ls[1]), w, G * size, Bg)
+        return _split_axis(out, os_[1], size), os_[1]
+    if ld is not None:
+        if Bg > 1:
+            out = conv(_regroup(lhs, ld, ls[0], Bg), rhs, G, Bg)
+        else:
+            out = conv(_merge_axis(lhs, ld, ls[0]), rhs, G, Bg)
+        return _split_axis(out, os_[0], size), os_[0]
+    groups = max(G, Bg)
+    if groups > 1:
+        out = conv(lhs, _regroup(rhs, rd, rs[0], groups), G, Bg)
+        return _ungroup(out, os_[1], groups, size), os_[1]
+    out = conv(lhs, _merge_axis(rhs, rd, rs[0]), G, Bg)
+    return _split_axis(out, os_[1], size), os_[1]
+
+
+conv_general_dilated_p.def_rule("batch", _conv_batch)
 
 
 def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,

@@ -17,6 +17,7 @@ from plait.lax import elementwise as ew
 from plait.lax.shape_ops import pad, rev
 from plait.lax.reductions import lowest, highest
 from plait.lax._ad_helpers import defjvp, deflinear
+from plait.lax._batch_helpers import defaxis
 from plait.errors import PlaitTypeError, PlaitValueError
 
 
@@ -94,6 +95,8 @@ deflinear(cumsum_p, lambda ct, x, *, axis, reverse: [cumsum(ct, axis, not revers
 defjvp(cumprod_p, _scan_jvp(_prod_combine, lambda dt: 1))
 defjvp(cummax_p, _scan_jvp(_extremum_combine(ew.gt, ew.max), lowest))
 defjvp(cummin_p, _scan_jvp(_extremum_combine(ew.lt, ew.min), highest))
+for _p in (cumsum_p, cumprod_p, cummax_p, cummin_p):
+    defaxis(_p)
 
 
 def _cumulative(prim):

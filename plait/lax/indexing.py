@@ -32,6 +32,7 @@ from plait.lax._base import (standard_primitive, check_dtype, check_same_dtypes,
 from plait.lax.reductions import ORDERED
 from plait.lax._ad_helpers import (Zero, zeros, full, instantiate, add_tangents,
                                    tangent_aval, is_undefined_primal, aval_of_operand)
+from plait.lax._batch_helpers import move_batch_dim, batch_size, index_as_int64
 from plait.errors import PlaitTypeError, PlaitValueError
 
 
@@ -220,8 +221,47 @@ def _gather_jvp(primals, tangents, **params):
     return ans, gather_p.bind(tangents[0], primals[1], **p)
 
 
+def _with_batch_index(idx):
+    """Indices batched at dim 0 with the batch element's number prepended to each
+    index vector (the batch dim of the operand is then indexed like any other)."""
+    from plait.lax.shape_ops import broadcasted_iota, concatenate
+    idx = index_as_int64(idx)
+    a = get_aval(idx)
+    lane = broadcasted_iota(a.dtype, a.shape[:-1] + (1,), 0)
+    return concatenate([lane, idx], a.ndim - 1)
+
+
+def _plus1(dims) -> tuple:
+    return tuple(d + 1 for d in dims)
+
+
+def gather_batch(vals, dims, *, dimension_numbers, slice_sizes, mode, fill_value):
+    """Batched operand: the batch dim is a full slice dim. Batched indices: a leading
+    index batch dim. Both: the batch element's number joins each index vector."""
+    (x, idx), (xd, id_) = vals, dims
+    offset_dims, collapsed, start_map = dimension_numbers
+    size = batch_size(vals, dims)
+    params = dict(mode=mode, fill_value=fill_value)
+    if id_ is None:
+        dn = GatherDimensionNumbers((0,) + _plus1(offset_dims), _plus1(collapsed),
+                                    _plus1(start_map))
+        return gather_p.bind(move_batch_dim(x, xd, 0, size), idx, dimension_numbers=dn,
+                             slice_sizes=(size,) + tuple(slice_sizes), **params), 0
+    idx = move_batch_dim(idx, id_, 0, size)
+    if xd is None:
+        dn = GatherDimensionNumbers(_plus1(offset_dims), collapsed, start_map)
+        return gather_p.bind(x, idx, dimension_numbers=dn, slice_sizes=slice_sizes,
+                             **params), 0
+    dn = GatherDimensionNumbers(_plus1(offset_dims), (0,) + _plus1(collapsed),
+                                (0,) + _plus1(start_map))
+    return gather_p.bind(move_batch_dim(x, xd, 0, size), _with_batch_index(idx),
+                         dimension_numbers=dn, slice_sizes=(1,) + tuple(slice_sizes),
+                         **params), 0
+
+
 gather_p.def_rule("jvp", _gather_jvp)
 gather_p.def_rule("transpose", _gather_transpose)
+gather_p.def_rule("batch", gather_batch)
 
 
 def _dnums(cls, dn, name):
@@ -459,6 +499,31 @@ scatter_mul_p.def_rule("jvp", _scatter_mul_jvp)
 scatter_mul_p.def_rule("transpose", _scatter_mul_transpose)
 scatter_min_p.def_rule("jvp", _scatter_extremum_jvp(scatter_min_p))
 scatter_max_p.def_rule("jvp", _scatter_extremum_jvp(scatter_max_p))
+
+
+def scatter_batch(prim):
+    """The batch rule of a scatter: operand and updates get the batch dim at 0.
+    Unbatched indices: the batch dim is a full window dim. Batched indices: the
+    batch element's number joins each index vector (an inserted window dim)."""
+    def rule(vals, dims, *, dimension_numbers, mode, unique_indices):
+        (x, idx, upd), (xd, id_, ud) = vals, dims
+        window_dims, inserted, to_operand = dimension_numbers
+        size = batch_size(vals, dims)
+        x, upd = move_batch_dim(x, xd, 0, size), move_batch_dim(upd, ud, 0, size)
+        params = dict(mode=mode, unique_indices=unique_indices)
+        if id_ is None:
+            dn = ScatterDimensionNumbers((0,) + _plus1(window_dims), _plus1(inserted),
+                                         _plus1(to_operand))
+            return prim.bind(x, idx, upd, dimension_numbers=dn, **params), 0
+        dn = ScatterDimensionNumbers(_plus1(window_dims), (0,) + _plus1(inserted),
+                                     (0,) + _plus1(to_operand))
+        idx = _with_batch_index(move_batch_dim(idx, id_, 0, size))
+        return prim.bind(x, idx, upd, dimension_numbers=dn, **params), 0
+    return rule
+
+
+for _p in (scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p):
+    _p.def_rule("batch", scatter_batch(_p))
 
 
 def _scatter_fn(prim, verb):

@@ -20,6 +20,7 @@ from plait.lax._base import (standard_primitive, check_dtype, canonicalize_axis,
                              NUMERIC, INTEGRAL, BOOL, INT, UINT, FLOAT)
 from plait.lax._ad_helpers import (Zero, defjvp, defjvp_zero, deflinear, full, tangent_aval,
                                    aval_of_operand)
+from plait.lax._batch_helpers import defreducer, shift_axis
 from plait.errors import PlaitTypeError, PlaitValueError
 
 ORDERED = (BOOL, INT, UINT, FLOAT)
@@ -162,6 +163,9 @@ defjvp(reduce_max_p, _extremum_jvp)
 defjvp(reduce_min_p, _extremum_jvp)
 for _p in (reduce_and_p, reduce_or_p, reduce_xor_p):
     defjvp_zero(_p)
+for _p in (reduce_sum_p, reduce_prod_p, reduce_max_p, reduce_min_p, reduce_and_p, reduce_or_p,
+           reduce_xor_p):
+    defreducer(_p)
 
 
 # --- argmax / argmin -------------------------------------------------------------
@@ -191,6 +195,18 @@ argmin_p = standard_primitive(
     lambda x, *, axis, index_dtype: np.asarray(np.argmin(x, axis=axis)).astype(index_dtype))
 defjvp_zero(argmax_p)
 defjvp_zero(argmin_p)
+
+
+def _arg_batch(prim):
+    def rule(vals, dims, *, axis, index_dtype):
+        (x,), (d,) = vals, dims
+        full = shift_axis(axis, d)
+        return prim.bind(x, axis=full, index_dtype=index_dtype), d if full > d else d - 1
+    return rule
+
+
+argmax_p.def_rule("batch", _arg_batch(argmax_p))
+argmin_p.def_rule("batch", _arg_batch(argmin_p))
 
 
 # --- Python-facing functions -----------------------------------------------------

@@ -12,6 +12,8 @@ from plait.lax._base import (standard_primitive, check_same_dtypes, as_operand,
                              canonicalize_axis, static_ints, INT, UINT, check_dtype)
 from plait.lax._ad_helpers import (Zero, deflinear, defjvp_zero, zeros, instantiate,
                                    tangent_aval, is_undefined_primal, aval_of_operand)
+from plait.lax._batch_helpers import (move_batch_dim, batch_size, shift_axis, shift_axes,
+                                      insert_at, index_as_int64)
 from plait.errors import PlaitTypeError
 
 
@@ -60,6 +62,20 @@ def _bid_transpose(ct, x, *, shape, broadcast_dimensions):
 deflinear(broadcast_in_dim_p, _bid_transpose)
 
 
+def _bid_batch(vals, dims, *, shape, broadcast_dimensions):
+    """The batch dim goes right after the output dim of the operand dim before it."""
+    (x,), (d,) = vals, dims
+    bd = broadcast_dimensions
+    out_d = bd[d - 1] + 1 if d > 0 else 0
+    new_bd = tuple(b if b < out_d else b + 1 for b in bd)
+    size = get_aval(x).shape[d]
+    return broadcast_in_dim_p.bind(x, shape=insert_at(shape, out_d, size),
+                                   broadcast_dimensions=insert_at(new_bd, d, out_d)), out_d
+
+
+broadcast_in_dim_p.def_rule("batch", _bid_batch)
+
+
 def broadcast_in_dim(x, shape, broadcast_dimensions):
     """Broadcast ``x`` to ``shape``; operand dim ``i`` maps to ``broadcast_dimensions[i]``."""
     shape = static_ints("broadcast_in_dim", shape, "shape")
@@ -89,6 +105,15 @@ reshape_p = standard_primitive("reshape", _reshape_abstract,
 deflinear(reshape_p, lambda ct, x, *, new_sizes: [reshape(ct, aval_of_operand(x).shape)])
 
 
+def _reshape_batch(vals, dims, *, new_sizes):
+    (x,), (d,) = vals, dims
+    size = get_aval(x).shape[d]
+    return reshape_p.bind(move_batch_dim(x, d, 0, size), new_sizes=(size,) + new_sizes), 0
+
+
+reshape_p.def_rule("batch", _reshape_batch)
+
+
 def reshape(x, new_sizes):
     """Row-major reshape to ``new_sizes`` (static)."""
     new_sizes = static_ints("reshape", new_sizes, "new_sizes")
@@ -109,6 +134,8 @@ transpose_p = standard_primitive("transpose", _transpose_abstract,
                                  lambda x, *, permutation: np.transpose(x, permutation).copy())
 deflinear(transpose_p,
           lambda ct, x, *, permutation: [transpose(ct, tuple(np.argsort(permutation)))])
+transpose_p.def_rule("batch", lambda vals, dims, *, permutation: (transpose(
+    vals[0], (dims[0],) + shift_axes(permutation, dims[0])), 0))
 
 
 def transpose(x, permutation):
@@ -134,6 +161,15 @@ squeeze_p = standard_primitive("squeeze", _squeeze_abstract,
 deflinear(squeeze_p, lambda ct, x, *, dimensions: [reshape(ct, aval_of_operand(x).shape)])
 
 
+def _squeeze_batch(vals, dims, *, dimensions):
+    (x,), (d,) = vals, dims
+    full = shift_axes(dimensions, d)
+    return squeeze_p.bind(x, dimensions=full), d - sum(1 for a in full if a < d)
+
+
+squeeze_p.def_rule("batch", _squeeze_batch)
+
+
 def squeeze(x, dimensions):
     """Remove size-1 ``dimensions``."""
     a = get_aval(x)
@@ -156,6 +192,9 @@ def _expand_abstract(x, *, dimensions):
 expand_dims_p = standard_primitive("expand_dims", _expand_abstract,
                                    lambda x, *, dimensions: np.expand_dims(x, dimensions))
 deflinear(expand_dims_p, lambda ct, x, *, dimensions: [reshape(ct, aval_of_operand(x).shape)])
+expand_dims_p.def_rule("batch", lambda vals, dims, *, dimensions: (expand_dims_p.bind(
+    move_batch_dim(vals[0], dims[0], 0, get_aval(vals[0]).shape[dims[0]]),
+    dimensions=tuple(e + 1 for e in dimensions)), 0))
 
 
 def expand_dims(x, dimensions):
@@ -178,6 +217,8 @@ def _rev_abstract(x, *, dimensions):
 rev_p = standard_primitive("rev", _rev_abstract,
                            lambda x, *, dimensions: np.flip(x, dimensions).copy())
 deflinear(rev_p, lambda ct, x, *, dimensions: [rev(ct, dimensions)])
+rev_p.def_rule("batch", lambda vals, dims, *, dimensions: (
+    rev_p.bind(vals[0], dimensions=shift_axes(dimensions, dims[0])), dims[0]))
 
 
 def rev(x, dimensions):
@@ -219,6 +260,17 @@ def _slice_transpose(ct, x, *, start_indices, limit_indices, strides):
 
 
 deflinear(slice_p, _slice_transpose)
+
+
+def _slice_batch(vals, dims, *, start_indices, limit_indices, strides):
+    (x,), (d,) = vals, dims
+    size = get_aval(x).shape[d]
+    return slice_p.bind(x, start_indices=insert_at(start_indices, d, 0),
+                        limit_indices=insert_at(limit_indices, d, size),
+                        strides=insert_at(strides, d, 1)), d
+
+
+slice_p.def_rule("batch", _slice_batch)
 
 
 def slice(x, start_indices, limit_indices, strides=None):
@@ -274,8 +326,31 @@ def _dyn_slice_transpose(ct, x, *idx, slice_sizes):
     return [dynamic_update_slice_p.bind(z, instantiate(ct), *idx)] + [None] * len(idx)
 
 
+def _index_vector(idx, dims, size):
+    """Per-example scalar start indices as one batched ``(batch, n)`` index vector."""
+    cols = [reshape(move_batch_dim(index_as_int64(i), d, 0, size), (size, 1)) for i, d in
+            zip(idx, dims)]
+    return concatenate(cols, 1)
+
+
+def _dyn_slice_batch(vals, dims, *, slice_sizes):
+    """Unbatched starts: slice the batch dim whole. Batched starts: a clipping gather."""
+    from plait.lax.indexing import gather_batch, GatherDimensionNumbers
+    (x, *idx), (xd, *idx_d) = vals, dims
+    size = batch_size(vals, dims)
+    if all(d is None for d in idx_d):
+        zero = as_operand(0, get_aval(idx[0]).dtype if idx else dtypes.int64)
+        return dynamic_slice_p.bind(move_batch_dim(x, xd, 0, size), zero, *idx,
+                                    slice_sizes=(size,) + slice_sizes), 0
+    n = len(idx)
+    dn = GatherDimensionNumbers(tuple(range(n)), (), tuple(range(n)))
+    return gather_batch([x, _index_vector(idx, idx_d, size)], [xd, 0], dimension_numbers=dn,
+                        slice_sizes=slice_sizes, mode="clip", fill_value=None)
+
+
 dynamic_slice_p.def_rule("jvp", _dyn_slice_jvp)
 dynamic_slice_p.def_rule("transpose", _dyn_slice_transpose)
+dynamic_slice_p.def_rule("batch", _dyn_slice_batch)
 
 
 def dynamic_slice(x, start_indices, slice_sizes):
@@ -331,8 +406,24 @@ def _dyn_update_transpose(ct, x, upd, *idx):
     return [ct_x, ct_u] + [None] * len(idx)
 
 
+def _dyn_update_batch(vals, dims):
+    """Unbatched starts: update the batch dim whole. Batched starts: a clipping scatter."""
+    from plait.lax.indexing import scatter_p, scatter_batch, ScatterDimensionNumbers
+    (x, upd, *idx), (xd, ud, *idx_d) = vals, dims
+    size = batch_size(vals, dims)
+    if all(d is None for d in idx_d):
+        zero = as_operand(0, get_aval(idx[0]).dtype if idx else dtypes.int64)
+        return dynamic_update_slice_p.bind(move_batch_dim(x, xd, 0, size),
+                                           move_batch_dim(upd, ud, 0, size), zero, *idx), 0
+    n = len(idx)
+    dn = ScatterDimensionNumbers(tuple(range(n)), (), tuple(range(n)))
+    return scatter_batch(scatter_p)([x, _index_vector(idx, idx_d, size), upd], [xd, 0, ud],
+                                    dimension_numbers=dn, mode="clip", unique_indices=True)
+
+
 dynamic_update_slice_p.def_rule("jvp", _dyn_update_jvp)
 dynamic_update_slice_p.def_rule("transpose", _dyn_update_transpose)
+dynamic_update_slice_p.def_rule("batch", _dyn_update_batch)
 
 
 def dynamic_update_slice(x, update, start_indices):
@@ -383,6 +474,16 @@ def _concat_transpose(ct, *xs, dimension):
 
 
 deflinear(concatenate_p, _concat_transpose)
+
+
+def _concat_batch(vals, dims, *, dimension):
+    size = batch_size(vals, dims)
+    bd = next(d for d in dims if d is not None)
+    xs = [move_batch_dim(x, d, bd, size) for x, d in zip(vals, dims)]
+    return concatenate_p.bind(*xs, dimension=shift_axis(dimension, bd)), bd
+
+
+concatenate_p.def_rule("batch", _concat_batch)
 
 
 def concatenate(xs, dimension: int):
@@ -444,6 +545,28 @@ def _pad_transpose(ct, x, pv, *, padding_config):
 deflinear(pad_p, _pad_transpose)
 
 
+def _pad_batch(vals, dims, *, padding_config):
+    """A batched padding value: pad with anything, then select it where the mask says."""
+    from plait.lax.elementwise import select
+    (x, pv), (xd, pd) = vals, dims
+    size = batch_size(vals, dims)
+    if pd is None:
+        return pad_p.bind(x, pv, padding_config=insert_at(padding_config, xd, (0, 0, 0))), xd
+    x = move_batch_dim(x, xd, 0, size)
+    cfg = ((0, 0, 0),) + tuple(padding_config)
+    a = get_aval(x)
+    from plait.lax._ad_helpers import full
+    padded = pad_p.bind(x, as_operand(0, a.dtype), padding_config=cfg)
+    mask = pad_p.bind(full(a.shape, True, dtypes.bool_), as_operand(False),
+                      padding_config=cfg)
+    out_shape = get_aval(padded).shape
+    return select(mask, padded, broadcast_in_dim(move_batch_dim(pv, pd, 0, size), out_shape,
+                                                 (0,))), 0
+
+
+pad_p.def_rule("batch", _pad_batch)
+
+
 def pad(x, padding_value, padding_config):
     """Pad with ``(low, high, interior)`` per dimension; negative low/high crop."""
     cfg = tuple(tuple(int(v) for v in c) for c in padding_config)
@@ -467,6 +590,8 @@ def _iota_impl(*, dtype, shape, dimension):
 
 iota_p = standard_primitive("iota", _iota_abstract, _iota_impl)
 defjvp_zero(iota_p)
+# iota has no operands: vmap only sees it unbatched (never calls this rule's body path)
+iota_p.def_rule("batch", lambda vals, dims, **params: (iota_p.bind(**params), None))
 
 
 def iota(dtype, size: int):

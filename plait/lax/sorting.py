@@ -15,6 +15,7 @@ from plait.core.aval import ShapedArray
 from plait.core.trace import get_aval
 from plait.lax._base import standard_primitive, canonicalize_axis, as_operand, check_same_shapes
 from plait.lax._ad_helpers import Zero
+from plait.lax._batch_helpers import move_batch_dim, batch_size, shift_axis
 from plait.errors import PlaitTypeError, PlaitValueError
 
 
@@ -69,7 +70,18 @@ def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
     return outs[:-1], t_out
 
 
+def _sort_batch(vals, dims, *, dimension, is_stable, num_keys):
+    """All operands get the batch dim of the first batched one; sort past it."""
+    size = batch_size(vals, dims)
+    bd = next(d for d in dims if d is not None)
+    xs = [move_batch_dim(x, d, bd, size) for x, d in zip(vals, dims)]
+    outs = sort_p.bind(*xs, dimension=shift_axis(dimension, bd), is_stable=is_stable,
+                       num_keys=num_keys)
+    return outs, [bd] * len(outs)
+
+
 sort_p.def_rule("jvp", _sort_jvp)
+sort_p.def_rule("batch", _sort_batch)
 
 
 def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):

@@ -19,6 +19,7 @@ from plait.lax._windows import (dilate_dim, window_out_size, pad_and_dilate, win
 from plait.lax.reductions import ORDERED, accum_dtype, lowest, highest
 from plait.lax._ad_helpers import (Zero, defjvp, deflinear, full, add_tangents,
                                    tangent_aval, aval_of_operand)
+from plait.lax._batch_helpers import insert_at
 from plait.errors import PlaitTypeError, PlaitValueError
 
 
@@ -132,6 +133,23 @@ def _rw_extremum_jvp(identity):
 deflinear(reduce_window_sum_p, _rw_sum_transpose)
 defjvp(reduce_window_max_p, _rw_extremum_jvp(lowest))
 defjvp(reduce_window_min_p, _rw_extremum_jvp(highest))
+
+
+def _rw_batch(prim):
+    def rule(vals, dims, *, window_dimensions, window_strides, padding, base_dilation,
+             window_dilation):
+        """A window of size 1 along the batch dim."""
+        (x,), (d,) = vals, dims
+        return prim.bind(x, window_dimensions=insert_at(window_dimensions, d, 1),
+                         window_strides=insert_at(window_strides, d, 1),
+                         padding=insert_at(padding, d, (0, 0)),
+                         base_dilation=insert_at(base_dilation, d, 1),
+                         window_dilation=insert_at(window_dilation, d, 1)), d
+    return rule
+
+
+for _p in (reduce_window_sum_p, reduce_window_max_p, reduce_window_min_p):
+    _p.def_rule("batch", _rw_batch(_p))
 
 
 def _reduce_window(prim):

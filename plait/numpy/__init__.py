@@ -73,7 +73,8 @@ from plait.numpy.ufuncs import (  # noqa: E402
     bitwise_left_shift, right_shift, bitwise_right_shift, bitwise_count, isnan, isinf,
     isfinite, signbit, copysign, nextafter, conjugate, conj, heaviside, ldexp, modf, isposinf,
     isneginf, real, imag, angle, isreal, iscomplex, iscomplexobj, isrealobj, sinc, fix, round,
-    around, clip, where, nonzero, flatnonzero, argwhere, nan_to_num)
+    around, clip, where, nonzero, flatnonzero, argwhere, nan_to_num, isclose, allclose,
+    array_equal, array_equiv)
 from plait.numpy.reductions import (  # noqa: E402
     sum, prod, mean, var, std, max, min, amax, amin, ptp, argmax, argmin, any, all,
     count_nonzero, cumsum, cumprod, cumulative_sum, cumulative_prod, average, nansum, nanprod,
@@ -88,7 +89,7 @@ from plait.numpy.shapes import (  # noqa: E402
     expand_dims, broadcast_shapes, broadcast_to, broadcast_arrays, atleast_1d, atleast_2d,
     atleast_3d, concatenate, concat, stack, hstack, vstack, dstack, column_stack, split,
     array_split, hsplit, vsplit, dsplit, append, repeat, tile, flip, fliplr, flipud, roll,
-    rot90, resize, pad)
+    rot90, resize, pad, diff, ediff1d, unstack, rollaxis, isscalar)
 from plait.numpy import methods as _methods  # noqa: E402
 
 _methods.install()

@@ -23,7 +23,7 @@ from plait.core.trace import Tracer, get_aval, concrete_value
 from plait.errors import (PlaitIndexError, PlaitValueError, PlaitTypeError,
                           NonConcreteBooleanIndexError)
 from plait.numpy import _promote
-from plait.numpy._index_plan import IndexPlan, make_plan
+from plait.numpy._index_plan import IndexPlan, Item, make_plan
 
 
 # --- helpers ---------------------------------------------------------------------------
@@ -184,7 +184,6 @@ def _resliced(it, shape):
     """An item of a plan after its slice was applied: a full slice of the new size."""
     if it.kind != "slice":
         return it
-    from plait.numpy._index_plan import Item
     return Item("slice", (0, shape[it.dim], 1), it.dim)
 
 
@@ -321,7 +320,7 @@ def _index_arg(indices, name: str):
     return i
 
 
-def _apply_mode(i, n: int, mode: str, name: str):
+def _apply_mode(i, n: int, mode: str):
     """Indices for ``take``'s ``wrap``/``clip`` modes (already in range afterwards)."""
     if isinstance(i, Tracer):
         i = lax.convert_element_type(i, dtypes.int64)
@@ -354,7 +353,7 @@ def take(a, indices, axis: int | None = None, out=None, mode: str | None = None,
     if mode in ("wrap", "clip"):
         if n == 0:
             raise PlaitIndexError("cannot do a non-empty take from an empty axes.")
-        i, gmode = _apply_mode(i, n, mode, "take"), "clip"
+        i, gmode = _apply_mode(i, n, mode), "clip"
     elif mode in (None, "raise"):
         gmode = None
     elif mode == "fill":

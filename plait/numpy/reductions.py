@@ -18,7 +18,7 @@ from plait.core import dtypes
 from plait.core.trace import get_aval
 from plait.errors import PlaitTypeError, PlaitValueError
 from plait.numpy._promote import (arg, asarray_strong, cast, broadcast_to_shape, scalar_array,
-                                  static_axes, static_int, normalize_axis, is_python_scalar)
+                                  static_axes, normalize_axis, is_python_scalar)
 from plait.numpy import ufuncs as uf
 
 

@@ -633,3 +633,70 @@ def pad(array, pad_width, mode: str = "constant", **kwargs):
             raise PlaitValueError(f"pad: {e}") from None
         x = take_static(x, idx, ax)
     return x
+
+
+def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None):
+    """``n``-th discrete difference along ``axis`` (bool arrays use ``!=``, as NumPy)."""
+    from plait.numpy.ufuncs import subtract, not_equal
+    x = _arr(a, "diff")
+    n = static_int(n, "diff", "n")
+    if n < 0:
+        raise PlaitValueError(f"order must be non-negative but got {n}")
+    nd = len(_shape(x))
+    if nd == 0:
+        raise PlaitValueError("diff requires input that is at least one dimensional")
+    ax = normalize_axis(axis, nd, "diff")
+    parts = []
+    for extra in (prepend, x, append):
+        if extra is None:
+            continue
+        e = _arr(extra)
+        if len(_shape(e)) == 0:
+            s = list(_shape(x))
+            s[ax] = 1
+            e = broadcast_to_shape(e, tuple(s))
+        parts.append(e)
+    if len(parts) > 1:
+        x = concatenate(parts, axis=ax)
+    op = not_equal if get_aval(x).dtype == dtypes.bool_ else subtract
+    for _ in range(n):
+        m = _shape(x)[ax]
+        x = op(slice_axis(x, ax, slice(1, m)), slice_axis(x, ax, slice(0, builtins.max(m - 1, 0))))
+    return x
+
+
+def ediff1d(ary, to_end=None, to_begin=None):
+    """Differences between consecutive elements of the flattened array."""
+    d = diff(ravel(ary))
+    parts = [ravel(v) for v in (to_begin,) if v is not None] + [d] + \
+        [ravel(v) for v in (to_end,) if v is not None]
+    return concatenate([cast(p, get_aval(d).dtype) for p in parts]) if len(parts) > 1 else d
+
+
+def unstack(x, /, *, axis: int = 0) -> tuple:
+    """Split an array into a tuple of arrays along ``axis`` (removing it)."""
+    x = _arr(x, "unstack")
+    ax = normalize_axis(axis, len(_shape(x)), "unstack")
+    return tuple(squeeze(p, ax) for p in array_split(x, _shape(x)[ax], ax))
+
+
+def rollaxis(a, axis: int, start: int = 0):
+    """Roll ``axis`` backwards until it lies before ``start`` (use moveaxis instead)."""
+    x = _arr(a, "rollaxis")
+    nd = len(_shape(x))
+    ax = normalize_axis(axis, nd, "rollaxis")
+    start = static_int(start, "rollaxis", "start")
+    if start < 0:
+        start += nd
+    if not 0 <= start <= nd:
+        raise PlaitIndexError(f"start arg requires {-nd} <= start < {nd + 1} but {start} was passed in")
+    if ax < start:
+        start -= 1
+    if ax == start:
+        return x
+    return moveaxis(x, ax, start)
+
+
+def isscalar(element) -> bool:
+    """True for Python and NumPy scalars (not for arrays of any shape), as NumPy."""
+    return is_python_scalar(element) or isinstance(element, np.generic)

@@ -23,7 +23,7 @@ import numpy as np
 from plait import lax
 from plait.core import dtypes
 from plait.core.trace import Tracer, get_aval, concrete_value
-from plait.errors import PlaitTypeError, PlaitValueError, ConcretizationError
+from plait.errors import PlaitTypeError, PlaitValueError
 from plait.numpy._promote import (arg, is_python_scalar, cast, broadcast_shapes,
                                   broadcast_to_shape, scalar_array, promote_args, wrap,
                                   static_int)
@@ -713,3 +713,51 @@ def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf=None, neginf=None)
     out = _select(_isnan(x), _full(x, nan), x)
     out = _select(lax.eq(x, math.inf), _full(x, hi), out)
     return _select(lax.eq(x, -math.inf), _full(x, lo), out)
+
+
+def isclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
+    """Elementwise ``|a - b| <= atol + rtol * |b|`` (infinities equal only to themselves)."""
+    x, y = arg(a, "isclose"), arg(b, "isclose")
+    dt = np.result_type(*[np.dtype(dtypes.python_scalar_dtype(v)) if is_python_scalar(v)
+                          else get_aval(v).dtype for v in (x, y)], 1.0)
+    x, y = promote_args("isclose", cast(x, dt) if is_python_scalar(x) else x,
+                        cast(y, dt) if is_python_scalar(y) else y)
+    x, y = cast(x, dt), cast(y, dt)
+    finite = lax.bitwise_and(_isfinite(x), _isfinite(y))
+    close = less_equal(absolute(subtract(x, y)), add(atol, multiply(rtol, absolute(y))))
+    out = _select(finite, close, lax.eq(x, y))
+    if equal_nan:
+        out = lax.bitwise_or(out, lax.bitwise_and(_isnan(x), _isnan(y)))
+    return out
+
+
+def allclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
+    """Whether all elements are close (a bool 0-d array; ``bool()`` it eagerly)."""
+    return lax.reduce_and(_flat(isclose(a, b, rtol, atol, equal_nan)), (0,))
+
+
+def _flat(x):
+    return lax.reshape(x, (get_aval(x).size,))
+
+
+def array_equal(a1, a2, equal_nan: bool = False):
+    """Whether the arrays have the same shape and elements (a bool 0-d array)."""
+    x, y = arg(a1, "array_equal"), arg(a2, "array_equal")
+    sx = () if is_python_scalar(x) else get_aval(x).shape
+    sy = () if is_python_scalar(y) else get_aval(y).shape
+    if sx != sy:
+        return scalar_array(False, dtypes.bool_, False)
+    eq = equal(x, y)
+    if equal_nan:
+        eq = logical_or(eq, logical_and(isnan(x), isnan(y)))
+    return lax.reduce_and(_flat(eq), (0,))
+
+
+def array_equiv(a1, a2):
+    """Whether the arrays are broadcast-compatible and equal elementwise."""
+    x, y = arg(a1, "array_equiv"), arg(a2, "array_equiv")
+    try:
+        eq = equal(x, y)
+    except PlaitValueError:
+        return scalar_array(False, dtypes.bool_, False)
+    return lax.reduce_and(_flat(eq), (0,))

@@ -3,18 +3,21 @@
 A ``BatchTracer`` holds a value and the position of its batch dimension (``None``
 when the value is the same for every batch element). Each primitive's ``batch``
 rule, ``rule(vals, dims, **params) -> (out, out_dim)`` (lists of both for
-multiple-result primitives), computes the batched result directly.
+multiple-result primitives), computes the batched result directly; primitives
+whose operands are all unbatched are simply applied. Higher-order primitives batch
+their sub-graphs with :func:`batch_graph` (cached per graph and batch dims).
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable, Sequence
 
-from plait.core.graph import Graph, closure_convert
-from plait.core.pytree import tree_flatten, tree_unflatten, TreeDef
+from plait.core.graph import Graph, closure_convert, eval_graph
+from plait.core.pytree import tree_flatten, tree_unflatten
 from plait.core.staging import trace_to_graph
-from plait.core.trace import Trace, Tracer, new_main, full_raise, get_aval
+from plait.core.trace import Trace, Tracer, new_main, full_raise, full_lower, get_aval
 from plait.errors import PlaitValueError
-from plait.lax import _batch_helpers as bh
+from plait.lax._batch_helpers import move_batch_dim
 
 
 class BatchTracer(Tracer):
@@ -32,12 +35,10 @@ class BatchTracer(Tracer):
         a = get_aval(self.val)
         if self.batch_dim is None:
             return a
-        shape = a.shape[:self.batch_dim] + a.shape[self.batch_dim + 1:]
-        return a.update(shape=shape)
+        return a.update(shape=a.shape[:self.batch_dim] + a.shape[self.batch_dim + 1:])
 
     def full_lower(self):
         if self.batch_dim is None:
-            from plait.core.trace import full_lower
             return full_lower(self.val)
         return self
 
@@ -57,12 +58,37 @@ class BatchTrace(Trace):
             out = prim.bind(*vals, **params)
             outs = out if prim.multiple_results else [out]
             return [BatchTracer(self, o, None) for o in outs]
-        rule = prim.rule("batch")
-        out, out_dim = rule(vals, dims, axis_size=self.main.payload, **params) \
-            if getattr(rule, "wants_axis_size", False) else rule(vals, dims, **params)
+        out, out_dim = prim.rule("batch")(vals, dims, **params)
         if prim.multiple_results:
             return [BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
         return [BatchTracer(self, out, out_dim)]
+
+
+def batch_flat(fun: Callable, axis_size: int, vals: Sequence, in_dims: Sequence[int | None],
+               want_out_dims: int | Sequence[int | None] | None = None,
+               description: str = "vmap") -> tuple[list, list[int | None]]:
+    """Run ``fun(*vals)`` (a flat list of results) with ``vals[i]`` batched along
+    ``in_dims[i]``. Returns ``(outputs, their batch dims)``.
+
+    ``want_out_dims`` moves output batch dims: an int applies to every output, a
+    list gives one entry per output (``None`` keeps whatever the rules produced).
+    A requested dim is always present (unbatched outputs are broadcast).
+    """
+    with new_main(BatchTrace, axis_size, description=description) as main:
+        trace = BatchTrace(main)
+        outs = fun(*[BatchTracer(trace, v, d) for v, d in zip(vals, in_dims)])
+        res, dims = [], []
+        for i, o in enumerate(outs):
+            t = full_raise(trace, o)
+            want = want_out_dims if want_out_dims is None or isinstance(want_out_dims, int) \
+                else want_out_dims[i]
+            if want is None:
+                res.append(t.val)
+                dims.append(t.batch_dim)
+            else:
+                res.append(move_batch_dim(t.val, t.batch_dim, want, axis_size))
+                dims.append(want)
+    return res, dims
 
 
 def _broadcast_prefix(prefix, tree, what: str) -> list:
@@ -85,18 +111,32 @@ def _broadcast_prefix(prefix, tree, what: str) -> list:
                 walk(p[k], t[k])
             return
         raise PlaitValueError(f"vmap {what} specification {prefix!r} is not a prefix of the "
-                              f"argument structure {td}")
+                              f"structure {td}: give one int/None per leaf, or a tuple, list "
+                              f"or dict matching the structure")
     walk(prefix, tree)
     return out
+
+
+def _check_spec(spec, what: str) -> None:
+    leaves, _ = tree_flatten(spec)
+    for x in leaves:
+        if not isinstance(x, int) or isinstance(x, bool):
+            raise PlaitValueError(f"vmap {what} entries must be ints or None, got {x!r}")
 
 
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0,
          axis_size: int | None = None) -> Callable:
     """Vectorize ``fun`` over a new axis of its arguments (``in_axes``) and results.
 
-    ``in_axes`` is an int, None (not batched) or a pytree prefix of the arguments;
-    ``out_axes`` likewise for the results.
+    ``in_axes`` is an int (every argument is mapped along that axis; negative counts
+    from the end), ``None`` (not mapped) or a pytree prefix of the positional
+    arguments (a tuple with one entry per argument, nested as deep as needed).
+    ``out_axes`` likewise for the results (``None``: the result must not depend on
+    the mapped axis). ``axis_size`` is needed only when no argument is mapped.
     """
+    _check_spec(in_axes, "in_axes")
+    _check_spec(out_axes, "out_axes")
+
     def batched(*args):
         in_spec = tuple(in_axes) if isinstance(in_axes, list) else in_axes
         if isinstance(in_spec, tuple) and len(in_spec) != len(args):
@@ -118,37 +158,40 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0,
             sizes.add(a.shape[d])
             norm_dims.append(d)
         if axis_size is not None:
-            sizes.add(axis_size)
+            sizes.add(int(axis_size))
         if len(sizes) != 1:
             raise PlaitValueError(
-                "vmap got inconsistent sizes for the mapped axes: "
-                f"{sorted(sizes)}" if sizes else
-                "vmap needs at least one mapped argument or axis_size=")
+                f"vmap got inconsistent sizes for the mapped axes: {sorted(sizes)}" if sizes
+                else "vmap needs at least one mapped argument, or axis_size=")
         size = sizes.pop()
-        out_tree_box: list[TreeDef] = []
+        out_box: list = []
 
         def flat_fun(*xs):
             out = fun(*tree_unflatten(in_tree, xs))
             ol, otd = tree_flatten(out)
-            out_tree_box.append((otd, out))
+            out_box.append((otd, out))
             return ol
 
-        # out_axes need the output structure: run, then move dims.
-        with new_main(BatchTrace, size, description=f"vmap of {getattr(fun, '__name__', fun)}") as main:
-            trace = BatchTrace(main)
-            tracers = [BatchTracer(trace, a, d) for a, d in zip(leaves, norm_dims)]
-            outs = flat_fun(*tracers)
-            otd, out_obj = out_tree_box[0]
-            want = _broadcast_prefix(out_axes, out_obj, "out_axes")
-            results = []
-            for o, w in zip(outs, want):
-                t = full_raise(trace, o)
-                if w is None and t.batch_dim is not None:
-                    raise PlaitValueError("vmap out_axes=None requires an output that does "
-                                          "not depend on the mapped axis")
-                if w is not None:
-                    w = w % (get_aval(t.val).ndim + (1 if t.batch_dim is None else 0))
-                results.append(bh.move_batch_dim(t.val, t.batch_dim, w, size))
+        name = getattr(fun, "__name__", "a function")
+        outs, out_dims = batch_flat(flat_fun, size, leaves, norm_dims,
+                                    description=f"vmap of {name}")
+        otd, out_obj = out_box[0]
+        want = _broadcast_prefix(out_axes, out_obj, "out_axes")
+        results = []
+        for o, d, w in zip(outs, out_dims, want):
+            if w is None:
+                if d is not None:
+                    raise PlaitValueError(
+                        f"vmap of {name}: out_axes=None for an output that depends on the "
+                        f"mapped axis; give it an axis, or make it independent of the "
+                        f"mapped inputs")
+                results.append(o)
+                continue
+            nd = get_aval(o).ndim + (1 if d is None else 0)
+            if not -nd <= w < nd:
+                raise PlaitValueError(f"vmap out_axes {w} is out of range for a result of "
+                                      f"rank {nd} (batch axis included)")
+            results.append(move_batch_dim(o, d, w % nd, size))
         return tree_unflatten(otd, results)
 
     batched.__name__ = f"vmap_{getattr(fun, '__name__', 'fn')}"
@@ -156,17 +199,25 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0,
     return batched
 
 
+_GRAPH_CACHE: "weakref.WeakKeyDictionary[Graph, dict]" = weakref.WeakKeyDictionary()
+
+
 def batch_graph(graph: Graph, axis_size: int, in_dims: Sequence[int | None],
                 want_out_dims: Sequence[int | None] | None = None
                 ) -> tuple[Graph, list[int | None], list]:
-    """Batch a closure-converted graph: returns (graph, output batch dims, extra consts).
+    """Batch a const-free graph: returns ``(graph, output batch dims, extra consts)``.
 
-    The batched graph takes the extra consts (values the batch rules closed over)
-    as leading inputs, then the original inputs.
-
-    Outputs keep whatever batch dim the rules produced unless ``want_out_dims`` is
-    given (an int moves the dim there; the graph then always has it batched).
+    The batched graph takes the extra consts (arrays the batch rules created) as
+    leading inputs, then the original inputs with batch dims at ``in_dims``.
+    Outputs keep whatever batch dim the rules produced unless ``want_out_dims``
+    gives one (an int moves the dim there; the output is then always batched).
+    Results are cached per graph, axis size and dims.
     """
+    key = (axis_size, tuple(in_dims), None if want_out_dims is None else tuple(want_out_dims))
+    per_graph = _GRAPH_CACHE.setdefault(graph, {})
+    hit = per_graph.get(key)
+    if hit is not None:
+        return hit
     in_avals = []
     for v, d in zip(graph.invars, in_dims):
         a = v.aval
@@ -176,24 +227,15 @@ def batch_graph(graph: Graph, axis_size: int, in_dims: Sequence[int | None],
     out_dims_box: list = []
 
     def flat(*xs):
-        with new_main(BatchTrace, axis_size, description="vmap") as main:
-            trace = BatchTrace(main)
-            tracers = [BatchTracer(trace, x, d) for x, d in zip(xs, in_dims)]
-            from plait.core.graph import eval_graph
-            outs = eval_graph(graph, [], *tracers)
-            res, dims = [], []
-            for i, o in enumerate(outs):
-                t = full_raise(trace, o)
-                if want_out_dims is not None and want_out_dims[i] is not None:
-                    res.append(bh.move_batch_dim(t.val, t.batch_dim, want_out_dims[i], axis_size))
-                    dims.append(want_out_dims[i])
-                else:
-                    res.append(t.val)
-                    dims.append(t.batch_dim)
-            out_dims_box.append(dims)
-            return res
-    closed, _ = trace_to_graph(flat, in_avals, description="vmap of a sub-graph")
-    return closure_convert(closed), out_dims_box[0], closed.consts
+        outs, dims = batch_flat(lambda *ts: eval_graph(graph, [], *ts), axis_size, xs,
+                                in_dims, want_out_dims, description="vmap of a sub-graph")
+        out_dims_box.append(dims)
+        return outs
+    closed, _ = trace_to_graph(flat, in_avals, description="vmap of a sub-graph",
+                               name=graph.name)
+    result = (closure_convert(closed), out_dims_box[0], list(closed.consts))
+    per_graph[key] = result
+    return result
 
 
-__all__ = ["vmap", "BatchTrace", "BatchTracer", "batch_graph"]
+__all__ = ["vmap", "BatchTrace", "BatchTracer", "batch_graph", "batch_flat"]

@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 
 from plait.core import trace as _trace
 from plait.core.ad_util import Zero
-from plait.core.graph import closure_convert, eval_graph_impl
+from plait.core.graph import closure_convert, run_graph
 from plait.core.primitive import new_primitive
 from plait.core.pytree import tree_flatten, tree_unflatten
 from plait.core.staging import trace_to_graph
@@ -36,7 +36,7 @@ def _abstract(*avals, graph, **_):
 
 
 def _impl(*args, graph, **_):
-    return eval_graph_impl(graph, [], args)
+    return run_graph(graph, args)
 
 
 def _num_consts(graph, n_args: int) -> int:

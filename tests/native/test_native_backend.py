@@ -53,6 +53,17 @@ def test_matmul_bias_selu_is_one_kernel():
     np.testing.assert_allclose(np.asarray(c(x, w, b)), ref, rtol=1e-5, atol=1e-5)
 
 
+def test_operand_read_twice_and_output_read_again():
+    """Regression: two refinements of one parent view (x . x), and an output reread."""
+    def f(a, b):
+        t = lax.sub(a, b)
+        return t, lax.dot(t, t), lax.dot(a, a)
+    a, b = np.arange(5.0), np.ones(5)
+    t, tt, aa = plait.jit(f, backend="native")(a, b)
+    np.testing.assert_allclose(np.asarray(t), a - b)
+    assert float(tt) == (a - b) @ (a - b) and float(aa) == a @ a
+
+
 def test_every_stage_prints():
     x = np.ones((4, 4), np.float32)
     c = _native(lambda x: lax.tanh(lax.add(x, x)), x)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -159,14 +159,6 @@ def R(dts: Sequence[str], kind: str = "normal", axes=(None, 0, -1, (0, 2)), **kw
     cases += [Case((A((2, 3, 4), dts[-1], kind),), dict(axis=ax, **kw)) for ax in axes]
     cases.append(Case((A((2, 3, 4), dts[-1], kind),), dict(axis=1, keepdims=True, **kw)))
     return cases
-
-
-def _np_reduce_where(f):
-    return lambda a, **kw: f(a, **kw)
-
-
-def _arr(shape, dt="float64", kind="normal"):
-    return A(shape, dt, kind)
 
 
 # --- the table --------------------------------------------------------------------------------
@@ -350,7 +342,7 @@ add("max_initial_where", pnp.max, np.max,
     [Case((A((3, 4), d),), dict(axis=1, initial=-5, where=np.array([True, False, True, False])))
      for d in ("int32", "float32")], "exact")
 add("any_where", pnp.any, np.any,
-    [Case((A((3, 4), "unit" and "int8", "unit"),), dict(axis=0, where=np.array([True, False, True, True])))],
+    [Case((A((3, 4), "int8", "unit"),), dict(axis=0, where=np.array([True, False, True, True])))],
     "exact")
 add("prod_initial", pnp.prod, np.prod, [Case((A((3, 4), "int32", "small"),), dict(initial=2))],
     "exact")
@@ -575,6 +567,26 @@ for nm, f in [
         ("idx_all", lambda x: x[...]), ("idx_mixed", lambda x: x[1, None, 1:3, -1])]:
     add(nm, f, f, [Case((A((3, 4, 5), "float32"),)), Case((A((3, 4, 5), "int8"),))])
 
+
+add("isclose", pnp.isclose, np.isclose,
+    [Case((A((3, 4), "float32", "special"), A((3, 4), "float32", "special"))),
+     Case((A((3, 4), "float64", "special"), A((4,), "float64")), dict(equal_nan=True)),
+     Case((A((4,), "int32"), A((4,), "int32"))), Case((A((4,), "float16"), 1.0), dict(rtol=0.5))])
+add("allclose", pnp.allclose, np.allclose,
+    [Case((A((3, 4), "float32"), A((3, 4), "float32"))), Case((A((3,), "float64"), 1.0), dict(atol=10.0))])
+add("array_equal", pnp.array_equal, np.array_equal,
+    [Case((A((3,), "int8", "unit"), A((3,), "int8", "unit"))), Case((A((3,), "int8"), A((4,), "int8"))),
+     Case((A((3,), "float64", "special"), A((3,), "float64", "special")), dict(equal_nan=True))])
+add("array_equiv", pnp.array_equiv, np.array_equiv,
+    [Case((A((2, 3), "int8", "unit"), A((3,), "int8", "unit"))), Case((A((2, 3), "int8"), A((2,), "int8")))])
+add("diff", pnp.diff, np.diff,
+    [Case((A((3, 5), d),)) for d in ("float32", "int8", "uint8", "bool")]
+    + [Case((A((3, 5), "float64"),), dict(n=2, axis=0)), Case((A((5,), "int32"),), dict(prepend=0, append=[7, 8])),
+       Case((A((4,), "float64"),), dict(n=5))])
+add("ediff1d", pnp.ediff1d, np.ediff1d, [Case((A((2, 3), "float32"),)), Case((A((4,), "int8"),), dict(to_begin=[1, 2], to_end=3))])
+add("unstack", pnp.unstack, np.unstack, [Case((A((3, 2), "float32"),)), Case((A((3, 2, 4), "int8"),), dict(axis=-1))])
+add("rollaxis", pnp.rollaxis, np.rollaxis, [Case((A((2, 3, 4, 5), "float32"), 3, 1)), Case((A((2, 3, 4), "int8"), 0, 3))])
+add("isscalar", lambda x: pnp.isscalar(x), np.isscalar, [Case((1.5,)), Case((np.float32(2),)), Case((A((2,), "int8"),))], jit=False)
 
 # --- entries appended by other engineers ----------------------------------------------------------
 def _load_extra() -> list:

@@ -111,13 +111,7 @@ def test_op_table_size():
     assert len(CASES) >= 1200
 
 
-# Known native-backend bug (reported to the lead): the C renderer redefines a scalar
-# temporary (``s__t38_6``) in fused kernels with several select/fmod chains. strict=True
-# makes these fail loudly once the backend is fixed, so the marks get removed.
-NATIVE_KNOWN_BUGS = {"floor_divide-12", "divmod-8", "hypot-5", "nanvar-5", "op_rdivmod-2"}
-NATIVE_CASES = [pytest.param(op, i, case, id=f"{op.name}-{i}", marks=[pytest.mark.xfail(
-    reason="native backend: C temporary redefined (plait bug, reported)", strict=True)]
-    if f"{op.name}-{i}" in NATIVE_KNOWN_BUGS else []) for op, i, case in CASES[::37]]
+NATIVE_CASES = [pytest.param(op, i, case, id=f"{op.name}-{i}") for op, i, case in CASES[::37]]
 
 
 @pytest.mark.parametrize("op,i,case", NATIVE_CASES)

@@ -1,15 +1,12 @@
 """NEP 50 promotion against NumPy, NumPy-worded errors, and operators on arrays/tracers."""
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 
 import plait
 import plait.numpy as pnp
-from plait.errors import (PlaitError, PlaitTypeError, PlaitValueError, PlaitIndexError,
-                          NonConcreteBooleanIndexError)
+from plait.errors import PlaitError, PlaitTypeError, PlaitValueError, PlaitIndexError
 
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "float32", "float64", "complex64", "complex128"]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ctypes
 import time
+import weakref
 
 import numpy as np
 
@@ -10,7 +11,7 @@ from plait.backends.native.partition import HostStep, KernelStep, partition
 from plait.codegen.c_pymodule import module_source
 from plait.codegen.c_stripe import PRELUDE, render_program
 from plait.codegen.toolchain import build_shared_object, require_toolchain
-from plait.core.graph import ClosedGraph, Literal
+from plait.core.graph import ClosedGraph, Literal, reset_graph_runner, set_graph_runner
 from plait.core.printer import pp_graph
 from plait.passes.inline import inline
 from plait.runtime import kernel_cache, metrics
@@ -117,7 +118,11 @@ class NativeExecutable:
                     fn(extra(*[a.__array_interface__["data"][0] for a in arrays]))
             else:
                 params, multi = extra
-                r = fn(*[env[i] if k == "var" else i for k, i in ins], **params)
+                token = set_graph_runner(_run_subgraph)    # sub-graphs run natively too
+                try:
+                    r = fn(*[env[i] if k == "var" else i for k, i in ins], **params)
+                finally:
+                    reset_graph_runner(token)
                 if multi:
                     for s, x in zip(outs, r):
                         env[s] = np.asarray(x)
@@ -200,6 +205,17 @@ def compile_native(closed: ClosedGraph) -> NativeExecutable:
         lib = kernel_cache.get_or_build(key, lambda out: build_shared_object(full, out, tc))
     metrics.bump("native_compile_s", time.perf_counter() - t0)
     return NativeExecutable(closed, steps, stripe, source, lib, module)
+
+
+_SUBGRAPHS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _run_subgraph(graph, args) -> list:
+    """Run a control-flow body or branch with its cached native executable."""
+    exe = _SUBGRAPHS.get(graph)
+    if exe is None:
+        exe = _SUBGRAPHS[graph] = compile_native(ClosedGraph(graph, []))
+    return exe(*[np.asarray(a) for a in args])
 
 
 def _load_module(name: str, path: str):

@@ -17,13 +17,13 @@ import numpy as np
 from plait.core import dtypes
 from plait.core.aval import ShapedArray
 from plait.core.ad_util import Zero, UndefinedPrimal
-from plait.core.graph import Graph, Var, eval_graph, eval_graph_impl
+from plait.core.graph import Graph, Var, eval_graph, run_graph
 from plait.core.primitive import new_primitive
 from plait.core.pytree import tree_unflatten
 from plait.core.staging import trace_to_graph
 from plait.core.trace import cur_stack, get_aval, is_tracer, concrete_value
 from plait.errors import ControlFlowError, PlaitTypeError, PlaitValueError
-from plait.lax.control_flow.common import (trace_fun, flatten_operands, check_tree,
+from plait.lax.control_flow.common import (TracedFun, trace_fun, flatten_operands, check_tree,
                                            join_weak, same_type, dedupe_consts,
                                            convert_outputs, select_inputs, check_operands,
                                            dce_sub, jvp_graph, closed_to_traced)
@@ -49,7 +49,7 @@ def _cond_abstract(index: ShapedArray, *ops: ShapedArray, branches: tuple):
 
 def _cond_impl(index, *ops, branches: tuple):
     i = int(np.clip(index, 0, len(branches) - 1))
-    return eval_graph_impl(branches[i], [], ops)
+    return run_graph(branches[i], ops)
 
 
 cond_p.def_abstract_eval(_cond_abstract)
@@ -268,6 +268,40 @@ def _cond_transpose(cts, index, *ops, branches):
     return [None] + [next(outs) if lin else None for lin in linear]
 
 
+def _cond_batch(vals, dims, *, branches):
+    """An unbatched index picks one batched branch. A batched index runs every branch
+    on the whole batch and selects each lane's result (so both sides are computed)."""
+    from plait.transforms.batching import batch_graph
+    from plait.lax._batch_helpers import batch_size, move_batch_dim
+    from plait.lax.elementwise import select, eq, clamp
+    from plait.lax.shape_ops import broadcast_in_dim
+    index, ops = vals[0], vals[1:]
+    index_d, ops_d = dims[0], list(dims[1:])
+    size = batch_size(vals, dims)
+    n_out = len(branches[0].outvars)
+    if index_d is None:
+        batched = [False] * n_out
+        for b in branches:
+            batched = [x or d is not None for x, d in zip(batched, batch_graph(b, size, ops_d)[1])]
+        want = [0 if x else None for x in batched]
+        traced = [TracedFun(g, k, None) for g, _, k in
+                  (batch_graph(b, size, ops_d, want) for b in branches)]
+        consts, graphs = dedupe_consts(traced)
+        return cond_p.bind(index, *consts, *ops, branches=tuple(graphs)), want
+    results = []
+    for b in branches:
+        g, _, k = batch_graph(b, size, ops_d, [0] * n_out)
+        results.append(eval_graph(g, [], *k, *ops))
+    index = clamp(0, move_batch_dim(index, index_d, 0, size), len(branches) - 1)
+    out = results[0]
+    for i, res in enumerate(results[1:], 1):
+        pick = eq(index, i)
+        out = [select(broadcast_in_dim(pick, get_aval(r).shape, (0,)), r, o)
+               for r, o in zip(res, out)]
+    return out, [0] * n_out
+
+
 cond_p.def_rule("jvp", _cond_jvp)
 cond_p.def_rule("partial_eval", _cond_partial_eval)
 cond_p.def_rule("transpose", _cond_transpose)
+cond_p.def_rule("batch", _cond_batch)

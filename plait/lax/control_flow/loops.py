@@ -12,7 +12,7 @@ from typing import Callable
 
 from plait.core import dtypes
 from plait.core.ad_util import Zero
-from plait.core.graph import Graph, Var, eval_graph_impl
+from plait.core.graph import Graph, Var, run_graph
 from plait.core.primitive import new_primitive
 from plait.core.pytree import TreeDef, tree_unflatten
 from plait.core.trace import get_aval, is_tracer, concrete_value
@@ -45,8 +45,8 @@ def _while_abstract(*avals, cond_graph, body_graph, cond_nconsts, body_nconsts):
 def _while_impl(*args, cond_graph, body_graph, cond_nconsts, body_nconsts):
     cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
     cc, bc, carry = list(cc), list(bc), list(carry)
-    while eval_graph_impl(cond_graph, [], cc + carry)[0]:
-        carry = eval_graph_impl(body_graph, [], bc + carry)
+    while run_graph(cond_graph, cc + carry)[0]:
+        carry = run_graph(body_graph, bc + carry)
     return carry
 
 
@@ -267,6 +267,72 @@ def _while_transpose(cts, *args, **params):
         "reverse-differentiable; forward mode (jvp, jacfwd) works with while_loop.")
 
 
+def _while_batch(vals, dims, *, cond_graph, body_graph, cond_nconsts, body_nconsts):
+    """Carries that become batched are found by a fixed point. An unbatched predicate
+    keeps one loop; a batched one loops while any lane runs, and a lane whose
+    predicate is false keeps its carry (finished lanes are frozen by a select)."""
+    from plait.transforms.batching import batch_graph
+    from plait.lax._batch_helpers import batch_size, move_batch_dim
+    size = batch_size(vals, dims)
+    cc, bc, init = _split(vals, cond_nconsts, body_nconsts)
+    cc_d, bc_d, init_d = (list(x) for x in _split(dims, cond_nconsts, body_nconsts))
+    carry_b = [d is not None for d in init_d]
+    for _ in range(len(carry_b) + 1):
+        out_d = batch_graph(body_graph, size, bc_d + [0 if b else None for b in carry_b])[1]
+        new = [b or d is not None for b, d in zip(carry_b, out_d)]
+        if new == carry_b:
+            break
+        carry_b = new
+    carry_d = [0 if b else None for b in carry_b]
+    pred_batched = batch_graph(cond_graph, size, cc_d + carry_d)[1][0] is not None
+    if pred_batched:
+        carry_d = [0] * len(carry_b)
+    init = [move_batch_dim(x, d, w, size) for x, d, w in zip(init, init_d, carry_d)]
+    body_g, _, body_k = batch_graph(body_graph, size, bc_d + carry_d, carry_d)
+    cond_g, _, cond_k = batch_graph(cond_graph, size, cc_d + carry_d)
+    cond_ops, body_ops = list(cond_k) + list(cc), list(body_k) + list(bc)
+    if not pred_batched:
+        outs = while_p.bind(*cond_ops, *body_ops, *init, cond_graph=cond_g, body_graph=body_g,
+                            cond_nconsts=len(cond_ops), body_nconsts=len(body_ops))
+        return outs, carry_d
+    cond_t, body_t = _lanewise_loop(cond_g, body_g, cond_ops, body_ops, init)
+    outs = while_p.bind(*cond_t.consts, *cond_ops, *body_t.consts, *cond_ops, *body_ops,
+                        *init, cond_graph=cond_t.graph, body_graph=body_t.graph,
+                        cond_nconsts=cond_t.num_consts + len(cond_ops),
+                        body_nconsts=body_t.num_consts + len(cond_ops) + len(body_ops))
+    return outs, carry_d
+
+
+def _lanewise_loop(cond_g: Graph, body_g: Graph, cond_ops: list, body_ops: list, init: list):
+    """Loop graphs for a batched predicate (lanes at dim 0): ``cond`` is 'any lane
+    runs'; ``body`` takes the cond operands too and updates only running lanes."""
+    from plait.core.graph import eval_graph
+    from plait.core.staging import trace_to_graph
+    from plait.lax.control_flow.common import closed_to_traced
+    from plait.lax.elementwise import select
+    from plait.lax.reductions import reduce_or
+    from plait.lax.shape_ops import broadcast_in_dim
+    nc, nb = len(cond_ops), len(body_ops)
+
+    def cond(*args):
+        return [reduce_or(eval_graph(cond_g, [], *args)[0], (0,))]
+
+    def body(*args):
+        c_ops, b_ops, carry = args[:nc], args[nc:nc + nb], args[nc + nb:]
+        running = eval_graph(cond_g, [], *c_ops, *carry)[0]
+        new = eval_graph(body_g, [], *b_ops, *carry)
+        return [select(broadcast_in_dim(running, get_aval(c).shape, (0,)), n, c)
+                for n, c in zip(new, carry)]
+    c_avals = [get_aval(x) for x in cond_ops]
+    b_avals = [get_aval(x) for x in body_ops]
+    carry_avals = [get_aval(x) for x in init]
+    cond_c, _ = trace_to_graph(cond, c_avals + carry_avals, description="vmap of a while cond")
+    body_c, _ = trace_to_graph(body, c_avals + b_avals + carry_avals,
+                               description="vmap of a while body")
+    return closed_to_traced(cond_c), closed_to_traced(body_c)
+
+
 while_p.def_rule("jvp", _while_jvp)
 while_p.def_rule("partial_eval", _while_partial_eval)
 while_p.def_rule("transpose", _while_transpose)
+while_p.def_rule("batch", _while_batch)

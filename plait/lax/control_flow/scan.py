@@ -14,7 +14,7 @@ import numpy as np
 
 from plait.core.ad_util import Zero, UndefinedPrimal
 from plait.core.aval import ShapedArray
-from plait.core.graph import Graph, eval_graph, eval_graph_impl
+from plait.core.graph import Graph, eval_graph, run_graph
 from plait.core.primitive import new_primitive
 from plait.core.pytree import TreeDef, tree_unflatten
 from plait.core.staging import trace_to_graph
@@ -53,7 +53,7 @@ def _scan_impl(*args, graph, length, reverse, num_consts, num_carry, unroll):
     ys = [np.empty((length,) + a.shape, a.dtype) for a in y_avals]
     for k in range(length):
         i = length - 1 - k if reverse else k
-        outs = eval_graph_impl(graph, [], consts + carry + [x[i] for x in xs])
+        outs = run_graph(graph, consts + carry + [x[i] for x in xs])
         carry = outs[:num_carry]
         for buf, y in zip(ys, outs[num_carry:]):
             buf[i] = y
@@ -348,6 +348,33 @@ def _scan_transpose(cts, *args, graph, length, reverse, num_consts, num_carry, u
             + [next(xi) if l else None for l in x_lin])
 
 
+def _scan_batch(vals, dims, *, graph, length, reverse, num_consts, num_carry, unroll):
+    """Scanned operands get the batch dim at 1 (the body sees it at 0); carries that
+    become batched are found by a fixed point and kept at 0; ``ys`` keep the body's
+    batch dim, one place later."""
+    from plait.transforms.batching import batch_graph
+    from plait.lax._batch_helpers import batch_size, move_batch_dim
+    size = batch_size(vals, dims)
+    consts, init, xs = _split_args(vals, num_consts, num_carry)
+    c_d, init_d, xs_d = _split_args(dims, num_consts, num_carry)
+    xs = [x if d is None else move_batch_dim(x, d, 1, size) for x, d in zip(xs, xs_d)]
+    x_in = [None if d is None else 0 for d in xs_d]
+
+    def step(carry_b):
+        carry_d = [0 if b else None for b in carry_b]
+        out_d = batch_graph(graph, size, c_d + carry_d + x_in)[1]
+        return None, [d is not None for d in out_d[:num_carry]]
+    _, carry_b = _carry_fixed_point(step, [d is not None for d in init_d])
+    carry_d = [0 if b else None for b in carry_b]
+    ny = len(graph.outvars) - num_carry
+    g, out_d, k = batch_graph(graph, size, c_d + carry_d + x_in, carry_d + [None] * ny)
+    init = [move_batch_dim(x, d, w, size) for x, d, w in zip(init, init_d, carry_d)]
+    outs = scan_p.bind(*k, *consts, *init, *xs, graph=g, length=length, reverse=reverse,
+                       num_consts=len(k) + num_consts, num_carry=num_carry, unroll=unroll)
+    return outs, carry_d + [None if d is None else d + 1 for d in out_d[num_carry:]]
+
+
 scan_p.def_rule("jvp", _scan_jvp)
 scan_p.def_rule("partial_eval", _scan_partial_eval)
 scan_p.def_rule("transpose", _scan_transpose)
+scan_p.def_rule("batch", _scan_batch)

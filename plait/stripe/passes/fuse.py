@@ -60,12 +60,17 @@ def _rename_view(b: Block, old: str, new: str) -> Block:
     return replace(b, refs=refs, stmts=tuple(stmts))
 
 
+def _tiled(b: Block, tile: dict) -> Block:
+    """``apply_tile`` with unit indexes pruned from both levels."""
+    outer = apply_tile(b, tile, inner_tags=("fused_inner",))
+    return prune_unit_idxs(replace(outer, stmts=(prune_unit_idxs(outer.stmts[0]),)))
+
+
 def _outer_on(b: Block, keep: set[str]) -> Block:
     """``b`` tiled so its outer indexes are exactly ``keep`` (others move inside)."""
     if set(b.idx_names) <= keep:
         return b
-    t = {ix.name: (1 if ix.name in keep else ix.range) for ix in b.idxs}
-    return prune_unit_idxs(apply_tile(b, t, inner_tags=("fused_inner",)))
+    return _tiled(b, {ix.name: (1 if ix.name in keep else ix.range) for ix in b.idxs})
 
 
 def fuse_two(s: Block, t: Block, x_main: str) -> Optional[Block]:
@@ -91,8 +96,7 @@ def fuse_two(s: Block, t: Block, x_main: str) -> Optional[Block]:
         ren[pt[0]] = ps[0]
         plan[pt[0]] = ps[1] // pt[1]
     tile = {ix.name: plan.get(ix.name, ix.range) for ix in t.idxs}
-    t2 = t if all(v == 1 for v in plan.values()) and set(plan) == set(t.idx_names) else \
-        prune_unit_idxs(apply_tile(t, tile, inner_tags=("fused_inner",)))
+    t2 = _tiled(t, tile)  # T's statements always go one level down: no scalar clashes
     if t2.constraints:
         return None
     t2 = _rename_block(t2, ren)

@@ -1,0 +1,134 @@
+"""The benchmark suite: ``python -m benchmarks [--quick] [--backend native|interp]``.
+
+Runs the workloads of /work/shared/WORKLOADS.md (W1-W7) in one process, each
+system interleaved with the others, checks that all systems compute the same
+numbers (each row states its tolerance) and prints a markdown table of median
+times with ratios to ``plait.jit``, the first-call (trace + compile) times, the
+VGG19 equation counts (Julia paper, Figure 9) and the lazy-training report (W6).
+Peers: NumPy always; JAX (``jax.jit``) when installed.
+
+``--only w1,w5`` picks workloads; ``--smoke`` shrinks every size (for tests).
+Exit status 1 when any workload failed its check or raised.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+
+import plait
+from benchmarks.common import SYSTEMS, Config, Row
+from benchmarks.harness import fmt_time, optional_import
+
+WORKLOADS = [
+    ("w1", "benchmarks.w1_mlp", "run"),
+    ("w2", "benchmarks.w2_selu", "run"),
+    ("w3", "benchmarks.w3_newton_cg", "run"),
+    ("w4", "benchmarks.w4_allcnn", "run"),
+    ("w5", "benchmarks.w5_vgg19", "run"),
+    ("w6", "benchmarks.lazy_training", "run"),
+    ("w7", "benchmarks.eager_overhead", "run_w7"),
+]
+
+
+def _run_one(key: str, module: str, fn: str, cfg: Config):
+    """``(rows, extra_text)`` of one workload."""
+    mod = importlib.import_module(module)
+    if key == "w6":
+        steps = 5 if cfg.smoke else 50 if cfg.quick else 200
+        return [], mod.run(steps)
+    out = getattr(mod, fn)(cfg)
+    if isinstance(out, tuple):
+        return out
+    return out, ""
+
+
+def markdown(rows: list[Row]) -> str:
+    """The results table: time of plait.jit, then each peer's time and ratio to it."""
+    systems = [s for s in SYSTEMS if any(s in r.times for r in rows)]
+    firsts = [s for s in ("plait.jit", "jax.jit") if any(s in r.first_call for r in rows)]
+    head = (["workload"] + systems + [f"{s} first call" for s in firsts] + ["check", "note"])
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = [r.workload]
+        base = r.times.get("plait.jit")
+        for s in systems:
+            t = r.times.get(s)
+            if t is None:
+                cells.append("-")
+            elif s == "plait.jit" or base is None:
+                cells.append(fmt_time(t))
+            else:
+                cells.append(f"{fmt_time(t)} ({t / base:.2f}x)")
+        cells += [fmt_time(r.first_call[s]) if s in r.first_call else "-" for s in firsts]
+        cells += [r.check or "-", r.note or ""]
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def header(cfg: Config) -> str:
+    jax = optional_import("jax")
+    torch = optional_import("torch")
+    peers = ["numpy " + np.__version__]
+    peers.append(f"jax {jax.__version__}" if jax else "jax not installed")
+    peers.append(f"torch {torch.__version__} (no workloads written for it yet)" if torch
+                 else "torch not installed")
+    mode = "smoke" if cfg.smoke else "quick" if cfg.quick else "full"
+    return (f"# plait benchmarks ({mode}; backend {cfg.backend}; {os.cpu_count()} CPUs; "
+            f"python {platform.python_version()})\n\npeers: {', '.join(peers)}\n\n"
+            f"Times are medians of interleaved runs; (Nx) = system time / plait.jit time, "
+            f"so > 1 means plait.jit is faster. First call = trace + compile + one run.")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks",
+                                 description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small repetitions (< 3 min)")
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes, for tests")
+    ap.add_argument("--backend", choices=["native", "interp"], default=None,
+                    help="plait.jit backend (default: plait.config)")
+    ap.add_argument("--only", default="", help="comma-separated workloads, e.g. w1,w5")
+    args = ap.parse_args(argv)
+    if args.backend:
+        plait.config.backend = args.backend
+    cfg = Config(quick=args.quick or args.smoke, smoke=args.smoke,
+                 backend=plait.config.resolved_backend())
+    only = {s.strip().lower() for s in args.only.split(",") if s.strip()}
+    unknown = only - {k for k, _, _ in WORKLOADS}
+    if unknown:
+        ap.error(f"unknown workload(s) {sorted(unknown)}; choose from "
+                 f"{[k for k, _, _ in WORKLOADS]}")
+    print(header(cfg), flush=True)
+    rows, extras, failures = [], [], []
+    t_all = time.perf_counter()
+    for key, module, fn in WORKLOADS:
+        if only and key not in only:
+            continue
+        t0 = time.perf_counter()
+        try:
+            r, text = _run_one(key, module, fn, cfg)
+        except Exception as e:  # report and go on: one broken workload must not hide the rest
+            msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            failures.append(key)
+            rows.append(Row(f"{key.upper()} FAILED", check=f"{type(e).__name__}: {msg}"[:200]))
+            print(f"{key}: FAILED ({type(e).__name__}: {msg})", file=sys.stderr, flush=True)
+            continue
+        rows += r
+        if text:
+            extras.append(text)
+        print(f"{key}: done in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
+    print("\n" + markdown(rows))
+    for text in extras:
+        print("\n```\n" + text + "\n```")
+    print(f"\ntotal {time.perf_counter() - t_all:.1f} s"
+          + (f"; FAILED: {', '.join(failures)}" if failures else ""))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

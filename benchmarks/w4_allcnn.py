@@ -1,0 +1,85 @@
+"""W4 — All-convolutional CIFAR-10 SGD step (JAX paper, Table 2; /work/shared/WORKLOADS.md).
+
+Springenberg et al.'s All-CNN-C (``plait.example_libraries.models.AllCNNC``), NHWC,
+batch 32 of 32x32x3 inputs, He-normal weights (seed 0), softmax cross-entropy, one
+SGD step ``params - 0.01 * grad``. plait runs the stax model (jit and eager);
+NumPy runs im2col convolutions with a hand-written backward pass; JAX runs
+``jax.jit`` of the same network in ``jax.lax``. ``python -m benchmarks.w4_allcnn``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import plait
+import plait.numpy as pnp
+from plait import nn
+from plait.example_libraries import models
+from benchmarks import np_convnet as npc
+from benchmarks.common import (Config, Row, assert_close, first_outputs, jax_modules,
+                               measure)
+
+LR = 0.01
+RTOL = 1e-2   # bias gradients are sums of many cancelling float32 terms
+
+
+def spec():
+    """The layer spec of All-CNN-C (mirrors ``models.AllCNNC``)."""
+    out = []
+    for i, (c, k, s, pad) in enumerate(models.ALL_CNN_C):
+        out.append(("conv", s, pad, k))
+        out.append(("relu",) if i < len(models.ALL_CNN_C) - 1 else ("gap",))
+    return out
+
+
+def widths(num_classes: int = 10):
+    return [c or num_classes for c, _, _, _ in models.ALL_CNN_C]
+
+
+def numpy_step(sp, params, x, y1h):
+    logits, caches = npc.forward(sp, params, x)
+    _, g = npc.softmax_xent(logits, y1h)
+    grads = npc.backward(sp, caches, g)
+    return [None if p is None else (p[0] - LR * gp[0], p[1] - LR * gp[1])
+            for p, gp in zip(params, grads)]
+
+
+def run(cfg: Config) -> list[Row]:
+    batch = 2 if cfg.smoke else 32
+    sp = spec()
+    params = npc.init_params(sp, (batch, 32, 32, 3), seed=0, out_channels=widths())
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((batch, 32, 32, 3)).astype(np.float32)
+    y1h = np.eye(10, dtype=np.float32)[rng.integers(0, 10, batch)]
+
+    _, apply_fun = models.AllCNNC()
+
+    def loss(p, x, y):
+        return -pnp.mean(pnp.sum(nn.log_softmax(apply_fun(p, x)) * y, axis=-1))
+
+    def update(p, x, y):
+        g = plait.grad(loss)(p, x, y)
+        return plait.tree_util.tree_map(lambda a, b: a - LR * b, p, g)
+
+    sparams = npc.to_stax(sp, params)
+    jstep = plait.jit(update)
+    cands = {"plait.jit": lambda: jstep(sparams, x, y1h),
+             "plait eager": lambda: update(sparams, x, y1h),
+             "numpy": lambda: numpy_step(sp, params, x, y1h)}
+    jax, jnp = jax_modules()
+    if jax is not None:
+        def jloss(p, x, y):
+            logits = npc.jax_forward(jax, sp, p, x)
+            return -jnp.mean(jnp.sum(jax.nn.log_softmax(logits) * y, axis=-1))
+
+        @jax.jit
+        def jupdate(p, x, y):
+            g = jax.grad(jloss)(p, x, y)
+            return jax.tree_util.tree_map(lambda a, b: a - LR * b, p, g)
+        cands["jax.jit"] = lambda: jupdate(params, x, y1h)
+    ref = numpy_step(sp, params, x, y1h)
+    outs, first = first_outputs(cands)
+    errs = [assert_close(f"W4 {k}", ref, npc.from_stax(sp, o) if k.startswith("plait") else o,
+                         RTOL) for k, o in outs.items()]
+    row = Row(f"W4 All-CNN-C SGD step b{batch}", first_call=first,
+              check=f"params rtol {RTOL:g} (worst {max(errs):.1e})")
+    return [measure(row, cands, cfg)]

@@ -1,0 +1,119 @@
+"""W5 — VGG19 forward and backward (Julia-to-TPU paper, Figures 7-9; /work/shared/WORKLOADS.md).
+
+VGG19 configuration E (``plait.example_libraries.models.VGG19``), NHWC, 224x224x3
+inputs, He-normal random weights (seed 0). Timed: forward at batch 1 and 8, and
+the backward pass ``grad(lambda p: sum(model(p, x)))`` at batch 1 (``--quick``:
+forward at batch 1 only). Also prints the graphs' equation counts by primitive,
+forward and backward, before (``plait.make_graph``) and after graph simplification
+(``plait.jit(f).trace_graph``) — the paper's Figure 9 table.
+``python -m benchmarks.w5_vgg19``.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+import plait
+import plait.numpy as pnp
+from plait.core.graph import subgraphs_of
+from plait.example_libraries import models
+from benchmarks import np_convnet as npc
+from benchmarks.common import (Config, Row, assert_close, first_outputs, jax_modules,
+                               measure)
+from benchmarks.harness import table
+
+RTOL_FWD, RTOL_BWD = 1e-3, 1e-2
+
+
+def spec():
+    """The layer spec of VGG19 (mirrors ``models.VGG19``)."""
+    out = []
+    for block in models.VGG19_BLOCKS:
+        for _ in block:
+            out += [("conv", 1, "SAME", 3), ("relu",)]
+        out.append(("pool",))
+    return out + [("flatten",), ("dense",), ("relu",), ("dense",), ("relu",), ("dense",)]
+
+
+def widths(dense: int, classes: int):
+    return [c for block in models.VGG19_BLOCKS for c in block] + [dense, dense, classes]
+
+
+def count_eqns(graph) -> Counter:
+    """Equations by primitive name, counting inside nested sub-graphs too."""
+    c = Counter()
+    for e in graph.eqns:
+        c[e.prim.name] += 1
+        for sub in subgraphs_of(e.params):
+            c.update(count_eqns(sub))
+    return c
+
+
+def eqn_table(fwd, bwd, x, p) -> str:
+    """Figure 9: counts before and after simplification, forward and backward."""
+    cols = []
+    for f in (fwd, bwd):
+        before = count_eqns(plait.make_graph(f)(p, x).graph)
+        after = count_eqns(plait.jit(f).trace_graph(p, x).graph)
+        cols += [before, after]
+    prims = sorted(set().union(*cols), key=lambda k: (-cols[2][k], k))
+    rows = [[k] + [str(c.get(k, 0)) for c in cols] for k in prims]
+    rows.append(["total"] + [str(sum(c.values())) for c in cols])
+    return table("VGG19 graph equations by primitive (Julia paper, Figure 9)", rows,
+                 ["primitive", "fwd before", "fwd after", "bwd before", "bwd after"])
+
+
+def run(cfg: Config) -> tuple[list[Row], str]:
+    if cfg.smoke:
+        size, dense, classes, batches, backward = 32, 64, 10, (1,), True
+    else:
+        size, dense, classes = 224, 4096, 1000
+        batches, backward = ((1,), False) if cfg.quick else ((1, 8), True)
+    sp = spec()
+    params = npc.init_params(sp, (1, size, size, 3), seed=0,
+                             out_channels=widths(dense, classes))
+    sparams = npc.to_stax(sp, params)
+    _, apply_fun = models.VGG19(classes, dense)
+    jax, jnp = jax_modules()
+    jfwd = jax.jit(lambda p, x: npc.jax_forward(jax, sp, p, x)) if jax else None
+    fwd = plait.jit(apply_fun)
+    rows = []
+    rng = np.random.default_rng(1)
+    for b in batches:
+        x = rng.standard_normal((b, size, size, 3)).astype(np.float32)
+        cands = {"plait.jit": lambda x=x: fwd(sparams, x),
+                 "numpy": lambda x=x: npc.forward(sp, params, x)[0]}
+        if b == 1:
+            cands["plait eager"] = lambda x=x: apply_fun(sparams, x)
+        if jax is not None:
+            cands["jax.jit"] = lambda x=x: jfwd(params, x)
+        outs, first = first_outputs(cands)
+        errs = [assert_close(f"W5 forward b{b} {k}", outs["numpy"], o, RTOL_FWD)
+                for k, o in outs.items() if k != "numpy"]
+        row = Row(f"W5 VGG19 forward {size}px b{b}", first_call=first,
+                  check=f"rtol {RTOL_FWD:g} (worst {max(errs):.1e})")
+        rows.append(measure(row, cands, cfg))
+
+    def sum_out(p, x):
+        return pnp.sum(apply_fun(p, x))
+    bwd = plait.grad(sum_out)
+    x1 = rng.standard_normal((1, size, size, 3)).astype(np.float32)
+    if backward:
+        jbwd = plait.jit(bwd)
+
+        def numpy_bwd():
+            out, caches = npc.forward(sp, params, x1)
+            return npc.backward(sp, caches, np.ones_like(out))
+        cands = {"plait.jit": lambda: jbwd(sparams, x1), "numpy": numpy_bwd}
+        if jax is not None:
+            jg = jax.jit(jax.grad(lambda p, x: jnp.sum(npc.jax_forward(jax, sp, p, x))))
+            cands["jax.jit"] = lambda: jg(params, x1)
+        outs, first = first_outputs(cands)
+        errs = [assert_close(f"W5 backward {k}", outs["numpy"],
+                             npc.from_stax(sp, o) if k == "plait.jit" else o, RTOL_BWD)
+                for k, o in outs.items() if k != "numpy"]
+        row = Row(f"W5 VGG19 backward {size}px b1", first_call=first,
+                  check=f"rtol {RTOL_BWD:g} (worst {max(errs):.1e})")
+        rows.append(measure(row, cands, cfg))
+    return rows, eqn_table(apply_fun, bwd, x1, sparams)

@@ -1,0 +1,83 @@
+"""Boundary separation, partition over cores, init elision and reductions in C."""
+import numpy as np
+import pytest
+
+from helpers import AVX512, apply, blocks, check_passes, random_inputs, run_c
+from plait.stripe import lower, run
+from plait.stripe.ir import Block
+from plait.stripe.targets import Target
+from programs import chain, mm_epilogue, row_max, row_sum
+from stripe_programs import conv2d, matmul
+
+
+def test_boundary_separates_interior_and_edge_tiles():
+    p = check_passes(matmul(70, 40, 100)[0], [("stencil", {"min_work": 1}), ("boundary", {})],
+                     rtol=1e-4)
+    interior = blocks(p, "interior")
+    edges = blocks(p, "edge")
+    assert interior and edges
+    for t in interior:  # interior stores carry no checks
+        assert all(not b.constraints for b in t.stmts if isinstance(b, Block))
+    assert any(b.constraints for e in edges for b in e.stmts if isinstance(b, Block))
+
+
+def test_boundary_on_conv_with_fused_pipeline():
+    check_passes(conv2d(n=1, h=7, w=9, ci=5, co=21)[0],
+                 [("stencil", {"min_work": 1}), ("boundary", {}), ("partition", {"min_work": 1})],
+                 rtol=1e-4)
+
+
+def test_partition_never_splits_a_reduction():
+    p = apply(lower(row_sum(64, 512)), [("partition", {"min_work": 1})])
+    (k,) = [s for s in p.entry.stmts if isinstance(s, Block)]
+    assert "parallel" in k.tags and k.idxs[0].name == "i"
+
+
+def test_partition_prefers_balanced_index():
+    from plait.tile import TileBuilder, call, variables
+    b = TileBuilder("bal")
+    X = b.input("X", "f32", (3, 64))
+    b.output(b.eltwise(b.tensor("Y", "f32", (3, 64)), call("neg", X)))
+    p = check_passes(b.build(), [("partition", {"min_work": 1})])
+    (k,) = [s for s in p.entry.stmts if isinstance(s, Block)]
+    assert k.idxs[0].range == 64  # 3 rows split 2:1 over 2 cores, 64 columns split evenly
+
+
+def test_partition_finds_tiles_inside_stencil_kernels():
+    p = check_passes(mm_epilogue(96, 64, 256), [("stencil", {"min_work": 1}), ("fuse", {}),
+                                                ("localize", {}), ("partition", {"min_work": 1})],
+                     rtol=1e-4)
+    assert blocks(p, "parallel")
+
+
+def test_single_core_target_stays_serial():
+    one = Target("one", 1, 64, 64, 48 * 1024, 1 << 21, 1 << 25, 1 << 20, ())
+    p = apply(lower(chain(1 << 16)), [("partition", {"min_work": 1})], one)
+    assert not blocks(p, "parallel")
+
+
+def test_elide_init_only_for_full_overwrites():
+    p = check_passes(chain(40), [("elide_init", {})])
+    assert any("overwritten" in r.tags for r in p.entry.refs)
+    # a reduction aggregates into its initial value: the fill must stay
+    p = check_passes(row_sum(5, 7), [("elide_init", {})])
+    assert not any("overwritten" in r.tags for r in p.entry.refs)
+    # a padded convolution output is not written by a plain bijection either (stays correct)
+    check_passes(conv2d(n=1, h=4, w=4, ci=2, co=3)[0], [("elide_init", {})])
+
+
+@pytest.mark.parametrize("prog", [row_sum(9, 133), row_max(9, 133), row_sum(9, 133, "i32")],
+                         ids=["sum", "max", "isum"])
+def test_vectorized_reductions_agree(prog):
+    check_passes(prog, [], rtol=1e-5)
+
+
+def test_vectorized_max_propagates_nan():
+    p = lower(row_max(3, 50))
+    ins = random_inputs(p)
+    ins["X"][1, 17] = np.nan
+    ins["X"][2, :] = -np.inf
+    got = run_c(p, ins)["S"]
+    want = run(p, ins)["S"]
+    np.testing.assert_array_equal(np.isnan(got), [False, True, False])
+    np.testing.assert_array_equal(got[[0, 2]], want[[0, 2]])

@@ -1,0 +1,56 @@
+"""Fuse + localize: epilogues join their contraction, temporaries shrink to a tile."""
+from helpers import AVX512, apply, blocks, check_passes
+from plait.stripe import lower
+from plait.stripe.ir import Block
+from programs import chain, mm_epilogue, softmax
+
+
+def _kernels(p):
+    return [s for s in p.entry.stmts if isinstance(s, Block) and "kernel" in s.tags]
+
+
+def _main_tmps(p):
+    return [r for r in p.entry.refs if r.dir == "none"]
+
+
+def test_elementwise_chain_fuses_to_one_kernel_without_temporary():
+    p = check_passes(chain(37), [("fuse", {}), ("localize", {})])
+    assert len(_kernels(p)) == 1 and not _main_tmps(p)
+    # the temporary is now one element per iteration
+    (k,) = _kernels(p)
+    (t,) = [r for r in k.refs if r.dir == "none"]
+    assert t.shape == (1,)
+
+
+def test_matmul_epilogue_fuses_untiled():
+    p = check_passes(mm_epilogue(5, 7, 3), [("fuse", {}), ("localize", {})])
+    (k,) = _kernels(p)
+    assert {"contraction", "eltwise", "fused"} <= k.tags and not _main_tmps(p)
+
+
+def test_matmul_epilogue_fuses_into_stencil_tiles():
+    p = check_passes(mm_epilogue(70, 300, 100),
+                     [("stencil", {"min_work": 1}), ("fuse", {}), ("localize", {})], rtol=1e-4)
+    (k,) = _kernels(p)
+    assert "stencil" in k.tags and "fused" in k.tags and not _main_tmps(p)
+    # the contraction result is a tile-sized local, never a whole buffer in main
+    (t,) = [r for r in k.refs if r.dir == "none"]
+    assert t.shape[0] <= 70 and t.shape[1] <= 100
+
+
+def test_softmax_rows_fuse_into_one_kernel():
+    p = check_passes(softmax(6, 33), [("fuse", {}), ("localize", {})])
+    (k,) = _kernels(p)
+    assert len(k.idxs) == 1 and not _main_tmps(p)
+
+
+def test_no_fusion_when_temporary_is_read_twice():
+    # Y = tanh(T + X) where T is also an output: T is not a temporary, nothing to localize
+    from plait.tile import TileBuilder, call
+    b = TileBuilder("two")
+    X = b.input("X", "f32", (8,))
+    T = b.eltwise(b.tensor("T", "f32", (8,)), call("mul", X, X))
+    Y = b.eltwise(b.tensor("Y", "f32", (8,)), call("add", T, X))
+    b.output(T, Y)
+    before = lower(b.build())
+    assert apply(before, [("fuse", {})], AVX512) == before
