@@ -32,6 +32,8 @@ from plait.core.dtypes import canonical_dtype
 from plait.core.trace import MainTrace, Trace, Tracer, get_aval, concrete_value
 from plait.errors import PlaitTypeError
 from plait.lazy import modes
+from plait.lazy.device import LAZY_DEVICE, LazyDevice
+from plait.runtime.array import Array
 
 
 class Const:
@@ -99,7 +101,7 @@ def _freeze(v):
             t = _GRAPH_TEXT[v] = pp_graph(v)
         return ("graph", t)
     if isinstance(v, ClosedGraph):
-        return ("closed", _freeze(v.graph), tuple(("const", id(c)) for c in v.consts), v)
+        return ("closed", _freeze(v.graph), tuple(_freeze(_const_value(c)) for c in v.consts))
     if isinstance(v, (list, tuple)):
         return (type(v).__name__,) + tuple(_freeze(x) for x in v)
     if isinstance(v, dict):
@@ -111,6 +113,13 @@ def _freeze(v):
         return v
     except TypeError:
         return ("object", id(v), v)
+
+
+def _const_value(c):
+    """A sub-graph constant as NumPy (its value is part of the structure)."""
+    if isinstance(c, Tracer):
+        return ("tracer", object())       # never equal: such a trace is not reused
+    return concrete_value(c)
 
 
 def freeze_params(params: dict):
@@ -236,6 +245,8 @@ class LazyArray(Tracer):
             materialize([self])
         return self._ref.value
 
+    _host_value = _numpy        # what plait.device_put(x, cpu) uses
+
     def __array__(self, dtype=None, copy=None):
         v = self._numpy()
         if dtype is not None and np.dtype(dtype) != v.dtype:
@@ -291,20 +302,14 @@ class LazyArray(Tracer):
         return self
 
     def __reduce__(self):
-        return (_from_numpy, (np.array(self._numpy()), self.aval.weak_type))
+        return (concrete, (np.array(self._numpy()), self.aval.weak_type))
 
     @property
-    def device(self):
-        from plait.lazy.device import LAZY_DEVICE
+    def device(self) -> LazyDevice:
         return LAZY_DEVICE
 
     def devices(self) -> set:
-        return {self.device}
-
-
-def _from_numpy(value: np.ndarray, weak_type: bool = False) -> LazyArray:
-    return LazyArray(Const(value, weak_type, False), ShapedArray(value.shape, value.dtype,
-                                                                 weak_type))
+        return {LAZY_DEVICE}
 
 
 def symbolic(node: Node, index: int) -> LazyArray:
@@ -330,6 +335,8 @@ def const_of(x) -> Const:
     aval = get_aval(x)
     if v.dtype != aval.dtype:
         v = v.astype(aval.dtype)
+    elif v is x:                    # a user's NumPy array: snapshot it (and keep theirs writable)
+        v = v.copy()
     return Const(v, aval.weak_type, False)
 
 
@@ -345,12 +352,15 @@ def asarray(x, dtype=None) -> LazyArray:
         raise ConcretizationError(f"plait.lazy.asarray needs a concrete value, but got a "
                                   f"traced value of type {x.aval.str_short()}; call it "
                                   f"outside jit/grad")
-    if hasattr(x, "_value") and hasattr(x, "weak_type") and dtype is None:
-        return LazyArray(const_of(x), get_aval(x))
-    v = np.asarray(x, dtype=dtype)
-    if v.dtype == object:
-        raise PlaitTypeError("plait.lazy.asarray cannot convert an object array (ragged or "
-                             "non-numeric data)")
+    if isinstance(x, Array) and dtype is None:
+        return LazyArray(const_of(x), x.aval)
+    try:
+        v = np.asarray(x, dtype=dtype)
+    except ValueError:
+        v = None
+    if v is None or v.dtype == object:
+        raise PlaitTypeError("plait.lazy.asarray cannot convert an object array (ragged "
+                             "nested sequences or non-numeric data)")
     v = np.array(v, dtype=canonical_dtype(v.dtype))
     return concrete(v)
 

@@ -183,6 +183,9 @@ def device_put(x, device: Device | None = None):
 def _to_array(x) -> Array:
     if isinstance(x, Array):
         return x
+    host = getattr(x, "_host_value", None)
+    if host is not None:                    # a lazy array: materialize it onto the CPU
+        return Array(host(), x.aval.weak_type)
     from plait.core.tracer_check import reject_tracer
     reject_tracer(x, "device_put")
     v = np.asarray(x)

@@ -46,13 +46,22 @@ _ELEMENTWISE = {
     E.sqrt_p: "sqrt", E.rsqrt_p: "rsqrt", E.cbrt_p: "cbrt", E.abs_p: "abs", E.not_p: "not",
     E.add_p: "add", E.sub_p: "sub", E.mul_p: "mul", E.div_p: "div", E.rem_p: "rem",
     E.pow_p: "pow", E.max_p: "max", E.min_p: "min", E.atan2_p: "atan2",
-    E.nextafter_p: "nextafter", E.and_p: "and", E.or_p: "or", E.xor_p: "xor",
+    E.and_p: "and", E.or_p: "or", E.xor_p: "xor",
     E.shift_left_p: "shl", E.shift_right_arithmetic_p: "shr",
     E.eq_p: "cmp_eq", E.ne_p: "cmp_ne", E.lt_p: "cmp_lt", E.le_p: "cmp_le",
     E.gt_p: "cmp_gt", E.ge_p: "cmp_ge", E.select_p: "select",
 }
 for _p, _op in _ELEMENTWISE.items():
     _p.def_rule("to_tile", _intrinsic(_op))
+
+
+def _nextafter(ctx, x, y):
+    if x.dtype == "f16":     # C computes half precision in float: the step would be lost
+        raise NotLowerable("float16 nextafter runs on the host")
+    return ctx.call("nextafter", x, y, shape=ctx.out_avals[0].shape)
+
+
+E.nextafter_p.def_rule("to_tile", _nextafter)
 
 
 def _shift_right_logical(ctx, x, y):

@@ -336,23 +336,27 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
 # ---------------------------------------------------------------------------
 # Jacobians
 
-def _stack(cols, axis_first: bool, out_shape, in_shape, dtype):
-    """Assemble per-basis-vector results into an array of ``out_shape + in_shape``."""
-    from plait.lax import concatenate, reshape
-    shape = tuple(out_shape) + tuple(in_shape)
-    if not cols or any(s == 0 for s in shape):
-        return _CONCRETE["wrap"](np.zeros(shape, dtype), False)
-    if axis_first:      # rows: one per output element, each of in_shape
-        parts = [reshape(c, (1,) + tuple(in_shape)) for c in cols]
-        return reshape(concatenate(parts, 0) if len(parts) > 1 else parts[0], shape)
-    parts = [reshape(c, tuple(out_shape) + (1,)) for c in cols]
-    return reshape(concatenate(parts, len(out_shape)) if len(parts) > 1 else parts[0], shape)
+def _basis_stack(aval):
+    """All basis vectors of ``aval``'s space stacked on a leading axis: ``(n,) + shape``."""
+    return _CONCRETE["wrap"](np.eye(aval.size, dtype=aval.dtype).reshape(
+        (aval.size,) + tuple(aval.shape)), False)
 
 
-def _basis(aval, k: int):
-    e = np.zeros(aval.size, aval.dtype)
-    e[k] = 1
-    return _CONCRETE["wrap"](e.reshape(aval.shape), False)
+def _mapped_over_basis(fn, aval, lead_shape, out_avals, lead_first: bool) -> list:
+    """``fn(basis vector) -> list`` run once under ``vmap`` over every basis vector of
+    ``aval``; result ``o`` becomes an array of shape ``lead_shape + out_avals[o].shape``
+    (``lead_first``) or ``out_avals[o].shape + lead_shape``."""
+    from plait.lax import reshape
+    from plait.transforms.batching import batch_flat
+    n = aval.size
+    shapes = [tuple(lead_shape) + tuple(a.shape) if lead_first else
+              tuple(a.shape) + tuple(lead_shape) for a in out_avals]
+    if n == 0 or any(a.size == 0 for a in out_avals):
+        return [_CONCRETE["wrap"](np.zeros(s, a.dtype), False) for s, a in zip(shapes, out_avals)]
+    want = [0 if lead_first else len(a.shape) for a in out_avals]
+    outs, _ = batch_flat(fn, n, [_basis_stack(aval)], [0], want,
+                         description="a Jacobian over the basis")
+    return [reshape(o, s) for o, s in zip(outs, shapes)]
 
 
 def _zeros_of(aval):
@@ -370,8 +374,8 @@ def _assemble(flat: _Flat, in_tree: TreeDef, single: bool, blocks):
 
 def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
            holomorphic: bool = False) -> Callable:
-    """The Jacobian of ``fun`` by forward mode (one JVP of the linearized function per
-    input element). Each leaf has shape ``out.shape + in.shape``."""
+    """The Jacobian of ``fun`` by forward mode (the linearized function ``vmap``-ed over
+    the basis of each input). Each leaf has shape ``out.shape + in.shape``."""
     def jac_f(*args, **kwargs):
         nums = _argnums(argnums, len(args), fun, "jacfwd")
         _check_inputs(fun, args, nums, "jacfwd", holomorphic, False, allow_complex=False)
@@ -382,14 +386,15 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         out, aux = flat.split(out_p)
         in_avals = [get_aval(x).strip_weak() for x in leaves]
         out_avals = [v.aval for v in graph.outvars]
-        cols = [[[] for _ in in_avals] for _ in out_avals]
-        for i, ia in enumerate(in_avals):
-            for k in range(ia.size):
-                ts = [_basis(ia, k) if j == i else _zeros_of(a) for j, a in enumerate(in_avals)]
-                for o, t in enumerate(eval_graph(graph, res, *ts)):
-                    cols[o][i].append(t)
-        blocks = [[_stack(cols[o][i], False, oa.shape, ia.shape, oa.dtype)
-                   for i, ia in enumerate(in_avals)] for o, oa in enumerate(out_avals)]
+
+        def push(i):
+            def fn(t):
+                return eval_graph(graph, res, *[t if j == i else _zeros_of(a)
+                                                for j, a in enumerate(in_avals)])
+            return fn
+        cols = [_mapped_over_basis(push(i), ia, ia.shape, out_avals, False)
+                for i, ia in enumerate(in_avals)]
+        blocks = [[cols[i][o] for i in range(len(in_avals))] for o in range(len(out_avals))]
         jac = _assemble(flat, in_tree, isinstance(argnums, int), blocks)
         return (jac, aux) if has_aux else jac
 
@@ -399,8 +404,9 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 
 def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
            holomorphic: bool = False, allow_int: bool = False) -> Callable:
-    """The Jacobian of ``fun`` by reverse mode (one VJP per output element). Each leaf
-    has shape ``out.shape + in.shape``."""
+    """The Jacobian of ``fun`` by reverse mode (the transposed linear function
+    ``vmap``-ed over the basis of each output). Each leaf has shape
+    ``out.shape + in.shape``."""
     def jac_f(*args, **kwargs):
         nums = _argnums(argnums, len(args), fun, "jacrev")
         _check_inputs(fun, args, nums, "jacrev", holomorphic, allow_int, allow_complex=True)
@@ -413,16 +419,17 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         for a in out_avals:
             _check_output(fun, a, "jacrev", holomorphic, scalar=False)
         in_avals = [get_aval(x).strip_weak() for x in leaves]
-        rows = [[[] for _ in in_avals] for _ in out_avals]
         undefined = [UndefinedPrimal(v.aval) for v in graph.invars]
-        for o, oa in enumerate(out_avals):
-            for k in range(oa.size):
-                cts = [_basis(oa, k) if j == o else Zero(a) for j, a in enumerate(out_avals)]
-                g = iter(backward_pass(graph, res, undefined, cts))
-                for i, (ia, d) in enumerate(zip(in_avals, diff)):
-                    rows[o][i].append(instantiate(next(g)) if d else _zeros_of(ia))
-        blocks = [[_stack(rows[o][i], True, oa.shape, ia.shape, ia.dtype)
-                   for i, ia in enumerate(in_avals)] for o, oa in enumerate(out_avals)]
+
+        def pull(o):
+            def fn(ct):
+                cts = [ct if j == o else Zero(a) for j, a in enumerate(out_avals)]
+                g = backward_pass(graph, res, undefined, cts)
+                return [instantiate(c) if d else _zeros_of(ia)
+                        for c, d, ia in zip(g, diff, in_avals)]
+            return fn
+        blocks = [_mapped_over_basis(pull(o), oa, oa.shape, in_avals, True)
+                  for o, oa in enumerate(out_avals)]
         jac = _assemble(flat, in_tree, isinstance(argnums, int), blocks)
         return (jac, aux) if has_aux else jac
 

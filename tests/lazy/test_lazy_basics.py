@@ -1,5 +1,6 @@
 """Lazy arrays: recording, materialization, live outputs, observation points, errors."""
 import gc
+import pickle
 
 import numpy as np
 import pytest
@@ -122,6 +123,8 @@ def test_observation_points():
     assert lazy.to_host({"a": lax.mul(x, 2.0), "b": [x]})["a"].tolist() == [3.0, -4.0]
     y = lax.mul(x, 3.0)
     assert y.block_until_ready() is y and y.is_concrete
+    z = pickle.loads(pickle.dumps(lax.mul(x, 2.0)))
+    assert isinstance(z, lazy.LazyArray) and z.tolist() == [3.0, -4.0]
 
 
 def test_device_put_and_devices():
@@ -130,6 +133,8 @@ def test_device_put_and_devices():
     tree = plait.device_put({"w": np.ones((2, 2), np.float32), "n": 3}, dev)
     assert isinstance(tree["w"], lazy.LazyArray) and isinstance(tree["n"], lazy.LazyArray)
     assert tree["w"].device is dev
+    back = plait.device_put(lax.add(tree["w"], 1.0))             # materializes
+    assert isinstance(back, plait.Array) and back.tolist() == [[2.0, 2.0], [2.0, 2.0]]
     assert plait.devices() == plait.devices("cpu")
     with pytest.raises(plait.errors.PlaitValueError, match="unknown device platform"):
         plait.devices("tpu")
@@ -219,3 +224,22 @@ def test_pending_graph_is_cut_after_materialization():
     gc.collect()
     assert sum(isinstance(o, Node) for o in gc.get_objects()) == 0
     assert x.tolist() == [51.0] * 3
+
+
+def test_numpy_operand_is_snapshotted_and_left_writable():
+    buf = np.arange(3.0)
+    y = lax.add(lazy.asarray(np.zeros(3)), buf)
+    buf[0] = 100.0                          # the user's buffer stays writable...
+    assert y.tolist() == [0.0, 1.0, 2.0]    # ...and the recorded op saw the old value
+
+
+def test_asarray_conversions_and_errors():
+    a = lazy.asarray([[1, 2], [3, 4]], dtype=np.float32)
+    assert a.dtype == np.float32 and a.is_concrete and not a.is_materialized
+    assert lazy.asarray(a) is a
+    assert lazy.asarray(a, np.int32).tolist() == [[1, 2], [3, 4]]
+    assert lazy.asarray(plait.device_put(np.ones(2))).tolist() == [1.0, 1.0]
+    with pytest.raises(PlaitTypeError, match="object array"):
+        lazy.asarray([[1, 2], [3]])
+    with pytest.raises(plait.errors.ConcretizationError, match="outside jit"):
+        plait.jit(lambda x: lazy.asarray(x))(np.ones(2))

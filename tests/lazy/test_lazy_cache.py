@@ -158,3 +158,15 @@ def test_uniform_constants_become_broadcast_literals_bit_exact():
     g1, g2 = (c.graph for c in lazy.cached_traces())
     assert "-0.0:f32[]" in str(g1) and len(g1.invars) == 2          # x and the ones
     assert len(g2.invars) == 2                                      # `almost` stays a buffer
+
+
+def test_control_flow_subgraphs_are_keyed_by_structure():
+    x = lazy.asarray(np.ones(3))
+    for _ in range(4):
+        x = lax.fori_loop(0, 3, lambda j, c: lax.mul(c, 2.0), x)
+        x = lax.cond(lax.gt(lax.reduce_sum(x, (0,)), 0.0),
+                     lambda a: lax.add(a, 1.0), lambda a: lax.sub(a, 1.0), x)
+        lazy.step()
+    assert x.tolist() == [4681.0] * 3       # x -> 8x + 1, four times
+    m = lazy.metrics()
+    assert m["compiles"] == 1 and m["cache_hits"] == 3

@@ -1,5 +1,7 @@
-"""The native sweep reuses the primitive op table of tests/lax."""
+"""The native sweeps reuse the op tables of tests/lax and tests/numpy."""
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "lax"))
+_TESTS = os.path.dirname(os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(_TESTS, "lax"))
+sys.path.insert(0, os.path.join(_TESTS, "numpy"))

@@ -1,5 +1,8 @@
-"""The vmap sweep reuses the primitive op table of tests/lax."""
+"""The vmap sweeps reuse the op tables of tests/lax (primitives) and tests/numpy
+(plait.numpy functions)."""
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "lax"))
+_TESTS = os.path.dirname(os.path.dirname(__file__))
+for _d in ("lax", "numpy"):
+    sys.path.insert(0, os.path.join(_TESTS, _d))

@@ -289,7 +289,8 @@ def test_numpy_indexing_with_per_lane_indices():
     close(vmap(lambda v, i: v[i])(x, idx), np.take_along_axis(x, idx, 1))
     close(vmap(lambda v, i: v.at[i].add(1.0))(x, idx),
           loop(lambda v, i: np.asarray(pnp.asarray(v).at[i].add(1.0)), x, idx))
-    close(vmap(lambda i: x[:, i], out_axes=1)(idx[:, 0]), x[:, idx[:, 0]])
+    xp = pnp.asarray(x)
+    close(vmap(lambda i: xp[:, i], out_axes=1)(idx[:, 0]), x[:, idx[:, 0]])
 
 
 # --- custom derivatives and jit_call -------------------------------------------------------

@@ -8,9 +8,10 @@ indexes (absent from an output) are never split, so no private partial results a
 needed. Among the legal indexes the one whose range divides best over the cores
 (least idle time, then the largest range) is moved to the front and the block is
 tagged ``parallel`` (rendered as an OpenMP ``parallel for``). A kernel with no legal
-index at the top is searched one level down (through blocks that run once, such as
-the wrappers tiling leaves). Blocks with less than ``min_work`` iterations in total
-stay serial, since starting threads costs more than they save.
+index at the top is searched further down, through serial loops that run at most
+``max_forks`` times (a matmul's K panels, a convolution's window rows): the threads
+are started once per serial iteration. Blocks with less than ``min_work`` iterations
+in total stay serial, since starting threads costs more than they save.
 """
 from __future__ import annotations
 
@@ -58,29 +59,39 @@ def _iterations_total(block: Block) -> int:
     return block.iterations * max([_iterations_total(s) for s in inner] or [1])
 
 
-def _partition(block: Block, cores: int, depth: int) -> Block:
+def _partition(block: Block, cores: int, min_work: int, forks: int, max_forks: int,
+               exclude: tuple, done: list) -> Block:
+    if done or any(t in block.tags for t in exclude):
+        return block
     name = _best_index(block, cores)
-    if name is not None:
+    if name is not None and _iterations_total(block) >= min_work:
         first = [i for i in block.idxs if i.name == name]
         rest = [i for i in block.idxs if i.name != name]
+        done.append(block.name)
         return replace(block, idxs=tuple(first + rest), tags=block.tags | {"parallel"})
-    if depth == 0 or block.iterations > 1:
+    forks *= block.iterations
+    if forks > max_forks:
         return block
-    stmts = list(block.stmts)
-    kids = [k for k, s in enumerate(stmts) if isinstance(s, Block)]
-    if len(kids) != 1:
-        return block
-    stmts[kids[0]] = _partition(stmts[kids[0]], cores, depth - 1)
-    return replace(block, stmts=tuple(stmts))
+    stmts = tuple(_partition(s, cores, min_work, forks, max_forks, exclude, done)
+                  if isinstance(s, Block) else s for s in block.stmts)
+    return replace(block, stmts=stmts)
 
 
-def partition_pass(program: Program, target, min_work: int = 1 << 15, depth: int = 3) -> Program:
-    """Tag one block of each top-level kernel with enough work as ``parallel``."""
+def partition_pass(program: Program, target, min_work: int = 1 << 15, max_forks: int = 64,
+                   exclude=("pack", "mac_regblock")) -> Program:
+    """Tag the first (outermost, then earliest) parallel-safe block of each kernel ``parallel``.
+
+    Inner blocks are considered when the serial loops around them run at most
+    ``max_forks`` times (each run starts the threads again); blocks tagged ``exclude``
+    (cheap data movement, register blocks) never are.  One block per kernel: every
+    parallel region costs a fork and a barrier, which an oversubscribed machine makes
+    expensive.
+    """
     if target.cores < 2:
         return program
     stmts = []
     for s in program.entry.stmts:
         if isinstance(s, Block) and "kernel" in s.tags and _iterations_total(s) >= min_work:
-            s = _partition(s, target.cores, depth)
+            s = _partition(s, target.cores, min_work, 1, max_forks, tuple(exclude), [])
         stmts.append(s)
     return replace(program, entry=replace(program.entry, stmts=tuple(stmts)))

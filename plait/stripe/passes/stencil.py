@@ -7,14 +7,16 @@ never from an op name:
 * ``n`` (the SIMD index): used by the output and one input ``B``, not by ``A``;
   unit stride in the output preferred;
 * ``m`` (register rows): used by the output and ``A``, not by ``B``;
-* ``k`` (the reduction): used by ``A`` and ``B``, not by the output;
+* ``ks`` (the reduction): every index used by ``A`` and ``B`` but not the output; they
+  are flattened into one panel dimension ``kk`` (for a convolution the window and the
+  input channels: an implicit GEMM, the im2col happening while packing);
 * every other index is an outer loop (output indexes outside the tile, reduction
   indexes such as a convolution's window inside).
 
 Structure produced (the block keeps its name and tags, plus ``stencil``)::
 
     [other output idxs, n/nc, m/mc]          tile of the output (disjoint: parallel-safe)
-      [other reduction idxs, k/kc]           reduction over K panels   (#stencil_reduce)
+      [other reduction idxs, ks/kc]          reduction over K panels   (#stencil_reduce)
         none Ap[mc/MR, kc, MR], Bp[nc/NR, kc, NR]   packed panels, zero padded
         pack A, pack B                       copies honouring every constraint (#pack)
         [n panels, m panels]                 (#stencil_tile)
@@ -27,8 +29,7 @@ register-block shapes by :func:`choose_shape`); the cache tile
 ``(mc, nc, kc)`` comes from :func:`autotile.search` with sizes multiple of
 ``(MR, NR, 1)`` under the target's L2 cap.  Constraints of the original block (halos,
 uneven tiles) are enforced when packing, so padded panel entries are zero and the
-micro-kernel has no checks; a constraint coupling ``n`` with ``m`` or ``k`` with both
-panels cannot be packed and leaves the block unchanged.  (Zero padding multiplies
+micro-kernel has no checks; a constraint coupling ``n`` with ``m`` cannot be packed and leaves the block unchanged.  (Zero padding multiplies
 0 by the other operand, so an ``inf`` weight facing a padded input gives NaN, as an
 explicitly zero-padded convolution does.)
 """
@@ -50,7 +51,11 @@ def _ceil(a: int, b: int) -> int:
 
 
 def _roles(b: Block) -> Optional[tuple]:
-    """(C, A, B refs, m, n, k index names) or None when the block is not a float MAC."""
+    """(C, A, B refs, m, n, ks) or None when the block is not a float MAC.
+
+    ``ks`` are all the reduction indexes shared by A and B (a convolution's window and
+    input channels), flattened into one panel dimension (an implicit GEMM), the one
+    contiguous in A last."""
     if any(ix.affine is not None for ix in b.idxs):
         return None
     outs = [r for r in b.refs if r.dir in ("out", "inout")]
@@ -76,19 +81,24 @@ def _roles(b: Block) -> Optional[tuple]:
             continue
         n = min(ns, key=lambda x: (abs(flat_coeff(c, x)) != 1, -b.idx(x).range))
         m = min(ms, key=lambda x: (abs(flat_coeff(c, x)), -b.idx(x).range))
-        k = min(ks, key=lambda x: (abs(flat_coeff(a, x)) != 1, -b.idx(x).range))
+        k = tuple(sorted(ks, key=lambda x: -abs(flat_coeff(a, x))))  # contiguous in A last
         score = (abs(flat_coeff(c, n)) != 1, -b.idx(n).range)
         if best is None or score < best[0]:
             best = (score, (c, a, bb, m, n, k))
     return best[1] if best else None
 
 
-def _panel_block(name: str, src: Refinement, dst: Refinement, extent: int, kc: int, w: int,
-                 role_vars: tuple[str, str], cons: list[Affine], passthru: list[Index]) -> Block:
-    """Copy ``src`` into packed panels ``dst[panel, kk, e]`` (role index = w*panel + e)."""
-    big, kvar = role_vars
+def _panel_block(name: str, src: Refinement, dst: Refinement, extent: int, ks: dict[str, int],
+                 w: int, big: str, cons: list[Affine], passthru: list[Index]) -> Block:
+    """Copy ``src`` into packed panels ``dst[panel, kk, e]`` where the role index is
+    ``w*panel + e`` and ``kk`` flattens the reduction indexes ``ks`` (row-major)."""
     panels = _ceil(extent, w)
-    sub = {big: w * var("pnl") + var("e"), kvar: var("kk")}
+    kn = {k: f"kk{i}" for i, k in enumerate(ks)}
+    sub = {big: w * var("pnl") + var("e"), **{k: var(v) for k, v in kn.items()}}
+    flat, step = Affine(), 1
+    for k in reversed(list(ks)):
+        flat = flat + step * var(kn[k])
+        step *= ks[k]
     cons = list(cons) + ([extent - 1 - var(big)] if panels * w > extent else [])
     used = set()
     for c in cons:
@@ -96,10 +106,10 @@ def _panel_block(name: str, src: Refinement, dst: Refinement, extent: int, kc: i
     pts = [Index(ix.name, 1, var(ix.name)) for ix in passthru if ix.name in used]
     return Block(
         name=name,
-        idxs=(Index("pnl", panels), Index("kk", kc), Index("e", w), *pts),
+        idxs=(Index("pnl", panels), *[Index(kn[k], r) for k, r in ks.items()], Index("e", w), *pts),
         constraints=tuple(c.substitute(sub) for c in cons),
         refs=(
-            replace(dst, dir="out", from_=dst.into, access=(var("pnl"), var("kk"), var("e")),
+            replace(dst, dir="out", from_=dst.into, access=(var("pnl"), flat, var("e")),
                     shape=(1, 1, 1), agg="assign", tags=frozenset()),
             replace(src, from_=src.into, access=tuple(a.substitute(sub) for a in src.access)),
         ),
@@ -108,38 +118,49 @@ def _panel_block(name: str, src: Refinement, dst: Refinement, extent: int, kc: i
     )
 
 
-def _micro(inner: Block, roles: tuple, mr: int, nr: int, vector_bytes: int) -> Optional[Block]:
-    """Replace the tile's innermost MAC block ``inner`` by packs + micro-kernel."""
-    c, a, b, m, n, k = roles
+def _micro(inner: Block, roles: tuple, mr: int, nr: int, vector_bytes: int,
+           red_pass: set[str], out_pass: set[str] = frozenset()) -> Optional[Block]:
+    """Replace the tile's innermost MAC block ``inner`` by packs + micro-kernel.
+
+    ``red_pass`` names the passed-in indexes that come from reduction indexes: a
+    constraint on ``m`` or ``n`` involving them only selects products (enforced by the
+    packing), never output elements, so the store does not repeat it.  ``out_pass`` names
+    the passed-in output indexes: a reduction-only constraint involving them is enforced
+    in A's packing alone, so B's panel stays independent of them (and can be hoisted).
+    """
+    c, a, b, m, n, kset = roles
     rng = {ix.name: ix.range for ix in inner.idxs if ix.affine is None}
-    if set(rng) != {m, n, k}:
+    ks = {k: rng[k] for k in kset if k in rng}
+    if not set(rng) <= {m, n, *kset} or m not in rng or n not in rng or not ks:
         return None
-    mc, nc, kc = rng[m], rng[n], rng[k]
+    mc, nc = rng[m], rng[n]
+    kc = 1
+    for r in ks.values():
+        kc *= r
     if any(cf < 0 for r in inner.refs for x in r.access for v, cf in x.terms if v in rng):
         return None
     # the tile's views at the loop origin; ``rel`` holds the accesses relative to them
-    origin = apply_tile(inner, {m: mc, n: nc, k: kc})
+    origin = apply_tile(inner, dict(rng))
     rel = origin.stmts[0]
     passthru = [ix for ix in rel.idxs if ix.affine is not None]
-    loop = {m, n, k}
+    kvars = set(ks)
     a_cons, b_cons, c_cons, tile_cons = [], [], [], []
     for con in rel.constraints:
-        vs = set(con.vars) & loop
+        vs = set(con.vars) & set(rng)
         if not vs:
             tile_cons.append(con)
-        elif vs == {k}:
+        elif vs <= kvars:
             a_cons.append(con)
-            b_cons.append(con)
-        elif vs == {m, k}:
+            if not set(con.vars) & out_pass:
+                b_cons.append(con)
+        elif m in vs and vs <= kvars | {m}:
             a_cons.append(con)
-        elif vs == {n, k}:
+            if vs == {m} and not set(con.vars) & red_pass:
+                c_cons.append(con)
+        elif n in vs and vs <= kvars | {n}:
             b_cons.append(con)
-        elif vs == {m}:
-            a_cons.append(con)
-            c_cons.append(con)
-        elif vs == {n}:
-            b_cons.append(con)
-            c_cons.append(con)
+            if vs == {n} and not set(con.vars) & red_pass:
+                c_cons.append(con)
         else:
             return None
     P, Q = _ceil(mc, mr), _ceil(nc, nr)
@@ -152,8 +173,8 @@ def _micro(inner: Block, roles: tuple, mr: int, nr: int, vector_bytes: int) -> O
     bp = Refinement("none", "Bp", None, (Affine(),) * 3, dt, (Q, kc, nr),
                     row_major_strides((Q, kc, nr)))
     acc = Refinement("none", "ACC", None, (Affine(),) * 2, dt, (mr, nr), (nr, 1), agg="add")
-    pack_a = _panel_block("pack_a", ref_a, ap, mc, kc, mr, (m, k), a_cons, passthru)
-    pack_b = _panel_block("pack_b", ref_b, bp, nc, kc, nr, (n, k), b_cons, passthru)
+    pack_a = _panel_block("pack_a", ref_a, ap, mc, ks, mr, m, a_cons, passthru)
+    pack_b = _panel_block("pack_b", ref_b, bp, nc, ks, nr, n, b_cons, passthru)
     regblock = Block(
         name="micro",
         idxs=(Index("kk", kc), Index("r", mr), Index("c", nr)),
@@ -166,7 +187,8 @@ def _micro(inner: Block, roles: tuple, mr: int, nr: int, vector_bytes: int) -> O
                Store("ACC", "$p")),
         tags=frozenset({"mac_regblock", f"simd_{vector_bytes}"}),
     )
-    sub = {m: mr * var("p") + var("r"), n: nr * var("q") + var("c"), k: Affine()}
+    zk = {k: Affine() for k in ks}
+    sub = {m: mr * var("p") + var("r"), n: nr * var("q") + var("c"), **zk}
     extra = []
     if P * mr > mc:
         extra.append(mc - 1 - mr * var("p") - var("r"))
@@ -185,12 +207,12 @@ def _micro(inner: Block, roles: tuple, mr: int, nr: int, vector_bytes: int) -> O
         refs=(
             replace(acc, dir="in", from_="ACC", access=(var("r"), var("c")), shape=(1, 1), agg=None),
             replace(ref_c, from_=c.into,
-                    access=tuple(x.substitute({m: var("r"), n: var("c"), k: Affine()}) for x in ref_c.access)),
+                    access=tuple(x.substitute({m: var("r"), n: var("c"), **zk}) for x in ref_c.access)),
         ),
         stmts=(Load("$acc", "ACC"), Store(c.into, "$acc")),
         tags=frozenset({"stencil_store"}),
     )
-    tile_sub = {m: mr * var("p"), n: nr * var("q"), k: Affine()}
+    tile_sub = {m: mr * var("p"), n: nr * var("q"), **zk}
     c_tile_shape = tuple(
         size + sum(abs(cf) * ((mr if v == m else nr if v == n else 1) - 1) for v, cf in x.terms if v in (m, n))
         for x, size in zip(ref_c.access, ref_c.shape))
@@ -211,6 +233,52 @@ def _micro(inner: Block, roles: tuple, mr: int, nr: int, vector_bytes: int) -> O
     )
     return prune_unit_idxs(replace(origin, constraints=tuple(tile_cons), refs=origin.refs + (ap, bp),
                                    stmts=(pack_a, pack_b, tile), tags=inner.tags | {"stencil_panel"}))
+
+
+def _full(b: Block) -> dict[str, int]:
+    return {ix.name: ix.range for ix in b.idxs if ix.affine is None}
+
+
+def _hoisted(b: Block, roles: tuple, out_others: list, red_others: list, mc: int, nc: int,
+             kt: dict, mr: int, nr: int, vector_bytes: int) -> Optional[Block]:
+    """GotoBLAS loop order, when B does not depend on the other output indexes::
+
+        [n/nc] { [ks/kc, red others] { pack B once; [other outputs, m/mc] { pack A; tiles } } }
+
+    The B panel is packed once per (n tile, K panel) and shared by every row tile (and by
+    every output row of a convolution); the row-tile level is parallel-safe.
+    """
+    c, a, bb, m, n, ks = roles
+    l1 = apply_tile(b, _full(b) | {n: nc}, inner_tags=("stencil_reduce",), outer_tags=("stencil",))
+    l2p = l1.stmts[0]
+    l2 = apply_tile(l2p, _full(l2p) | kt | {x: 1 for x in red_others}, inner_tags=("stencil_rows",))
+    l3p = l2.stmts[0]
+    red_pass = {ix.name for ix in l3p.idxs
+                if ix.affine is not None and set(ix.affine.vars) & {*ks, *red_others}}
+    out_pass = {ix.name for ix in l3p.idxs if ix.affine is not None} - red_pass
+    l3x = prune_unit_idxs(apply_tile(l3p, _full(l3p), inner_tags=("stencil_rows",)))
+    rel = l3x.stmts[0]
+    l3 = prune_unit_idxs(apply_tile(rel, _full(rel) | {x: 1 for x in out_others} | {m: mc},
+                                    inner_tags=("stencil_panel",)))
+    inner = prune_unit_idxs(l3.stmts[0])
+    out_pass |= {ix.name for ix in inner.idxs
+                 if ix.affine is not None and set(ix.affine.vars) & {*out_others, m}}
+    micro = _micro(inner, roles, mr, nr, vector_bytes, red_pass, out_pass)
+    if micro is None:
+        return None
+    pack_a, pack_b, tile = micro.stmts
+    bp = micro.ref("Bp")
+    b3 = l3.ref(bb.into)
+    if (any(not x.is_const or x.const for x in b3.access + micro.ref(bb.into).access)
+            or not {ix.name for ix in pack_b.idxs if ix.affine is not None} <= set(l3x.idx_names)):
+        return None
+    bp_in = replace(bp, dir="in", from_="Bp")
+    micro = replace(micro, refs=tuple(bp_in if r.into == "Bp" else r for r in micro.refs),
+                    stmts=(pack_a, tile))
+    l3 = prune_unit_idxs(replace(l3, refs=l3.refs + (bp_in,), stmts=(micro,)))
+    l3x = replace(l3x, refs=l3x.refs + (bp,), stmts=(pack_b, l3))
+    l2 = prune_unit_idxs(replace(l2, stmts=(l3x,)))
+    return prune_unit_idxs(replace(l1, stmts=(l2,)))
 
 
 def choose_shape(m: int, n: int, shapes, vl: int) -> tuple[int, int]:
@@ -241,37 +309,50 @@ def stencil_pass(program: Program, target, shapes=((6, 4), (8, 3)),
         roles = _roles(b)
         if roles is None or b.iterations < min_work:
             return b
-        c, a, bb, m, n, k = roles
+        c, a, bb, m, n, ks = roles
         item = np_dtype(c.dtype).itemsize
         vl = max(1, target.vector_bytes // item)
         rng = {ix.name: ix.range for ix in b.idxs}
         mr, nv = choose_shape(rng[m], rng[n], shapes, vl)
         nr = nv * vl
         kc_max = kc or max(16, target.l1_bytes // (nr * item) // 16 * 16)
-        core = Block(idxs=tuple(Index(x, rng[x]) for x in (m, n, k)),
+        # reduction panel: the contiguous reduction indexes whole, as far as kc allows
+        # (balanced: 256 under a cap of 192 is two panels of 128, not 192 + 64)
+        kt, kc_tot = {}, 1
+        for x in reversed(ks):
+            room = max(1, kc_max // kc_tot)
+            kt[x] = _ceil(rng[x], _ceil(rng[x], room))
+            kc_tot *= kt[x]
+        k0 = ks[-1]
+        core = Block(idxs=(Index(m, rng[m]), Index(n, rng[n]), Index(k0, kc_tot)),
                      refs=tuple(replace(r, access=tuple(
-                         Affine(tuple((v, cf) for v, cf in e.terms if v in (m, n, k)), 0) for e in r.access))
+                         Affine(tuple((v, cf) for v, cf in e.terms if v in (m, n, k0)), 0) for e in r.access))
                          for r in (c, a, bb)))
         t = autotile.search(core, target.line_bytes, max_total_bytes=cap,
-                            multiple_of={m: mr, n: nr}, fixed={k: min(kc_max, rng[k])},
-                            min_count=target.cores)
-        mc, nc, kcs = min(t[m], _ceil(rng[m], mr) * mr), min(t[n], _ceil(rng[n], nr) * nr), t[k]
-        mc, nc = min(mc, rng[m]), min(nc, rng[n])
-        others = [x for x in b.idx_names if x not in (m, n, k)]
+                            multiple_of={m: mr, n: nr}, fixed={k0: kc_tot}, min_count=target.cores)
+        mc, nc = min(t[m], rng[m]), min(t[n], rng[n])
+        others = [x for x in b.idx_names if x not in (m, n, *ks)]
         out_others = [x for x in others if x in ref_vars(c)]
         red_others = [x for x in others if x not in ref_vars(c)]
+        roles = (c, a, bb, m, n, ks)
+        if not (ref_vars(bb) & set(out_others)):
+            r = _hoisted(b, roles, out_others, red_others, mc, nc, kt, mr, nr, target.vector_bytes)
+            if r is not None:
+                return r
         # level 1: output tiles; level 2: reduction panels; level 3: one panel
-        t1 = {x: 1 for x in out_others} | {m: mc, n: nc, k: rng[k]} | {x: rng[x] for x in red_others}
+        t1 = {x: 1 for x in out_others} | {m: mc, n: nc} | {x: rng[x] for x in (*ks, *red_others)}
         outer = apply_tile(b, t1, inner_tags=("stencil_reduce",), outer_tags=("stencil",))
         order = out_others + [n, m]
         outer = replace(outer, idxs=tuple(sorted(outer.idxs, key=lambda ix: order.index(ix.name)
                                                  if ix.name in order else len(order))))
         red = outer.stmts[0]
-        t2 = {x: 1 for x in red_others} | {k: kcs, m: red.idx(m).range, n: red.idx(n).range}
+        t2 = {x: 1 for x in red_others} | kt | {m: red.idx(m).range, n: red.idx(n).range}
         red_t = apply_tile(red, t2, inner_tags=("stencil_panel",))
         inner = red_t.stmts[0]
+        red_pass = {ix.name for ix in inner.idxs
+                    if ix.affine is not None and set(ix.affine.vars) & {*ks, *red_others}}
         inner = prune_unit_idxs(inner)
-        micro = _micro(inner, (c, a, bb, m, n, k), mr, nr, target.vector_bytes)
+        micro = _micro(inner, roles, mr, nr, target.vector_bytes, red_pass)
         if micro is None:
             return b
         red_t = prune_unit_idxs(replace(red_t, stmts=(micro,)))
