@@ -357,11 +357,12 @@ class Lowered:
         return self._entry.closed
 
     def as_text(self, stage: str = "graph") -> str:
-        """Text of a stage: ``graph`` (the optimized graph the backend receives)."""
+        """Text of a stage: ``graph`` (the optimized graph), or the native pipeline's
+        ``kernels``, ``tile``, ``stripe``, ``stripe-opt`` and ``c`` (no compiler needed)."""
         if stage in ("graph", "optimized"):
             return pp_graph(self._entry.closed)
-        from plait.errors import PlaitValueError
-        raise PlaitValueError(f"unknown stage {stage!r}; available: 'graph', 'optimized'")
+        from plait.backends.native import stage_text
+        return stage_text(self._entry.closed, stage)
 
     def compile(self) -> "Compiled":
         return Compiled(self._jitted, self._entry)

@@ -4,7 +4,8 @@ The function is ``void <name>(void **bufs)`` with one pointer per program buffer
 in the program's buffer order. Semantics follow ``plait.stripe.ir``: a block is a
 loop nest over its indexes, skipping iterations that fail a constraint; a
 refinement is a pointer offset into its parent view; a ``none`` refinement is a
-fresh allocation filled with the identity of its aggregation op; a store combines
+fresh allocation filled with the identity of its aggregation op (unless tagged
+``overwritten``: its first user assigns every element); a store combines
 with the refinement's aggregation op. Blocks tagged ``parallel`` get an OpenMP
 ``parallel for`` on their outermost loop. Integer division, remainder and shifts
 are guarded so no input can trap.
@@ -38,6 +39,9 @@ VECMATH = (
     + "".join(f"__attribute__((simd(\"notinbranch\"))) extern double {n}(double{', double' if n in ('pow', 'atan2') else ''});\n"
               for n in _VEC_D)
     + "#endif\n")
+
+# local allocations up to this size live on the stack (OpenMP threads have >= 2 MB)
+STACK_BYTES = 32 * 1024
 
 # scalars of these dtypes are computed in a wider type
 COMPUTE_TYPES = dict(C_TYPES, f16="float")
@@ -307,13 +311,14 @@ class CRenderer:
             ctype = C_TYPES[r.dtype]
             if r.from_ is None:
                 size = 1 + sum((s - 1) * st for s, st in zip(r.shape, r.strides) if s > 0)
-                if size * np.dtype(ir.np_dtype(r.dtype)).itemsize <= 4096:
+                if size * np.dtype(ir.np_dtype(r.dtype)).itemsize <= STACK_BYTES:
                     self.emit(f"{ctype} {cv}[{size}];")
                 else:
                     self.emit(f"{ctype} *{cv} = ({ctype} *)malloc(sizeof({ctype}) * {size});")
                     frees.append(cv)
-                self.emit(f"for (int64_t z = 0; z < {size}; ++z) {cv}[z] = "
-                          f"{_identity(r.agg, r.dtype)};")
+                if "overwritten" not in r.tags:
+                    self.emit(f"for (int64_t z = 0; z < {size}; ++z) {cv}[z] = "
+                              f"{_identity(r.agg, r.dtype)};")
             else:
                 if r.from_ not in scope.outer:
                     raise CompileError(f"refinement {r.into!r} refines unknown view {r.from_!r}",

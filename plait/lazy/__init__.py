@@ -15,6 +15,7 @@ still-referenced array the trace computes is an output of the same run.
 from plait.lazy.modes import (eager_mode, forbid_materialization, metrics, reset_metrics,
                               is_eager, MaterializationForbiddenError)
 from plait.lazy.array import LazyArray, asarray, live_count
+from plait.lazy import trace as _trace      # noqa: F401  (installs the lazy interpreter)
 from plait.lazy.materialize import materialize, step
 from plait.lazy.cache import clear as clear_cache, cached_traces
 from plait.lazy.device import LAZY_DEVICE as device

@@ -4,13 +4,9 @@ A lazy array is either *concrete* (its ``_ref`` is a :class:`Const`: a NumPy buf
 plus a flag saying whether it came from a materialization) or *symbolic* (its
 ``_ref`` is ``(node, index)``: output ``index`` of a recorded :class:`Node`).
 
-Lazy arrays are tracers of one permanent ``MainTrace`` of level 0.5 that is never
-pushed on the trace stack: ``bind`` picks the highest level among its arguments,
-so any primitive touching a lazy array (and no tracer of a real transformation)
-goes to :class:`LazyTrace`, which runs the primitive's ``abstract_eval`` at once
-(shape errors surface at the user's line) and records a node. Under ``jit`` or
-``grad`` (levels >= 1) lazy arrays are lifted like any lower-level value, so
-transformations of lazy code record their ops lazily too.
+Lazy arrays are tracers of the lazy trace (:mod:`plait.lazy.trace`), which runs
+each primitive's ``abstract_eval`` at once (shape errors surface at the user's
+line) and records a :class:`Node`.
 
 Nodes point at their inputs' *nodes* (or constants), never at the ``LazyArray``
 objects: a ``LazyArray`` that still exists is therefore referenced by user code,
@@ -27,12 +23,11 @@ import weakref
 import numpy as np
 
 from plait.core.aval import ShapedArray
-from plait.core.graph import Graph, ClosedGraph
 from plait.core.dtypes import canonical_dtype
-from plait.core.trace import MainTrace, Trace, Tracer, get_aval, concrete_value
+from plait.core.trace import Tracer, get_aval, concrete_value
 from plait.errors import PlaitTypeError
-from plait.lazy import modes
 from plait.lazy.device import LAZY_DEVICE, LazyDevice
+from plait.lazy.keys import freeze_params
 from plait.runtime.array import Array
 
 
@@ -87,66 +82,6 @@ class Node:
         self.memo[index] = const
         if all(m is not None for m in self.memo):
             self.inputs = ()
-
-
-_GRAPH_TEXT: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
-def _freeze(v):
-    """A hashable, structural stand-in for a param value."""
-    if isinstance(v, Graph):
-        t = _GRAPH_TEXT.get(v)
-        if t is None:
-            from plait.core.printer import pp_graph
-            t = _GRAPH_TEXT[v] = pp_graph(v)
-        return ("graph", t)
-    if isinstance(v, ClosedGraph):
-        return ("closed", _freeze(v.graph), tuple(_freeze(_const_value(c)) for c in v.consts))
-    if isinstance(v, (list, tuple)):
-        return (type(v).__name__,) + tuple(_freeze(x) for x in v)
-    if isinstance(v, dict):
-        return ("dict",) + tuple((k, _freeze(x)) for k, x in sorted(v.items()))
-    if isinstance(v, np.ndarray):
-        return ("ndarray", v.dtype, v.shape, v.tobytes())
-    try:
-        hash(v)
-        return v
-    except TypeError:
-        return ("object", id(v), v)
-
-
-def _const_value(c):
-    """A sub-graph constant as NumPy (its value is part of the structure)."""
-    if isinstance(c, Tracer):
-        return ("tracer", object())       # never equal: such a trace is not reused
-    return concrete_value(c)
-
-
-def freeze_params(params: dict):
-    """The params of a node as a hashable, structure-based key (graphs by their text)."""
-    items = tuple(sorted(params.items()))
-    for _, v in items:
-        if _has_graph(v):
-            break
-    else:
-        try:
-            hash(items)
-            return items
-        except TypeError:
-            pass
-    return tuple((k, _freeze(v)) for k, v in items)
-
-
-def _has_graph(v) -> bool:
-    t = type(v)
-    if t is Graph or t is ClosedGraph:
-        return True
-    if t is tuple or t is list:
-        for x in v:
-            tx = type(x)
-            if tx is Graph or tx is ClosedGraph or ((tx is tuple or tx is list) and _has_graph(x)):
-                return True
-    return False
 
 
 # --- user source lines (cheap: cached per file name) ------------------------------
@@ -363,69 +298,3 @@ def asarray(x, dtype=None) -> LazyArray:
                              "nested sequences or non-numeric data)")
     v = np.array(v, dtype=canonical_dtype(v.dtype))
     return concrete(v)
-
-
-# --- the lazy trace ---------------------------------------------------------------------
-class LazyTrace(Trace):
-    """Records each primitive as a :class:`Node` (or runs it at once in eager mode)."""
-
-    def pure(self, val) -> LazyArray:
-        c = const_of(val)
-        if c.value.ndim and c.value.size > 1 and not modes._EAGER[0]:
-            b = _uniform_broadcast(c)
-            if b is not None:
-                return b
-        return LazyArray(c, c.aval)
-
-    lift = pure
-
-    def process_primitive(self, prim, tracers, params):
-        if modes._EAGER[0]:
-            return _run_eagerly(prim, tracers, params)
-        avals = [t._aval for t in tracers]
-        out = prim.rule("abstract_eval")(*avals, **params)
-        out_avals = list(out) if prim.multiple_results else [out]
-        node = Node(prim, params, [t._ref for t in tracers], out_avals, user_code_line())
-        return [symbolic(node, i) for i in range(len(out_avals))]
-
-
-def _uniform_broadcast(c: Const):
-    """An array holding one repeated value (a broadcast scalar such as ``lr`` in
-    ``lr * g``, made eagerly before it met a lazy array) is recorded as
-    ``broadcast_in_dim`` of that scalar, so the scalar can be a literal or an argument
-    instead of a full-size buffer. Values are compared bit for bit."""
-    v = c.value
-    flat = v.reshape(-1)
-    n = flat.size
-    if flat[0] != flat[n - 1] or flat[0] != flat[n // 2]:       # cheap early reject
-        return None
-    size = flat.dtype.itemsize
-    if size in _UINT:
-        bits = flat.view(_UINT[size])
-    else:
-        bits = np.ascontiguousarray(flat).view(np.uint8).reshape(n, size)
-    if not (bits == bits[0]).all():
-        return None
-    from plait.lax.shape_ops import broadcast_in_dim_p
-    s = Const(flat[:1].reshape(()), c.aval.weak_type, False)
-    params = dict(shape=v.shape, broadcast_dimensions=())
-    node = Node(broadcast_in_dim_p, params, [s], [c.aval], user_code_line())
-    return symbolic(node, 0)
-
-
-_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
-
-
-def _run_eagerly(prim, tracers, params):
-    vals = [t._numpy() for t in tracers]
-    out = prim.rule("abstract_eval")(*[t._aval for t in tracers], **params)
-    out_avals = list(out) if prim.multiple_results else [out]
-    res = prim.rule("impl")(*vals, **params)
-    res = list(res) if prim.multiple_results else [res]
-    return [concrete(r if type(r) is np.ndarray else np.asarray(r), a.weak_type, True)
-            for r, a in zip(res, out_avals)]
-
-
-LAZY_MAIN = MainTrace(0.5, LazyTrace, description="lazy evaluation")
-LAZY_TRACE = LazyTrace(LAZY_MAIN)
-LazyArray._trace = LAZY_TRACE

@@ -41,6 +41,7 @@ def host_target() -> Target:
         ("stencil", ()),
         ("fuse", ()),
         ("localize", ()),
+        ("elide_init", ()),
         ("boundary", ()),
         ("partition", (("min_work", 1 << 15),)),
     )

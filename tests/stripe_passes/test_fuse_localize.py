@@ -54,3 +54,9 @@ def test_no_fusion_when_temporary_is_read_twice():
     b.output(T, Y)
     before = lower(b.build())
     assert apply(before, [("fuse", {})], AVX512) == before
+
+
+def test_localized_row_of_softmax_skips_its_fill():
+    p = check_passes(softmax(6, 33), [("fuse", {}), ("localize", {}), ("elide_init", {})])
+    (k,) = _kernels(p)
+    assert any("overwritten" in r.tags for r in k.refs if r.dir == "none")

@@ -6,6 +6,6 @@ to Stripe, runs the Stripe passes of the target config, renders every kernel as 
 C function in one source file, builds it (disk-cached) and returns an executable
 that runs the kernels and the host steps in order.
 """
-from plait.backends.native.compile import compile_native, NativeExecutable
+from plait.backends.native.compile import compile_native, stage_text, NativeExecutable
 
-__all__ = ["compile_native", "NativeExecutable"]
+__all__ = ["compile_native", "stage_text", "NativeExecutable"]

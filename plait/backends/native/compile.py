@@ -24,13 +24,11 @@ from plait.stripe.targets import host_target
 class NativeExecutable:
     """Runs native kernels (ctypes calls into one shared object) and host steps in order."""
 
-    def __init__(self, closed: ClosedGraph, steps: list, stripe: dict, source: str,
-                 lib_path: str | None, module: str | None):
+    def __init__(self, prepared: "Prepared", lib_path: str | None, module: str | None):
+        self.prepared = prepared
+        closed, steps, stripe = prepared.closed, prepared.steps, prepared.stripe
         g = closed.graph
         self.closed = closed
-        self.steps_src = steps
-        self.stripe = stripe
-        self.source = source
         self.lib = ctypes.CDLL(lib_path) if lib_path else None
         self.pymod = _load_module(module, lib_path) if module and lib_path else None
         slot: dict = {}
@@ -92,7 +90,7 @@ class NativeExecutable:
         self._avals = {slot[v]: v.aval for v in slot}
 
     def kernel_count(self) -> int:
-        return sum(1 for s in self.steps_src if isinstance(s, KernelStep))
+        return sum(1 for s in self.prepared.steps if isinstance(s, KernelStep))
 
     def __call__(self, *args) -> list:
         if len(args) != self.n_in:
@@ -151,12 +149,37 @@ class NativeExecutable:
                 "peak_temp_bytes": peak}
 
     def as_text(self, stage: str = "c") -> str:
+        """See :meth:`Prepared.as_text`."""
+        return self.prepared.as_text(stage)
+
+
+class Prepared:
+    """Everything before the C compiler: kernel partition, Tile, Stripe, C source."""
+
+    def __init__(self, closed: ClosedGraph):
+        self.closed = inline(closed)
+        self.steps = partition(self.closed.graph)
+        target = host_target()
+        self.stripe = {}
+        parts = [PRELUDE]
+        for st in self.steps:
+            if isinstance(st, KernelStep):
+                before = stripe_lower(st.program)
+                after = run_passes(before, target)
+                self.stripe[st.name] = (before, after)
+                parts.append(render_program(after, st.name))
+        self.source = "\n\n".join(parts)
+
+    def executable(self, lib: str, module: str | None = None) -> NativeExecutable:
+        return NativeExecutable(self, lib, module)
+
+    def as_text(self, stage: str = "c") -> str:
         """``c`` (generated source), ``kernels`` (partition), ``stripe``/``stripe-opt``, ``tile``."""
         if stage == "c":
             return self.source
         if stage == "kernels":
             lines = []
-            for st in self.steps_src:
+            for st in self.steps:
                 if isinstance(st, KernelStep):
                     lines.append(f"{st.name}: " + ", ".join(e.prim.name for e in st.eqns))
                 else:
@@ -164,7 +187,7 @@ class NativeExecutable:
             return "\n".join(lines)
         if stage == "tile":
             from plait.tile.printer import format_program
-            return "\n\n".join(format_program(st.program) for st in self.steps_src
+            return "\n\n".join(format_program(st.program) for st in self.steps
                                if isinstance(st, KernelStep))
         if stage in ("stripe", "stripe-opt"):
             from plait.stripe import to_text
@@ -177,34 +200,30 @@ class NativeExecutable:
                               f"stripe-opt or c")
 
 
+def stage_text(closed: ClosedGraph, stage: str) -> str:
+    """A compilation stage's text (``kernels``, ``tile``, ``stripe``, ``stripe-opt``, ``c``),
+    produced without invoking the C compiler."""
+    return Prepared(closed).as_text(stage)
+
+
 def compile_native(closed: ClosedGraph) -> NativeExecutable:
     """Compile ``closed`` to native code (raises CompileError without a C compiler)."""
     tc = require_toolchain()
     t0 = time.perf_counter()
-    closed = inline(closed)
-    steps = partition(closed.graph)
-    target = host_target()
-    stripe = {}
-    parts = [PRELUDE]
-    for st in steps:
-        if isinstance(st, KernelStep):
-            before = stripe_lower(st.program)
-            after = run_passes(before, target)
-            stripe[st.name] = (before, after)
-            parts.append(render_program(after, st.name))
-    source = "\n\n".join(parts)
+    prep = Prepared(closed)
     lib = module = None
-    if stripe:
-        key = kernel_cache.entry_key(source, tc.identity(), ",".join(sorted(cpu_info().flags)))
-        full = source
+    if prep.stripe:
+        key = kernel_cache.entry_key(prep.source, tc.identity(),
+                                     ",".join(sorted(cpu_info().flags)))
+        full = prep.source
         if tc.python_include:
             module = f"plait_k_{key}"
             full += "\n\n" + module_source(module, {
-                st.name: (len(st.inputs), len(st.outputs)) for st in steps
+                st.name: (len(st.inputs), len(st.outputs)) for st in prep.steps
                 if isinstance(st, KernelStep)})
         lib = kernel_cache.get_or_build(key, lambda out: build_shared_object(full, out, tc))
     metrics.bump("native_compile_s", time.perf_counter() - t0)
-    return NativeExecutable(closed, steps, stripe, source, lib, module)
+    return prep.executable(lib, module)
 
 
 _SUBGRAPHS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()

@@ -5,8 +5,10 @@ top-level statement touching it is a kernel block that overwrites every element
 exactly once with ``assign`` — no constraints, and each buffer dimension addressed by
 its own index with coefficient 1 over the full size (size-1 dimensions by 0) — the
 fill is dead.  ``main``'s refinement of the buffer is then tagged ``overwritten`` and
-the renderer skips the fill (for a 16M-element output that is 64 MB of writes).
-Must run before passes that tile kernel blocks.
+the renderer skips the fill (for a 16M-element output that is 64 MB of writes).  The
+same holds for a ``none`` temporary of any block whose first user overwrites it (a
+localized row of a fused softmax).  Run it first (before tiling hides the pattern) and
+again after localize.
 """
 from __future__ import annotations
 
@@ -17,13 +19,16 @@ from plait.stripe.passes._util import uses_view
 
 
 def _covers(block: Block, ref, shape: tuple[int, ...]) -> bool:
+    """Whether ``block`` assigns every element of its view ``ref`` (of a buffer ``shape``)."""
     if block.constraints or any(ix.affine is not None for ix in block.idxs):
         return False
     if ref.dir != "out" or ref.agg not in (None, "assign") or len(ref.access) != len(shape):
         return False
+    if any(isinstance(s, Block) for s in block.stmts):
+        return False
     seen = set()
     for a, size in zip(ref.access, shape):
-        if size == 1 and a.is_const and a.const == 0:
+        if a.is_const and a.const == 0 and size == 1:
             continue
         if a.const != 0 or len(a.terms) != 1 or a.terms[0][1] != 1:
             return False
@@ -31,11 +36,30 @@ def _covers(block: Block, ref, shape: tuple[int, ...]) -> bool:
         if n in seen or block.idx(n).range != size:
             return False
         seen.add(n)
-    return len(seen) == len([i for i in block.idxs if i.range > 1])
+    return True
+
+
+def _mark(block: Block, refs: list, k: int, shape: tuple[int, ...]) -> None:
+    r = refs[k]
+    first = next((s for s in block.stmts if uses_view(s, r.into)), None)
+    if not isinstance(first, Block) or "overwritten" in r.tags:
+        return
+    views = [v for v in first.refs if v.from_ == r.into]
+    if len(views) == 1 and _covers(first, views[0], shape):
+        refs[k] = replace(r, tags=r.tags | {"overwritten"})
+
+
+def _walk(block: Block) -> Block:
+    refs = list(block.refs)
+    for k, r in enumerate(refs):
+        if r.dir == "none" and r.access == tuple(type(a)() for a in r.access):
+            _mark(block, refs, k, r.shape)
+    stmts = tuple(_walk(s) if isinstance(s, Block) else s for s in block.stmts)
+    return replace(block, refs=tuple(refs), stmts=stmts)
 
 
 def elide_init_pass(program: Program, target) -> Program:
-    """Tag main's refinements of buffers that are fully overwritten before any use."""
+    """Tag refinements whose initial fill is dead: program outputs and local temporaries."""
     main = program.entry
     refs = list(main.refs)
     for k, r in enumerate(refs):
@@ -44,10 +68,6 @@ def elide_init_pass(program: Program, target) -> Program:
         buf = program.buffer(r.from_)
         if buf.kind == "in" or r.access != tuple(type(a)() for a in r.access):
             continue
-        first = next((s for s in main.stmts if uses_view(s, r.into)), None)
-        if not isinstance(first, Block) or "kernel" not in first.tags:
-            continue
-        views = [v for v in first.refs if v.from_ == r.into]
-        if len(views) == 1 and _covers(first, views[0], buf.shape):
-            refs[k] = replace(r, tags=r.tags | {"overwritten"})
-    return replace(program, entry=replace(main, refs=tuple(refs)))
+        _mark(main, refs, k, buf.shape)
+    main = _walk(replace(main, refs=tuple(refs)))
+    return replace(program, entry=main)

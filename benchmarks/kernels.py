@@ -1,0 +1,191 @@
+"""Kernel-level benchmarks (WORKLOADS.md "K"): native plait kernels against NumPy.
+
+* fused elementwise chain ``tanh(x*a + b) * sigmoid(x) + x**2`` over 16M float32:
+  effective GB/s (x read once, result written once) against a STREAM-style triad
+  ``out = a + s*b`` done by NumPy into a preallocated array, in the same rounds;
+* float32 matmul 256/512/1024/2048: GFLOP/s against NumPy's BLAS;
+* 3x3 stride-1 SAME convolutions NHWC (64ch 56x56, 256ch 14x14; batch 1 and 8):
+  GFLOP/s against PyTorch CPU when installed, else NumPy im2col + BLAS;
+* row softmax 4096x4096 float32: GB/s against NumPy.
+
+Every plait result is checked against the peer before timing.  Candidates are timed
+in interleaved rounds (:func:`benchmarks.harness.compare`).  ``--threads 1`` runs the
+whole benchmark in a child process with OpenMP and BLAS pinned to one thread, so one
+invocation reports single-thread and all-core ratios side by side.
+
+Run: ``python -m benchmarks.kernels [--threads 1|all|both] [--quick]``.  On machines
+where ``OPENBLAS_CORETYPE``/``OPENBLAS_L2_SIZE`` are set, unset them for the run
+(``env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python -m benchmarks.kernels``).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+import plait
+import plait.lax as lax
+import plait.numpy as pnp
+from benchmarks.harness import compare, fmt_time, optional_import, table
+
+
+def blas_info() -> str:
+    """Which BLAS NumPy uses (threadpoolctl when installed, else NumPy's build config)."""
+    tpc = optional_import("threadpoolctl")
+    if tpc is not None:
+        infos = tpc.threadpool_info()
+        return "; ".join(f"{i.get('internal_api')} {i.get('version')} ({i.get('architecture')}, "
+                         f"{i.get('num_threads')} threads)" for i in infos) or "unknown"
+    try:
+        cfg = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        return f"{cfg.get('name')} {cfg.get('version')} (threadpoolctl not installed)"
+    except Exception:  # pragma: no cover
+        return "unknown"
+
+
+def _chain(x, a, b):
+    return pnp.tanh(x * a + b) * (1 / (1 + pnp.exp(-x))) + x ** 2
+
+
+def bench_elementwise(n: int) -> list:
+    x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    y = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+    a, b = np.float32(0.7), np.float32(0.1)
+    f = plait.jit(_chain, backend="native")
+    want = np.tanh(x * a + b) * (1 / (1 + np.exp(-x))) + x ** 2
+    np.testing.assert_allclose(f(x, a, b), want, rtol=2e-5, atol=1e-6)
+    out = np.empty_like(x)
+    s = np.float32(3.0)
+
+    def triad():
+        np.multiply(y, s, out=out)
+        np.add(x, out, out=out)
+
+    def numpy_chain():
+        return np.tanh(x * a + b) * (1 / (1 + np.exp(-x))) + x ** 2
+
+    t = compare({"plait": lambda: f(x, a, b), "triad": triad, "numpy": numpy_chain}, rounds=7)
+    gbs = 8 * n / t["plait"] / 1e9
+    triad_gbs = 12 * n / t["triad"] / 1e9
+    return [[f"eltwise chain f32[{n}]", fmt_time(t["plait"]), f"{gbs:.1f} GB/s",
+             f"triad {triad_gbs:.1f} GB/s", f"{gbs / triad_gbs:.2f}",
+             f"numpy {8 * n / t['numpy'] / 1e9:.1f} GB/s"]]
+
+
+def bench_matmul(sizes) -> list:
+    rows = []
+    for n in sizes:
+        rng = np.random.default_rng(n)
+        A = rng.standard_normal((n, n)).astype(np.float32)
+        B = rng.standard_normal((n, n)).astype(np.float32)
+        f = plait.jit(lambda p, q: p @ q, backend="native")
+        np.testing.assert_allclose(f(A, B), A @ B, rtol=1e-3, atol=1e-3 * np.sqrt(n))
+        t = compare({"plait": lambda: f(A, B), "numpy": lambda: A @ B},
+                    rounds=7 if n <= 1024 else 3)
+        gf = {k: 2 * n ** 3 / v / 1e9 for k, v in t.items()}
+        rows.append([f"matmul f32 {n}", fmt_time(t["plait"]), f"{gf['plait']:.1f} GFLOP/s",
+                     f"numpy {gf['numpy']:.1f} GFLOP/s", f"{gf['plait'] / gf['numpy']:.2f}", ""])
+    return rows
+
+
+def _im2col_conv(x, w):
+    n, h, wd, c = x.shape
+    kh, kw, _, co = w.shape
+    p = np.pad(x, ((0, 0), (kh // 2, kh // 2), (kw // 2, kw // 2), (0, 0)))
+    cols = np.empty((n, h, wd, kh, kw, c), x.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            cols[:, :, :, i, j, :] = p[:, i:i + h, j:j + wd, :]
+    return (cols.reshape(n * h * wd, kh * kw * c) @ w.reshape(kh * kw * c, co)).reshape(n, h, wd, co)
+
+
+def bench_conv(cases) -> list:
+    torch = optional_import("torch")
+    rows = []
+    f = plait.jit(lambda x, w: lax.conv_general_dilated(
+        x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")), backend="native")
+    for bsz, c, hw in cases:
+        rng = np.random.default_rng(c + hw)
+        x = rng.standard_normal((bsz, hw, hw, c)).astype(np.float32)
+        w = (rng.standard_normal((3, 3, c, c)) / np.sqrt(9 * c)).astype(np.float32)
+        want = _im2col_conv(x, w)
+        np.testing.assert_allclose(f(x, w), want, rtol=1e-3, atol=1e-3)
+        cands = {"plait": lambda: f(x, w)}
+        if torch is not None:
+            tx = torch.from_numpy(x).permute(0, 3, 1, 2).contiguous()
+            tw = torch.from_numpy(w).permute(3, 2, 0, 1).contiguous()
+            peer = "torch"
+            cands[peer] = lambda: torch.nn.functional.conv2d(tx, tw, padding=1)
+        else:
+            peer = "im2col"
+            cands[peer] = lambda: _im2col_conv(x, w)
+        t = compare(cands, rounds=5)
+        fl = 2 * bsz * hw * hw * c * c * 9
+        gf = {k: fl / v / 1e9 for k, v in t.items()}
+        rows.append([f"conv3x3 NHWC b{bsz} {c}ch {hw}x{hw}", fmt_time(t["plait"]),
+                     f"{gf['plait']:.1f} GFLOP/s", f"{peer} {gf[peer]:.1f} GFLOP/s",
+                     f"{gf['plait'] / gf[peer]:.2f}", ""])
+    return rows
+
+
+def _softmax(x):
+    m = pnp.max(x, axis=1, keepdims=True)
+    e = pnp.exp(x - m)
+    return e / pnp.sum(e, axis=1, keepdims=True)
+
+
+def _np_softmax(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def bench_softmax(n: int) -> list:
+    x = np.random.default_rng(3).standard_normal((n, n)).astype(np.float32)
+    f = plait.jit(_softmax, backend="native")
+    np.testing.assert_allclose(f(x), _np_softmax(x), rtol=1e-5, atol=1e-7)
+    t = compare({"plait": lambda: f(x), "numpy": lambda: _np_softmax(x)}, rounds=7)
+    gb = {k: 2 * x.nbytes / v / 1e9 for k, v in t.items()}
+    return [[f"softmax rows f32[{n},{n}]", fmt_time(t["plait"]), f"{gb['plait']:.1f} GB/s",
+             f"numpy {gb['numpy']:.1f} GB/s", f"{gb['plait'] / gb['numpy']:.2f}", ""]]
+
+
+def run(quick: bool = False) -> str:
+    """All kernel benchmarks as one table (threads as configured by the environment)."""
+    rows = []
+    rows += bench_elementwise(1 << 22 if quick else 1 << 24)
+    rows += bench_matmul((256, 512) if quick else (256, 512, 1024, 2048))
+    rows += bench_conv(((1, 64, 56), (1, 256, 14)) if quick else
+                       ((1, 64, 56), (8, 64, 56), (1, 256, 14), (8, 256, 14)))
+    rows += bench_softmax(1024 if quick else 4096)
+    threads = os.environ.get("OMP_NUM_THREADS", str(os.cpu_count()))
+    return table(f"Kernels, {threads} thread(s); NumPy BLAS: {blas_info()}", rows,
+                 ["workload", "plait time", "plait", "peer", "ratio", "extra"])
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", choices=("1", "all", "both"), default="both")
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args(argv)
+    modes = ["1", "all"] if args.threads == "both" else [args.threads]
+    for mode in modes:
+        if mode == "all" and "OMP_NUM_THREADS" not in os.environ:
+            print(run(args.quick), flush=True)
+        else:
+            env = dict(os.environ)
+            if mode == "1":
+                env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+            else:
+                for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+                    env.pop(k, None)
+            cmd = [sys.executable, "-c",
+                   f"from benchmarks.kernels import run; print(run({args.quick}))"]
+            subprocess.run(cmd, env=env, check=True)
+        print()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""The benchmark runner runs (tiny sizes, interp backend; no timing assertions) and the
+digits example trains to >= 95% test accuracy."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def test_benchmark_runner_smoke():
+    r = subprocess.run([sys.executable, "-m", "benchmarks", "--smoke", "--backend", "interp",
+                        "--only", "w1,w2,w7"], cwd=ROOT, env=_env(), capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    table = [line for line in r.stdout.splitlines() if line.startswith("| W")]
+    assert [line.split(" ")[1] for line in table] == ["W1", "W2", "W7"]
+    assert all("rtol" in line or "exact" in line for line in table)
+    assert "plait.jit first call" in r.stdout and "FAILED" not in r.stdout
+
+
+def test_benchmark_runner_rejects_unknown_workload():
+    r = subprocess.run([sys.executable, "-m", "benchmarks", "--only", "w99"], cwd=ROOT,
+                       env=_env(), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "unknown workload" in r.stderr
+
+
+def test_benchmark_check_catches_wrong_numbers():
+    from benchmarks.common import assert_close
+    import numpy as np
+    assert_close("ok", [np.ones(3)], [np.ones(3) * (1 + 1e-6)], 1e-5)
+    with pytest.raises(AssertionError, match="differs"):
+        assert_close("bad", [np.ones(3)], [np.ones(3) * 1.1], 1e-3)
+
+
+@pytest.mark.slow
+def test_digits_example_accuracy():
+    pytest.importorskip("sklearn")
+    from plait.examples import digits
+    r = digits.train(steps=300, backend="interp", eager_steps=1, progress=False)
+    assert r["accuracy"] >= 0.95, r
+    assert r["compile_s"] > 0 and r["jit_steps_per_s"] > 0 and r["eager_steps_per_s"] > 0

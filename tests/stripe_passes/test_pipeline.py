@@ -1,0 +1,44 @@
+"""The host target's whole pass list, and the same list on an AVX2-sized target."""
+from dataclasses import replace
+
+import pytest
+
+from helpers import AVX2, AVX512, blocks, check_passes
+from plait.stripe.targets import host_target
+from programs import chain, mm_epilogue, softmax
+from stripe_programs import conv2d, matmul
+
+CASES = {
+    "mm_epilogue": lambda: mm_epilogue(50, 70, 90),
+    "matmul": lambda: matmul(64, 130, 96)[0],
+    "conv": lambda: conv2d(n=2, h=9, w=10, ci=8, co=24)[0],
+    "softmax": lambda: softmax(40, 70),
+    "chain": lambda: chain(3000),
+}
+
+
+def _passes():
+    # small min_work so the small test programs exercise every pass
+    out = []
+    for name, params in host_target().passes:
+        d = dict(params)
+        if "min_work" in d:
+            d["min_work"] = 1
+        out.append((name, d))
+    out.insert([n for n, _ in out].index("stencil"),
+               ("stencil", {"min_work": 1})) if False else None
+    return [(n, dict(d, min_work=1) if n == "stencil" else d) for n, d in out]
+
+
+@pytest.mark.parametrize("target", [AVX512, AVX2], ids=["avx512", "avx2"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_host_pass_list(case, target):
+    p = check_passes(CASES[case](), _passes(), target, rtol=1e-4)
+    if case in ("mm_epilogue", "matmul", "conv"):
+        assert blocks(p, "mac_regblock")
+
+
+def test_host_target_lists_the_passes_in_order():
+    names = [n for n, _ in host_target().passes]
+    assert names.index("stencil") < names.index("fuse") < names.index("localize") \
+        < names.index("boundary") < names.index("partition")
