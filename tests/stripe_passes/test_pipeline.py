@@ -25,8 +25,6 @@ def _passes():
         if "min_work" in d:
             d["min_work"] = 1
         out.append((name, d))
-    out.insert([n for n, _ in out].index("stencil"),
-               ("stencil", {"min_work": 1})) if False else None
     return [(n, dict(d, min_work=1) if n == "stencil" else d) for n, d in out]
 
 
