@@ -22,8 +22,8 @@ import time
 import numpy as np
 
 import plait
-from benchmarks.common import SYSTEMS, Config, Row
-from benchmarks.harness import fmt_time, optional_import
+from benchmarks.common import Config, Row, markdown
+from benchmarks.harness import optional_import
 
 WORKLOADS = [
     ("w1", "benchmarks.w1_mlp", "run"),
@@ -40,35 +40,12 @@ def _run_one(key: str, module: str, fn: str, cfg: Config):
     """``(rows, extra_text)`` of one workload."""
     mod = importlib.import_module(module)
     if key == "w6":
-        steps = 5 if cfg.smoke else 50 if cfg.quick else 200
+        steps = 5 if cfg.smoke else 30 if cfg.quick else 200
         return [], mod.run(steps)
     out = getattr(mod, fn)(cfg)
     if isinstance(out, tuple):
         return out
     return out, ""
-
-
-def markdown(rows: list[Row]) -> str:
-    """The results table: time of plait.jit, then each peer's time and ratio to it."""
-    systems = [s for s in SYSTEMS if any(s in r.times for r in rows)]
-    firsts = [s for s in ("plait.jit", "jax.jit") if any(s in r.first_call for r in rows)]
-    head = (["workload"] + systems + [f"{s} first call" for s in firsts] + ["check", "note"])
-    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows:
-        cells = [r.workload]
-        base = r.times.get("plait.jit")
-        for s in systems:
-            t = r.times.get(s)
-            if t is None:
-                cells.append("-")
-            elif s == "plait.jit" or base is None:
-                cells.append(fmt_time(t))
-            else:
-                cells.append(f"{fmt_time(t)} ({t / base:.2f}x)")
-        cells += [fmt_time(r.first_call[s]) if s in r.first_call else "-" for s in firsts]
-        cells += [r.check or "-", r.note or ""]
-        out.append("| " + " | ".join(cells) + " |")
-    return "\n".join(out)
 
 
 def header(cfg: Config) -> str:

@@ -12,7 +12,7 @@ import numpy as np
 import plait
 import plait.numpy as pnp
 from benchmarks.common import (Config, Row, assert_close, first_outputs, jax_modules,
-                               measure)
+                               measure, standalone)
 
 RTOL = 1e-4
 
@@ -77,3 +77,7 @@ def run(cfg: Config) -> list[Row]:
     errs = [assert_close(f"W1 {k}", ref, o, RTOL) for k, o in outs.items()]
     row.check = f"rtol {RTOL:g} (worst {max(errs):.1e})"
     return [measure(row, cands, cfg)]
+
+
+if __name__ == "__main__":
+    standalone(run)

@@ -11,7 +11,7 @@ import numpy as np
 import plait
 import plait.numpy as pnp
 from benchmarks.common import (Config, Row, assert_close, first_outputs, jax_modules,
-                               measure)
+                               measure, standalone)
 
 ALPHA, SCALE = 1.6732632423543772, 1.0507009873554805
 RTOL = 1e-5
@@ -58,3 +58,7 @@ def run(cfg: Config) -> list[Row]:
     measure(row, cands, cfg)
     row.note = fusion_note(f, x, W, b) if plait.config.resolved_backend() == "native" else ""
     return [row]
+
+
+if __name__ == "__main__":
+    standalone(run)

@@ -4,7 +4,8 @@ Springenberg et al.'s All-CNN-C (``plait.example_libraries.models.AllCNNC``), NH
 batch 32 of 32x32x3 inputs, He-normal weights (seed 0), softmax cross-entropy, one
 SGD step ``params - 0.01 * grad``. plait runs the stax model (jit and eager);
 NumPy runs im2col convolutions with a hand-written backward pass; JAX runs
-``jax.jit`` of the same network in ``jax.lax``. ``python -m benchmarks.w4_allcnn``.
+``jax.jit`` of the same network in ``jax.lax``. ``--quick`` leaves out the eager
+run. ``python -m benchmarks.w4_allcnn``.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from plait import nn
 from plait.example_libraries import models
 from benchmarks import np_convnet as npc
 from benchmarks.common import (Config, Row, assert_close, first_outputs, jax_modules,
-                               measure)
+                               measure, standalone)
 
 LR = 0.01
 RTOL = 1e-2   # bias gradients are sums of many cancelling float32 terms
@@ -63,8 +64,9 @@ def run(cfg: Config) -> list[Row]:
     sparams = npc.to_stax(sp, params)
     jstep = plait.jit(update)
     cands = {"plait.jit": lambda: jstep(sparams, x, y1h),
-             "plait eager": lambda: update(sparams, x, y1h),
              "numpy": lambda: numpy_step(sp, params, x, y1h)}
+    if not cfg.quick or cfg.smoke:                  # op by op: seconds per step
+        cands["plait eager"] = lambda: update(sparams, x, y1h)
     jax, jnp = jax_modules()
     if jax is not None:
         def jloss(p, x, y):
@@ -83,3 +85,7 @@ def run(cfg: Config) -> list[Row]:
     row = Row(f"W4 All-CNN-C SGD step b{batch}", first_call=first,
               check=f"params rtol {RTOL:g} (worst {max(errs):.1e})")
     return [measure(row, cands, cfg)]
+
+
+if __name__ == "__main__":
+    standalone(run)

@@ -3,7 +3,7 @@
 VGG19 configuration E (``plait.example_libraries.models.VGG19``), NHWC, 224x224x3
 inputs, He-normal random weights (seed 0). Timed: forward at batch 1 and 8, and
 the backward pass ``grad(lambda p: sum(model(p, x)))`` at batch 1 (``--quick``:
-forward at batch 1 only). Also prints the graphs' equation counts by primitive,
+forward at batch 1 only, no eager run). Also prints the graphs' equation counts by primitive,
 forward and backward, before (``plait.make_graph``) and after graph simplification
 (``plait.jit(f).trace_graph``) — the paper's Figure 9 table.
 ``python -m benchmarks.w5_vgg19``.
@@ -20,7 +20,7 @@ from plait.core.graph import subgraphs_of
 from plait.example_libraries import models
 from benchmarks import np_convnet as npc
 from benchmarks.common import (Config, Row, assert_close, first_outputs, jax_modules,
-                               measure)
+                               measure, standalone)
 from benchmarks.harness import table
 
 RTOL_FWD, RTOL_BWD = 1e-3, 1e-2
@@ -84,7 +84,7 @@ def run(cfg: Config) -> tuple[list[Row], str]:
         x = rng.standard_normal((b, size, size, 3)).astype(np.float32)
         cands = {"plait.jit": lambda x=x: fwd(sparams, x),
                  "numpy": lambda x=x: npc.forward(sp, params, x)[0]}
-        if b == 1:
+        if b == 1 and (not cfg.quick or cfg.smoke):
             cands["plait eager"] = lambda x=x: apply_fun(sparams, x)
         if jax is not None:
             cands["jax.jit"] = lambda x=x: jfwd(params, x)
@@ -117,3 +117,7 @@ def run(cfg: Config) -> tuple[list[Row], str]:
                   check=f"rtol {RTOL_BWD:g} (worst {max(errs):.1e})")
         rows.append(measure(row, cands, cfg))
     return rows, eqn_table(apply_fun, bwd, x1, sparams)
+
+
+if __name__ == "__main__":
+    standalone(run)

@@ -11,13 +11,24 @@ import sys
 _PLAIT_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
-def user_frame(skip_plait: bool = True) -> str:
+_INTERNAL: dict[str, bool] = {}   # file name -> is it plait's own (or frozen) code
+
+
+def _is_internal(filename: str) -> bool:
+    r = _INTERNAL.get(filename)
+    if r is None:
+        fn = os.path.abspath(filename)
+        r = _INTERNAL[filename] = fn.startswith(_PLAIT_DIR) or filename.startswith("<frozen")
+    return r
+
+
+def user_frame() -> str:
     """Return ``"file:line (in function)"`` for the innermost frame outside plait."""
     f = sys._getframe(1)
     while f is not None:
-        fn = os.path.abspath(f.f_code.co_filename)
-        if not (skip_plait and fn.startswith(_PLAIT_DIR)) and not fn.startswith("<frozen"):
-            return f"{f.f_code.co_filename}:{f.f_lineno} (in {f.f_code.co_name})"
+        code = f.f_code
+        if not _is_internal(code.co_filename):
+            return f"{code.co_filename}:{f.f_lineno} (in {code.co_name})"
         f = f.f_back
     return "<unknown location>"
 

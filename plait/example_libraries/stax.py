@@ -17,8 +17,6 @@ from __future__ import annotations
 import math
 from typing import Callable, Sequence
 
-import numpy as np
-
 import plait.numpy as pnp
 from plait import lax
 from plait import nn

@@ -28,9 +28,9 @@ def move_batch_dim(x, src: int | None, dst: int | None, size: int):
 
     ``dst=None`` returns ``x`` unchanged.
     """
-    from plait.lax.shape_ops import broadcast_in_dim, transpose
     if dst is None:
         return x
+    from plait.lax.shape_ops import broadcast_in_dim, transpose
     a = get_aval(x)
     if src is None:
         shape = a.shape[:dst] + (size,) + a.shape[dst:]
@@ -57,6 +57,7 @@ def shift_axis(axis: int, bdim: int | None) -> int:
 
 
 def shift_axes(axes: Sequence[int], bdim: int | None) -> tuple:
+    """:func:`shift_axis` of each axis."""
     return tuple(shift_axis(a, bdim) for a in axes)
 
 

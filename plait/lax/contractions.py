@@ -29,7 +29,7 @@ from plait.lax._base import standard_primitive, check_dtype, check_same_dtypes, 
 from plait.lax._ad_helpers import defjvp, zeros, is_undefined_primal, aval_of_operand
 from plait.errors import PlaitTypeError, PlaitValueError
 from plait.lax.reductions import accum_dtype
-from plait.lax._batch_helpers import move_batch_dim, shift_axes
+from plait.lax._batch_helpers import move_batch_dim, shift_axes, batch_size
 from plait.lax._windows import (window_out_size, pad_and_dilate, window_view, static_seq,
                                 resolve_padding)
 
@@ -501,30 +501,30 @@ def _conv_batch(vals, dims, *, dimension_numbers, feature_group_count, batch_gro
     (lhs, rhs), (ld, rd) = vals, dims
     ls, rs, os_ = dimension_numbers
     G, Bg = feature_group_count, batch_group_count
-    size = get_aval(lhs if ld is not None else rhs).shape[ld if ld is not None else rd]
+    size = batch_size(vals, dims)
 
-    def conv(x, w, fgc, bgc):
+    def run(x, w, fgc, bgc):
         return conv_general_dilated_p.bind(x, w, dimension_numbers=dimension_numbers,
                                            feature_group_count=fgc, batch_group_count=bgc,
                                            **params)
     if ld is not None and rd is not None:
         w = _merge_axis(rhs, rd, rs[0])
         if Bg > 1:      # batch element b forms batch groups b * Bg + g
-            out = conv(_merge_axis(lhs, ld, ls[0]), w, G, Bg * size)
+            out = run(_merge_axis(lhs, ld, ls[0]), w, G, Bg * size)
         else:           # batch element b forms feature groups b * G + g
-            out = conv(_merge_axis(lhs, ld, ls[1]), w, G * size, Bg)
+            out = run(_merge_axis(lhs, ld, ls[1]), w, G * size, Bg)
         return _split_axis(out, os_[1], size), os_[1]
     if ld is not None:
         if Bg > 1:
-            out = conv(_regroup(lhs, ld, ls[0], Bg), rhs, G, Bg)
+            out = run(_regroup(lhs, ld, ls[0], Bg), rhs, G, Bg)
         else:
-            out = conv(_merge_axis(lhs, ld, ls[0]), rhs, G, Bg)
+            out = run(_merge_axis(lhs, ld, ls[0]), rhs, G, Bg)
         return _split_axis(out, os_[0], size), os_[0]
     groups = max(G, Bg)
     if groups > 1:
-        out = conv(lhs, _regroup(rhs, rd, rs[0], groups), G, Bg)
+        out = run(lhs, _regroup(rhs, rd, rs[0], groups), G, Bg)
         return _ungroup(out, os_[1], groups, size), os_[1]
-    out = conv(lhs, _merge_axis(rhs, rd, rs[0]), G, Bg)
+    out = run(lhs, _merge_axis(rhs, rd, rs[0]), G, Bg)
     return _split_axis(out, os_[1], size), os_[1]
 
 

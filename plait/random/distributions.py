@@ -220,5 +220,5 @@ def choice(key, a, shape: Sequence[int] = (), replace: bool = True, p=None, axis
             g = gumbel(key, (n,), pf.dtype) + pnp.log(pf)
             idx = pnp.reshape(lax.top_k(g, count)[1], shape)
     if arr is None:
-        return idx.astype(pnp.int64) if hasattr(idx, "astype") else idx
+        return idx.astype(pnp.int64)
     return pnp.take(arr, idx, axis=axis)

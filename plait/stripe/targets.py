@@ -41,6 +41,8 @@ def host_target() -> Target:
         ("stencil", ()),
         ("fuse", ()),
         ("localize", ()),
+        ("scalarize", ()),
+        ("autotile", (("reqs", ("kernel",)), ("acc_idxs", False), ("only_conflicts", True))),
         ("elide_init", ()),
         ("boundary", ()),
         ("partition", (("min_work", 1 << 15),)),

@@ -131,19 +131,21 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0,
     ``in_axes`` is an int (every argument is mapped along that axis; negative counts
     from the end), ``None`` (not mapped) or a pytree prefix of the positional
     arguments (a tuple with one entry per argument, nested as deep as needed).
-    ``out_axes`` likewise for the results (``None``: the result must not depend on
-    the mapped axis). ``axis_size`` is needed only when no argument is mapped.
+    Keyword arguments are mapped along axis 0. ``out_axes`` likewise for the
+    results (``None``: the result must not depend on the mapped axis).
+    ``axis_size`` is needed only when no argument is mapped.
     """
     _check_spec(in_axes, "in_axes")
     _check_spec(out_axes, "out_axes")
 
-    def batched(*args):
+    def batched(*args, **kwargs):
         in_spec = tuple(in_axes) if isinstance(in_axes, list) else in_axes
         if isinstance(in_spec, tuple) and len(in_spec) != len(args):
             raise PlaitValueError(f"vmap in_axes has {len(in_spec)} entries but the function "
                                   f"got {len(args)} positional arguments")
-        dims = _broadcast_prefix(in_spec, args, "in_axes")
-        leaves, in_tree = tree_flatten(args)
+        dims = (_broadcast_prefix(in_spec, args, "in_axes")
+                + [0] * len(tree_flatten(kwargs)[0]))
+        leaves, in_tree = tree_flatten((args, kwargs))
         sizes = set()
         norm_dims = []
         for x, d in zip(leaves, dims):
@@ -167,7 +169,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0,
         out_box: list = []
 
         def flat_fun(*xs):
-            out = fun(*tree_unflatten(in_tree, xs))
+            a, kw = tree_unflatten(in_tree, xs)
+            out = fun(*a, **kw)
             ol, otd = tree_flatten(out)
             out_box.append((otd, out))
             return ol

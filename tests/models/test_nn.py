@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 import plait
-import plait.numpy as pnp
 from plait import nn
 from plait.test_util import check_grads
 
@@ -130,3 +129,9 @@ def test_initializer_oihw_axes_and_errors():
         nn.init.variance_scaling(1.0, "fan_sideways", "normal")
     with pytest.raises(plait.errors.PlaitValueError):
         nn.init.he_normal()(plait.random.key(0), (5,))
+
+
+def test_softplus_derivatives_at_zero():
+    # softplus is logaddexp(x, 0): its tie at x == 0 must keep every derivative right.
+    assert float(plait.grad(nn.softplus)(0.0)) == pytest.approx(0.5)
+    assert float(plait.grad(plait.grad(nn.softplus))(0.0)) == pytest.approx(0.25)

@@ -31,8 +31,8 @@ def test_tile_cost_hand_value():
     i, j = variables("i j")
     b.output(b.contract(b.tensor("C", "f32", (4, 4)), (i, j), "add", A[i, j]))
     blk = lower(b.build()).entry.stmts[0]
-    # in and out lines 1.4375 each; work 8; two tiles: 0.001 * log2(2)
-    want = (1 + 1.4375 + 1.4375) / 8 + 0.001 * math.log2(2)
+    # in and out lines 1.4375 each; work 8; two tiles: relative tie-break 0.001 * log2(2)
+    want = (1 + 1.4375 + 1.4375) / 8 * (1 + 0.001 * math.log2(2))
     assert tile_cost(blk, {"i": 2, "j": 4}, 64) == pytest.approx(want)
     # over the cap: 2 refs * 8 elements * 4 bytes = 64 bytes
     assert tile_cost(blk, {"i": 2, "j": 4}, 64, max_total_bytes=63) is None
@@ -69,3 +69,22 @@ def test_autotile_pass_matches_interpreter(target):
 def test_autotile_uneven_reduction():
     p = check_passes(row_sum(7, 45), [("autotile", {"max_total_bytes": 256, "only_po2": False})])
     assert blocks(p, "tiled")
+
+
+def _transpose(m, n):
+    from plait.tile import TileBuilder, variables
+    b = TileBuilder("transpose")
+    X = b.input("X", "f32", (m, n))
+    i, j = variables("i j")
+    b.output(b.contract(b.tensor("Y", "f32", (n, m)), (j, i), "assign", X[i, j]))
+    return b.build()
+
+
+def test_only_conflicts_tiles_transposes_not_streams():
+    from programs import chain
+    params = {"reqs": ("kernel",), "acc_idxs": False, "only_conflicts": True}
+    p = check_passes(_transpose(70, 130), [("autotile", params)])
+    assert blocks(p, "tiled")
+    from helpers import apply
+    before = lower(chain(5000))
+    assert apply(before, [("autotile", params)]) == before

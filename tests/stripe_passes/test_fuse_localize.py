@@ -20,6 +20,11 @@ def test_elementwise_chain_fuses_to_one_kernel_without_temporary():
     (k,) = _kernels(p)
     (t,) = [r for r in k.refs if r.dir == "none"]
     assert t.shape == (1,)
+    # scalarize: the consumer runs once per iteration, so the temporary becomes a scalar
+    p = check_passes(chain(37), [("fuse", {}), ("localize", {}), ("scalarize", {})])
+    (k,) = _kernels(p)
+    assert not [r for r in k.refs if r.dir == "none"]
+    assert not [s for s in k.stmts if isinstance(s, Block)]
 
 
 def test_matmul_epilogue_fuses_untiled():

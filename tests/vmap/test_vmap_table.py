@@ -33,6 +33,7 @@ def _variants(n: int) -> list[tuple[tuple, int]]:
     if n >= 2:
         out.append(((0,) + (None,) * (n - 1), 0))
         out.append(((None,) + (-1,) * (n - 1), -1))
+        out.append(((-1,) + (0,) * (n - 1), 0))
     return out
 
 

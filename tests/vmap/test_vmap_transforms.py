@@ -175,11 +175,20 @@ def test_while_with_per_lane_trip_counts():
 
 
 def test_while_with_unbatched_predicate_and_batched_carry():
-    def f(x):       # trip count fixed (5), carry batched
-        return lax.fori_loop(0, pnp.int32(5) + 0 * pnp.int32(0), lambda i, c: c * 2 + i, x)
+    def f(x):       # the counter (and so the predicate) is the same in every lane
+        return lax.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, c[1] * 2 + c[0]),
+                              (0, x))[1]
     xs = rng.normal(size=4)
-    close(vmap(f)(xs), loop(lambda x: np.asarray(f(x)), xs))
-    close(jit(vmap(f))(xs), loop(lambda x: np.asarray(f(x)), xs))
+    want = loop(lambda x: np.asarray(f(x)), xs)
+    close(vmap(f)(xs), want)
+    close(jit(vmap(f))(xs), want)
+    graph = plait.make_graph(vmap(f))(xs).graph
+    loops = [e for e in graph.eqns if e.prim.name == "while"]
+    assert len(loops) == 1 and loops[0].params["body_graph"].in_avals[-2].shape == ()
+
+    def g(x, n):    # traced bound: a while loop, not a scan
+        return lax.fori_loop(0, n, lambda i, c: c * 2 + i, x)
+    close(jit(vmap(g, in_axes=(0, None)))(xs, 5), want)
 
 
 def test_while_with_batched_consts_and_forward_mode():
@@ -227,6 +236,7 @@ def cumulative(c, xs):
 
 @pytest.mark.parametrize("in_axes", [(0, 0), (None, 1), (0, None), (0, 1)])
 def test_scan(in_axes):
+    """Batched or unbatched carry and xs (the carry becomes batched when xs is)."""
     c = rng.normal(size=3)
     xs = rng.normal(size=(3, 4)) if in_axes[1] == 0 else rng.normal(size=(4, 3))
     if in_axes[0] is None:
@@ -237,6 +247,14 @@ def test_scan(in_axes):
                 in_axes=in_axes)
     close(vmap(cumulative, in_axes=in_axes)(c, xs), want)
     close(jit(vmap(cumulative, in_axes=in_axes))(c, xs), want)
+
+
+def test_reverse_scan_with_batched_consts():
+    w = rng.normal(size=3)
+    xs = rng.normal(size=(4, 2))
+    f = lambda w, xs: lax.scan(lambda c, x: (c * w + x, c), pnp.zeros(2), xs, reverse=True)
+    want = loop(lambda w: tuple(np.asarray(v) for v in f(w, xs)), w)
+    close(vmap(f, in_axes=(0, None))(w, xs), want)
 
 
 def test_grad_of_vmapped_scan_and_vmap_of_grad():
@@ -355,3 +373,38 @@ def test_vmap_of_lazy_arrays():
     xs = plait.lazy.asarray(rng.normal(size=(4, 3)))
     got = vmap(lambda x: pnp.sum(pnp.sin(x)))(xs)
     close(np.asarray(got), np.sin(np.asarray(xs)).sum(1))
+
+
+def test_grad_of_vmapped_cond_with_batched_predicate():
+    ps, xs = np.array([1.0, -1.0, 2.0]), rng.normal(size=3)
+    total = lambda xs: pnp.sum(vmap(piecewise)(ps, xs))
+    want = np.where(ps > 0, 2 * np.cos(xs), 1.0)
+    close(grad(total)(xs), want)
+    close(jit(grad(total))(xs), want)
+
+
+def test_jacobians_map_the_linear_function_over_the_basis():
+    """jacfwd/jacrev trace the linear function once, whatever the input size."""
+    f = lambda x: pnp.sin(x) * pnp.sum(x ** 2)
+    for jac in (plait.jacfwd, plait.jacrev):
+        sizes = [len(plait.make_graph(jac(f))(np.ones(n)).graph.eqns) for n in (2, 30)]
+        assert sizes[0] == sizes[1], (jac.__name__, sizes)
+    x = rng.normal(size=4)
+    want = np.diag(np.cos(x) * np.sum(x ** 2)) + np.outer(np.sin(x), 2 * x)
+    close(plait.jacfwd(f)(x), want)
+    close(plait.jacrev(f)(x), want)
+
+
+def test_vmap_of_jit_reuses_the_batched_graph():
+    f = jit(lambda x: pnp.cos(x) * 2)
+    g = vmap(f)
+    xs = rng.normal(size=(3, 2))
+    close(g(xs), np.cos(xs) * 2)
+    before = plait.metrics.get("compiles")
+    close(g(xs + 1), np.cos(xs + 1) * 2)
+    assert plait.metrics.get("compiles") == before
+
+
+def test_keyword_arguments_are_mapped_along_axis_0():
+    xs, ys = rng.normal(size=(3, 2)), rng.normal(size=(3, 2))
+    close(vmap(lambda x, y=None: x * y, in_axes=(1,))(xs.T, y=ys), xs * ys)

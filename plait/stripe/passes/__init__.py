@@ -15,6 +15,7 @@ from plait.stripe.passes.elide_init import elide_init_pass
 from plait.stripe.passes.fuse import fuse_pass
 from plait.stripe.passes.localize import localize_pass
 from plait.stripe.passes.partition import partition_pass
+from plait.stripe.passes.scalarize import scalarize_pass
 from plait.stripe.passes.stencil import stencil_pass
 
 PASSES = {
@@ -23,6 +24,7 @@ PASSES = {
     "autotile": autotile_pass,
     "fuse": fuse_pass,
     "localize": localize_pass,
+    "scalarize": scalarize_pass,
     "boundary": boundary_pass,
     "partition": partition_pass,
 }

@@ -6,12 +6,15 @@ the bytes all tiles occupy together::
 
     lines(ref)  = memory_io(tile extent of ref, line width)
     cost(tile)  = expand * (1 + input_cost*in_lines + output_cost*out_lines) / prod(t)
-                  + split_factor * log2(number of tiles)
+                  * (1 + split_factor * log2(number of tiles))
 
 ``expand`` is the padding waste of uneven tiles (``prod(t * ceil(r/t)) / prod(r)``).
+The tie-break toward fewer tiles is relative (PlaidML adds ``split_factor * log2``,
+which swamps the line count once tiles hold thousands of MACs per line).
 Tile shapes are searched best-first from size 1 (or the required multiple) upward,
-doubling (``only_po2``) or stepping to the next divisor of the range, and never past
-the memory cap; the search visits at most ``max_candidates`` shapes.  Results are
+doubling (``only_po2``) or stepping to the next divisor of the range (sizes that must be
+multiples of a stencil size also step to the balanced splits ``ceil(range/q)`` rounded
+up to the multiple), never past the memory cap; the search visits at most ``max_candidates`` shapes.  Results are
 cached per (block shape, options).  Uneven tiles are legal: :func:`apply_tile` adds the
 overflow constraints.
 """
@@ -62,9 +65,10 @@ def tile_cost(block: Block, tile: Mapping[str, int], line_bytes: int, *,
               min_count: int = 1) -> Optional[float]:
     """Cost of tiling ``block`` by ``tile`` (None if the tiles exceed ``max_total_bytes``).
 
-    With ``min_count > 1`` a tiling with fewer than ``min_count`` tiles along output
-    indexes (the ones that can run in parallel) costs ``min_count / count`` times more
-    (PlaidML's utilization factor).
+    With ``min_count > 1`` a tiling with fewer than ``min_count`` tiles along its best
+    output index (what a parallel loop splits) costs ``min_count / count`` times more
+    (PlaidML's utilization factor), and a count that is not a multiple of
+    ``min_count`` costs ``rounds * min_count / count`` (the idle tail of the last round).
     """
     total = 0
     in_lines = out_lines = 0.0
@@ -91,10 +95,12 @@ def tile_cost(block: Block, tile: Mapping[str, int], line_bytes: int, *,
         for r in block.refs:
             if r.dir in ("out", "inout"):
                 outs |= ref_vars(r)
-        count = math.prod(-(-block.idx(n).range // t) for n, t in tile.items() if n in outs)
-        util = min_count / min(count, min_count)
+        # the tiles of one output index are what a parallel loop splits
+        count = max([-(-block.idx(n).range // t) for n, t in tile.items() if n in outs] or [1])
+        # too few tiles idle some units; a count that does not divide leaves a tail round
+        util = min_count / min(count, min_count) * (-(-count // min_count) * min_count / count)
     return (util * expand * (1 + input_cost * in_lines + output_cost * out_lines) / compute
-            + split_factor * math.log2(tiles))
+            * (1 + split_factor * math.log2(tiles)))
 
 
 _CACHE: dict = {}
@@ -138,9 +144,19 @@ def search(block: Block, line_bytes: int, *, max_total_bytes: Optional[int] = No
         else:
             start[ix.name] = min(m, limit[ix.name])
 
+    sizes: dict[str, list[int]] = {}
+    for ix in free:
+        m = multiple_of.get(ix.name, 1)
+        if m > 1:  # doubling from the stencil size, plus the balanced splits of the range
+            cand = {min(m << j, limit[ix.name]) for j in range(40) if m << j < 2 * limit[ix.name]}
+            cand |= {-(-(-(-ix.range // q)) // m) * m for q in range(1, min(64, limit[ix.name] // m) + 1)}
+            sizes[ix.name] = sorted(c for c in cand if c >= start[ix.name])
+
     def step(n: str, t: int) -> int:
         m = multiple_of.get(n, 1)
-        if only_po2 or m > 1:
+        if m > 1:
+            return next((c for c in sizes[n] if c > t), t)
+        if only_po2:
             return min(t * 2, limit[n])
         r = block.idx(n).range
         for d in range(t + 1, r + 1):
@@ -179,21 +195,40 @@ def search(block: Block, line_bytes: int, *, max_total_bytes: Optional[int] = No
     return best_t
 
 
+def _layout_conflict(b: Block) -> bool:
+    """Whether the block's views disagree on which index is contiguous (a transpose)."""
+    inner = set()
+    for r in b.refs:
+        if r.dir == "none":
+            continue
+        best = None
+        for ix in b.idxs:
+            st = abs(sum(a.coeff(ix.name) * s for a, s in zip(r.access, r.strides)))
+            if st and ix.range > 1 and (best is None or st < best[0]):
+                best = (st, ix.name)
+        if best is not None:
+            inner.add(best[1])
+    return len(inner) > 1
+
+
 def autotile_pass(program: Program, target, reqs=("kernel", "contraction"),
                   exclude=("stencil",), max_total_bytes: Optional[int] = None,
                   only_po2: bool = True, acc_idxs: bool = True, input_cost: float = 1.0,
-                  output_cost: float = 1.0, split_factor: float = 0.001) -> Program:
+                  output_cost: float = 1.0, split_factor: float = 0.001,
+                  only_conflicts: bool = False) -> Program:
     """Tile every top-level block tagged ``reqs`` (and none of ``exclude``) by its best tile.
 
     The outer block keeps the tags (plus ``tiled``); the inner block is tagged
-    ``tile_inner``. ``max_total_bytes`` defaults to the target's L1 size.
+    ``tile_inner``. ``max_total_bytes`` defaults to the target's L1 size.  With
+    ``only_conflicts`` only blocks whose views disagree on the contiguous index (where
+    tiling is what makes both sides stream) are tiled.
     """
     cap = max_total_bytes if max_total_bytes is not None else target.l1_bytes
 
     def fn(b: Block):
         if any(t in b.tags for t in exclude) or any(ix.affine is not None for ix in b.idxs):
             return b
-        if any(not isinstance(s, type(b)) and type(s).__name__ == "Special" for s in b.stmts):
+        if only_conflicts and not _layout_conflict(b):
             return b
         t = search(b, target.line_bytes, max_total_bytes=cap, only_po2=only_po2,
                    acc_idxs=acc_idxs, input_cost=input_cost, output_cost=output_cost,
