@@ -4,7 +4,8 @@ Runs the workloads of /work/shared/WORKLOADS.md (W1-W7) in one process, each
 system interleaved with the others, checks that all systems compute the same
 numbers (each row states its tolerance) and prints a markdown table of median
 times with ratios to ``plait.jit``, the first-call (trace + compile) times, the
-VGG19 equation counts (Julia paper, Figure 9) and the lazy-training report (W6).
+VGG19 equation counts (Julia paper, Figure 9), the lazy-training report (W6) and,
+in the full run, the kernel-level report (K, ``benchmarks/kernels.py``).
 Peers: NumPy always; JAX (``jax.jit``) when installed.
 
 ``--only w1,w5`` picks workloads; ``--smoke`` shrinks every size (for tests).
@@ -33,7 +34,9 @@ WORKLOADS = [
     ("w5", "benchmarks.w5_vgg19", "run"),
     ("w6", "benchmarks.lazy_training", "run"),
     ("w7", "benchmarks.eager_overhead", "run_w7"),
+    ("k", "benchmarks.kernels", "run"),
 ]
+FULL_ONLY = {"k"}            # kernel-level report: in the full run or with --only k
 
 
 def _run_one(key: str, module: str, fn: str, cfg: Config):
@@ -42,6 +45,8 @@ def _run_one(key: str, module: str, fn: str, cfg: Config):
     if key == "w6":
         steps = 5 if cfg.smoke else 30 if cfg.quick else 200
         return [], mod.run(steps)
+    if key == "k":
+        return [], mod.run(quick=cfg.quick)
     out = getattr(mod, fn)(cfg)
     if isinstance(out, tuple):
         return out
@@ -84,7 +89,7 @@ def main(argv=None) -> int:
     rows, extras, failures = [], [], []
     t_all = time.perf_counter()
     for key, module, fn in WORKLOADS:
-        if only and key not in only:
+        if (only and key not in only) or (not only and cfg.quick and key in FULL_ONLY):
             continue
         t0 = time.perf_counter()
         try:

@@ -107,12 +107,14 @@ def check_int_fits(value: int, dt: np.dtype) -> None:
             raise PlaitValueError(f"Python integer {value} out of bounds for {dt}")
 
 
-def scalar_array(x, dt: np.dtype, weak: bool = True):
-    """A 0-d array of dtype ``dt`` holding the Python scalar ``x``."""
+def scalar_array(x, dt: np.dtype, weak: bool = True, shape: tuple = ()):
+    """An array of dtype ``dt`` and ``shape`` (0-d by default) filled with the Python scalar ``x``."""
     if isinstance(x, int):
         check_int_fits(x, dt)
+    if dt.kind == "f" and dt.itemsize >= 4:   # cannot warn short of float overflow (as NumPy)
+        return wrap(np.full(shape, x, dtype=dt) if shape else np.asarray(x, dtype=dt), weak)
     with np.errstate(all="ignore"):
-        return wrap(np.asarray(x, dtype=dt), weak)
+        return wrap(np.full(shape, x, dtype=dt) if shape else np.asarray(x, dtype=dt), weak)
 
 
 def cast(x, dt: np.dtype, weak: bool = False):

@@ -22,6 +22,7 @@ import numpy as np
 
 from plait import lax
 from plait.core import dtypes
+from plait.core.array_methods import ArrayMethods
 from plait.core.trace import Tracer, get_aval, concrete_value
 from plait.errors import PlaitTypeError, PlaitValueError
 from plait.numpy._promote import (arg, is_python_scalar, cast, broadcast_shapes,
@@ -64,14 +65,64 @@ def _is_weak(v) -> bool:
     return is_python_scalar(v) or get_aval(v).weak_type
 
 
+_PLANS: dict = {}   # (ufunc, per-argument aval or Python scalar type) -> _Plan
+
+
+class _Plan:
+    """How a signature of concrete arrays and Python scalars maps to NumPy's loop:
+    per argument ``None`` (use as is) or the dtype a scalar is filled with."""
+
+    __slots__ = ("fills", "shape", "weak", "out_dt")
+
+    def __init__(self, fills, shape, weak, out_dt):
+        self.fills, self.shape, self.weak, self.out_dt = fills, shape, weak, out_dt
+
+
+def _signature(args) -> tuple | None:
+    sig = []
+    for a in args:
+        t = type(a)
+        if t in _SCALAR_TYPES:
+            sig.append(t)
+        elif isinstance(a, ArrayMethods) and not isinstance(a, Tracer):
+            sig.append(a.aval)
+        else:
+            return None
+    return tuple(sig)
+
+
+_SCALAR_TYPES = (bool, int, float, complex)
+
+
 def apply_ufunc(uf: np.ufunc, impl: Callable, name: str, *args):
     """Resolve loop dtypes like NumPy, cast and broadcast ``args``, run ``impl``."""
+    sig = _signature(args) if uf.nout == 1 else None
+    plan = _PLANS.get((uf, sig)) if sig is not None else None
+    if plan is not None:   # fast path for concrete arrays whose loop is known
+        ops = [a if f is None else scalar_array(a, f, plan.weak, plan.shape)
+               for a, f in zip(args, plan.fills)]
+        out = impl(*ops)
+        return out if get_aval(out).dtype == plan.out_dt else cast(out, plan.out_dt, plan.weak)
     vals = [arg(a, name) for a in args]
     all_weak = all(map(_is_weak, vals))
     loop = resolve(uf, tuple(_key(v, all_weak) for v in vals))
     nin = len(vals)
     shape = broadcast_shapes(*[() if is_python_scalar(v) else get_aval(v).shape for v in vals])
-    ops = [broadcast_to_shape(cast(v, dt, all_weak), shape) for v, dt in zip(vals, loop[:nin])]
+    if sig is not None:
+        fills = []
+        for v, dt in zip(vals, loop[:nin]):
+            if is_python_scalar(v):
+                fills.append(dt)
+            else:
+                a = get_aval(v)
+                fills.append(None if (a.shape, a.dtype, a.weak_type) == (shape, dt, all_weak)
+                             else False)
+        if False not in fills:
+            _PLANS[(uf, sig)] = _Plan(tuple(fills), shape, all_weak, loop[nin])
+    eager = not any(isinstance(v, Tracer) for v in vals)
+    ops = [scalar_array(v, dt, all_weak, shape) if eager and is_python_scalar(v)
+           else broadcast_to_shape(cast(v, dt, all_weak), shape)
+           for v, dt in zip(vals, loop[:nin])]
     outs = impl(*ops)
     if uf.nout == 1:
         return cast(outs, loop[nin], all_weak)
