@@ -115,7 +115,8 @@ def _weak_to_kind(kind_rank: int, strong: np.dtype) -> np.dtype:
     if kind_rank == 2:   # int/bool array with a Python float -> default float
         return float64
     if kind_rank == 3:   # real array with a Python complex
-        return complex64 if strong in (float16, float32) or strong == bfloat16 else complex128
+        half = strong in (float16, float32) or (bfloat16 is not None and strong == bfloat16)
+        return complex64 if half else complex128
     return int64 if kind_rank == 1 else bool_
 
 

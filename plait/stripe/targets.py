@@ -2,6 +2,14 @@
 
 A target is data. Passes take ``(program, target)`` and read their parameters
 from ``target.passes``; knowledge of the hardware lives only here.
+
+The CPU pass list, in order: ``elide_init`` (outputs fully overwritten skip their
+fill), ``stencil`` (multiply-accumulate contractions become packed panels around a
+register block sized for this register file), ``fuse`` (epilogues and chains join
+their producer), ``localize`` and ``scalarize`` (fused temporaries shrink to a tile, a
+register), ``autotile`` (cache-tile blocks whose views disagree on the contiguous
+index), ``elide_init`` again (local temporaries), ``boundary`` (interior tiles without
+checks) and ``partition`` (one parallel loop per kernel over disjoint outputs).
 """
 from __future__ import annotations
 
@@ -31,6 +39,16 @@ class Target:
                 "passes": [[n, dict(p)] for n, p in self.passes]}
 
 
+def register_blocks(vector_bytes: int) -> tuple:
+    """Register-block shapes ``(rows, vectors)`` for the micro-kernel: accumulators plus
+    one vector per column block plus a broadcast must fit the vector register file
+    (32 registers with AVX-512, 16 otherwise); the two with the fewest loads per FMA."""
+    regs = 32 if vector_bytes >= 64 else 16
+    fits = [(r, v) for r in range(2, 17) for v in range(1, 5) if r * v + v + 1 <= regs]
+    fits.sort(key=lambda s: ((s[0] + s[1]) / (s[0] * s[1]), -s[0] * s[1]))
+    return tuple(fits[:2])
+
+
 @functools.lru_cache(maxsize=None)
 def host_target() -> Target:
     """The CPU this process runs on (detected once)."""
@@ -38,7 +56,7 @@ def host_target() -> Target:
     info = cpu_info()
     passes = (
         ("elide_init", ()),
-        ("stencil", ()),
+        ("stencil", (("shapes", register_blocks(info.simd_bytes)),)),
         ("fuse", ()),
         ("localize", ()),
         ("scalarize", ()),

@@ -1,14 +1,13 @@
 """Autotile: the cost model's values by hand computation, the search, and the pass."""
 import math
 
-import numpy as np
 import pytest
 
-from helpers import AVX2, AVX512, blocks, check_passes
+from sp_helpers import AVX2, AVX512, blocks, check_passes
 from plait.stripe import lower
 from plait.stripe.passes import autotile
 from plait.stripe.passes.autotile import memory_io, search, tile_cost
-from programs import row_sum
+from sp_programs import row_sum
 from stripe_programs import matmul
 
 
@@ -81,10 +80,10 @@ def _transpose(m, n):
 
 
 def test_only_conflicts_tiles_transposes_not_streams():
-    from programs import chain
+    from sp_programs import chain
     params = {"reqs": ("kernel",), "acc_idxs": False, "only_conflicts": True}
     p = check_passes(_transpose(70, 130), [("autotile", params)])
     assert blocks(p, "tiled")
-    from helpers import apply
+    from sp_helpers import apply
     before = lower(chain(5000))
     assert apply(before, [("autotile", params)]) == before

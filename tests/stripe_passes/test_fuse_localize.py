@@ -1,8 +1,8 @@
 """Fuse + localize: epilogues join their contraction, temporaries shrink to a tile."""
-from helpers import AVX512, apply, blocks, check_passes
+from sp_helpers import AVX512, apply, check_passes
 from plait.stripe import lower
 from plait.stripe.ir import Block
-from programs import chain, mm_epilogue, softmax
+from sp_programs import chain, mm_epilogue, softmax
 
 
 def _kernels(p):

@@ -1,11 +1,9 @@
 """The host target's whole pass list, and the same list on an AVX2-sized target."""
-from dataclasses import replace
-
 import pytest
 
-from helpers import AVX2, AVX512, blocks, check_passes
-from plait.stripe.targets import host_target
-from programs import chain, mm_epilogue, softmax
+from sp_helpers import AVX2, AVX512, blocks, check_passes
+from plait.stripe.targets import host_target, register_blocks
+from sp_programs import chain, mm_epilogue, softmax
 from stripe_programs import conv2d, matmul
 
 CASES = {
@@ -17,23 +15,32 @@ CASES = {
 }
 
 
-def _passes():
-    # small min_work so the small test programs exercise every pass
+def _passes(target):
+    # small min_work so the small test programs exercise every pass; register blocks
+    # for the target's register file
     out = []
     for name, params in host_target().passes:
         d = dict(params)
-        if "min_work" in d:
+        if "min_work" in d or name == "stencil":
             d["min_work"] = 1
+        if name == "stencil":
+            d["shapes"] = register_blocks(target.vector_bytes)
         out.append((name, d))
-    return [(n, dict(d, min_work=1) if n == "stencil" else d) for n, d in out]
+    return out
 
 
 @pytest.mark.parametrize("target", [AVX512, AVX2], ids=["avx512", "avx2"])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_host_pass_list(case, target):
-    p = check_passes(CASES[case](), _passes(), target, rtol=1e-4)
+    p = check_passes(CASES[case](), _passes(target), target, rtol=1e-4)
     if case in ("mm_epilogue", "matmul", "conv"):
         assert blocks(p, "mac_regblock")
+
+
+def test_register_blocks_fit_the_register_file():
+    for vb, regs in ((64, 32), (32, 16), (16, 16)):
+        for rows, vecs in register_blocks(vb):
+            assert rows * vecs + vecs + 1 <= regs
 
 
 def test_host_target_lists_the_passes_in_order():

@@ -1,10 +1,10 @@
 """Stencil: packed panels around a register block, for matmuls and convolutions."""
 import pytest
 
-from helpers import AVX2, AVX512, blocks, check_passes
+from sp_helpers import AVX2, AVX512, blocks, check_passes
 from plait.stripe import lower
 from plait.stripe.passes.stencil import choose_shape
-from programs import batch_matmul, matmul_bt
+from sp_programs import batch_matmul, matmul_bt
 from stripe_programs import conv2d, matmul
 
 ST = [("stencil", {"min_work": 1})]
@@ -46,9 +46,9 @@ def test_unit_rows_stay_correct():
 
 
 def test_non_mac_blocks_untouched():
-    from programs import row_max
+    from sp_programs import row_max
     before = lower(row_max(5, 6))
-    from helpers import apply
+    from sp_helpers import apply
     assert apply(before, ST) == before
 
 

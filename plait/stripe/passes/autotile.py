@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import replace
 from typing import Mapping, Optional
 
 from plait.stripe.ir import Block, Program, np_dtype
-from plait.stripe.passes._util import has_tags, map_kernels, prune_unit_idxs, ref_vars
+from plait.stripe.passes._util import map_kernels, prune_unit_idxs, ref_vars
 from plait.stripe.tiling import apply_tile
 
 

@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Optional
 
 from plait.stripe.affine import var
-from plait.stripe.ir import Block, Index, Program, Statement
+from plait.stripe.ir import Block, Program, Statement
 from plait.stripe.passes._util import prune_unit_idxs, ref_vars, uses_view
 from plait.stripe.tiling import apply_tile
 

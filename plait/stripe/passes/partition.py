@@ -19,7 +19,7 @@ import math
 from dataclasses import replace
 from typing import Optional
 
-from plait.stripe.ir import Block, Program, walk_blocks
+from plait.stripe.ir import Block, Program
 
 
 def _disjoint(block: Block, name: str) -> bool:

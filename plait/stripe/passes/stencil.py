@@ -13,25 +13,29 @@ never from an op name:
 * every other index is an outer loop (output indexes outside the tile, reduction
   indexes such as a convolution's window inside).
 
-Structure produced (the block keeps its name and tags, plus ``stencil``)::
+Structure produced (the block keeps its name and tags, plus ``stencil``), GotoBLAS's
+loop order when B does not depend on the other output indexes (see :func:`_hoisted`)::
 
-    [other output idxs, n/nc, m/mc]          tile of the output (disjoint: parallel-safe)
-      [other reduction idxs, ks/kc]          reduction over K panels   (#stencil_reduce)
-        none Ap[mc/MR, kc, MR], Bp[nc/NR, kc, NR]   packed panels, zero padded
-        pack A, pack B                       copies honouring every constraint (#pack)
-        [n panels, m panels]                 (#stencil_tile)
-          none ACC[MR, NR]                   the register block
-          [k:kc, r:MR, c:NR] ACC += Ap * Bp  (#mac_regblock: rendered as vector code)
-          [r:MR, c:NR]       C += ACC        (#stencil_store: edge constraints only here)
+    [n/nc]                                      output column tiles
+      [ks/kc, other reduction idxs]             K panels, serial (#stencil_reduce)
+        none Bp[nc/NR, kc, NR]; pack B          once per (column tile, K panel)
+        [other output idxs, m/mc]               row tiles: disjoint, parallel-safe
+          none Ap[mc/MR, kc, MR]; pack A        (#pack; zero padded)
+          [n panels, m panels]                  (#stencil_tile)
+            none ACC[MR, NR]                    the register block
+            [kk:kc, r:MR, c:NR] ACC += Ap * Bp  (#mac_regblock: rendered as vector code)
+            [r:MR, c:NR]        C += ACC        (#stencil_store: edge constraints only here)
 
-``MR = rows``, ``NR = vectors * vector_bytes / itemsize`` (chosen among the target's
-register-block shapes by :func:`choose_shape`); the cache tile
-``(mc, nc, kc)`` comes from :func:`autotile.search` with sizes multiple of
-``(MR, NR, 1)`` under the target's L2 cap.  Constraints of the original block (halos,
-uneven tiles) are enforced when packing, so padded panel entries are zero and the
-micro-kernel has no checks; a constraint coupling ``n`` with ``m`` cannot be packed and leaves the block unchanged.  (Zero padding multiplies
-0 by the other operand, so an ``inf`` weight facing a padded input gives NaN, as an
-explicitly zero-padded convolution does.)
+(otherwise B is packed inside the row tiles, next to A).  ``MR = rows``,
+``NR = vectors * vector_bytes / itemsize`` (chosen among the target's register-block
+shapes by :func:`choose_shape`); the cache tile ``(mc, nc)`` comes from
+:func:`autotile.search` with sizes multiple of ``(MR, NR)`` under the target's L2 cap
+and at least one row or column tile per core; ``kc`` fills L1 with a B micro-panel.
+Constraints of the original block (halos, uneven tiles) are enforced when packing, so
+padded panel entries are zero and the micro-kernel has no checks; a constraint
+coupling ``n`` with ``m`` cannot be packed and leaves the block unchanged.  (Zero
+padding multiplies 0 by the other operand, so an ``inf`` weight facing a padded input
+gives NaN, as an explicitly zero-padded convolution does.)
 """
 from __future__ import annotations
 
