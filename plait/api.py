@@ -417,6 +417,9 @@ def make_graph(fun: Callable, static_argnums: int | Sequence[int] = ()):
             return tree_flatten(call(a, k))[0]
         closed, _ = trace_to_graph(flat_fun, avals, description=f"make_graph of {j._name}",
                                    name=getattr(fun, "__name__", ""))
+        if config.checks:
+            from plait.core.graph import check_graph
+            check_graph(closed.graph)
         return closed
     return wrapped
 
