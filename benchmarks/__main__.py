@@ -101,6 +101,8 @@ def main(argv=None) -> int:
             print(f"{key}: FAILED ({type(e).__name__}: {msg})", file=sys.stderr, flush=True)
             continue
         rows += r
+        if any(row.failed for row in r):
+            failures.append(key)
         if text:
             extras.append(text)
         print(f"{key}: done in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)

@@ -42,6 +42,7 @@ class Row:
     first_call: dict = field(default_factory=dict)
     check: str = ""
     note: str = ""
+    failed: bool = False
 
 
 def jax_modules():
@@ -95,6 +96,26 @@ def assert_close(what: str, ref, got, rtol: float) -> float:
                                  f"{err:.3g} (scaled), tolerance {rtol:g}")
         worst = max(worst, err)
     return worst
+
+
+def check_row(row: Row, ref, outs: dict, rtol: float, against: str = "",
+              convert: Callable | None = None) -> bool:
+    """Check every output in ``outs`` (except the reference's own) against ``ref``.
+
+    Fills ``row.check`` with the tolerance and the worst error, or marks the row
+    failed with the message; returns whether all systems agree. ``convert(name,
+    out)`` maps an output to the reference's layout."""
+    try:
+        errs = [assert_close(f"{row.workload}: {k}", ref,
+                             convert(k, o) if convert else o, rtol)
+                for k, o in outs.items() if k != against]
+    except AssertionError as e:
+        row.failed = True
+        row.check = f"FAILED {e}"
+        return False
+    row.check = (f"{'vs ' + against + ': ' if against else ''}"
+                 f"{'exact' if rtol == 0 else f'rtol {rtol:g}'} (worst {max(errs):.1e})")
+    return True
 
 
 def first_call(fn: Callable[[], object]) -> float:

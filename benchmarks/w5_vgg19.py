@@ -19,11 +19,23 @@ import plait.numpy as pnp
 from plait.core.graph import subgraphs_of
 from plait.example_libraries import models
 from benchmarks import np_convnet as npc
-from benchmarks.common import (Config, Row, assert_close, first_outputs, jax_modules,
-                               measure, standalone)
+from benchmarks.common import (Config, Row, check_row, first_outputs, jax_modules, measure,
+                               standalone)
 from benchmarks.harness import table
 
-RTOL_FWD, RTOL_BWD = 1e-3, 1e-2
+RTOL_FWD = 1e-3
+# Backward: the first layers' weight gradients sum ~50k terms that cancel; float32
+# NumPy and JAX are both ~1e-2 away from the float64 result there, so every system
+# is checked against float64 NumPy with this tolerance.
+RTOL_BWD = 3e-2
+
+
+def float64_grads(sp, params, x):
+    """The backward pass in float64 NumPy: the oracle for the float32 systems."""
+    p64 = [None if p is None else (p[0].astype(np.float64), p[1].astype(np.float64))
+           for p in params]
+    out, caches = npc.forward(sp, p64, x.astype(np.float64))
+    return npc.backward(sp, caches, np.ones_like(out))
 
 
 def spec():
@@ -89,11 +101,10 @@ def run(cfg: Config) -> tuple[list[Row], str]:
         if jax is not None:
             cands["jax.jit"] = lambda x=x: jfwd(params, x)
         outs, first = first_outputs(cands)
-        errs = [assert_close(f"W5 forward b{b} {k}", outs["numpy"], o, RTOL_FWD)
-                for k, o in outs.items() if k != "numpy"]
-        row = Row(f"W5 VGG19 forward {size}px b{b}", first_call=first,
-                  check=f"rtol {RTOL_FWD:g} (worst {max(errs):.1e})")
-        rows.append(measure(row, cands, cfg))
+        row = Row(f"W5 VGG19 forward {size}px b{b}", first_call=first)
+        if check_row(row, outs["numpy"], outs, RTOL_FWD, against="numpy"):
+            measure(row, cands, cfg)
+        rows.append(row)
 
     def sum_out(p, x):
         return pnp.sum(apply_fun(p, x))
@@ -110,12 +121,11 @@ def run(cfg: Config) -> tuple[list[Row], str]:
             jg = jax.jit(jax.grad(lambda p, x: jnp.sum(npc.jax_forward(jax, sp, p, x))))
             cands["jax.jit"] = lambda: jg(params, x1)
         outs, first = first_outputs(cands)
-        errs = [assert_close(f"W5 backward {k}", outs["numpy"],
-                             npc.from_stax(sp, o) if k == "plait.jit" else o, RTOL_BWD)
-                for k, o in outs.items() if k != "numpy"]
-        row = Row(f"W5 VGG19 backward {size}px b1", first_call=first,
-                  check=f"rtol {RTOL_BWD:g} (worst {max(errs):.1e})")
-        rows.append(measure(row, cands, cfg))
+        row = Row(f"W5 VGG19 backward {size}px b1", first_call=first)
+        if check_row(row, float64_grads(sp, params, x1), outs, RTOL_BWD, against="float64",
+                     convert=lambda k, o: npc.from_stax(sp, o) if k == "plait.jit" else o):
+            measure(row, cands, cfg)
+        rows.append(row)
     return rows, eqn_table(apply_fun, bwd, x1, sparams)
 
 

@@ -17,11 +17,11 @@ def _env():
 
 def test_benchmark_runner_smoke():
     r = subprocess.run([sys.executable, "-m", "benchmarks", "--smoke", "--backend", "interp",
-                        "--only", "w1,w2,w7"], cwd=ROOT, env=_env(), capture_output=True,
+                        "--only", "w1,w2,w4,w7"], cwd=ROOT, env=_env(), capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     table = [line for line in r.stdout.splitlines() if line.startswith("| W")]
-    assert [line.split(" ")[1] for line in table] == ["W1", "W2", "W7"]
+    assert [line.split(" ")[1] for line in table] == ["W1", "W2", "W4", "W7"]
     assert all("rtol" in line or "exact" in line for line in table)
     assert "plait.jit first call" in r.stdout and "FAILED" not in r.stdout
 

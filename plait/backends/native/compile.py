@@ -8,17 +8,17 @@ import weakref
 
 import numpy as np
 
+from plait.backends.native import control  # noqa: F401  (registers the native rules)
+from plait.backends.native.cprogram import CProgram, CallStep, step_buffers
 from plait.backends.native.partition import HostStep, KernelStep, partition
 from plait.codegen.c_pymodule import module_source
-from plait.codegen.c_stripe import PRELUDE, render_program
+from plait.codegen.c_stripe import PRELUDE
 from plait.codegen.toolchain import build_shared_object, require_toolchain
 from plait.core.graph import ClosedGraph, Literal, reset_graph_runner, set_graph_runner
 from plait.core.printer import pp_graph
 from plait.passes.inline import inline
 from plait.runtime import kernel_cache, metrics
 from plait.runtime.cpuinfo import cpu_info
-from plait.stripe import lower as stripe_lower
-from plait.stripe.passes import run_passes
 from plait.stripe.targets import host_target
 
 
@@ -38,30 +38,27 @@ class NativeExecutable:
         for v in g.constvars + g.invars:
             slot[v] = len(slot)
         self.consts = [c._value if hasattr(c, "_value") else np.asarray(c) for c in closed.consts]
+        self.literals: list[tuple[int, np.ndarray]] = []   # scalar operands of native calls
         self.n_in = len(g.invars)
         plan = []
         for st in steps:
-            if isinstance(st, KernelStep):
+            if isinstance(st, (KernelStep, CallStep)):
                 if self.pymod is not None:
                     fn = getattr(self.pymod, st.name)
                 else:
                     fn = getattr(self.lib, st.name)
                     fn.restype = None
                     fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
-                prog = stripe[st.name][1]
-                # buffers in program order: (slot, None) for inputs, (slot, (shape, dtype))
-                for b in prog.buffers:
-                    if b.kind == "out":
-                        v = st.outputs[b.name]
-                        slot[v] = len(slot)
-                order = {b.name: k for k, b in enumerate(prog.buffers)}
-                bufs = [None] * len(prog.buffers)
-                for b in prog.buffers:
-                    if b.kind == "in":
-                        bufs[order[b.name]] = (slot[st.inputs[b.name]], None)
+                bufs = []   # (slot, None) for inputs, (slot, (shape, dtype)) for outputs
+                for d, a in step_buffers(st, stripe):
+                    if d == "in":
+                        if isinstance(a, Literal):
+                            slot[a] = len(slot)
+                            self.literals.append((slot[a], np.ascontiguousarray(a.val)))
+                        bufs.append((slot[a], None))
                     else:
-                        v = st.outputs[b.name]
-                        bufs[order[b.name]] = (slot[v], (v.aval.shape, np.dtype(v.aval.dtype)))
+                        slot[a] = len(slot)
+                        bufs.append((slot[a], (a.aval.shape, np.dtype(a.aval.dtype))))
                 plan.append((True, fn, tuple(bufs), None,
                              None if self.pymod is not None else ctypes.c_void_p * len(bufs)))
             else:
@@ -102,6 +99,8 @@ class NativeExecutable:
         nc = len(self.consts)
         env[:nc] = self.consts
         env[nc:nc + len(args)] = args
+        for s, v in self.literals:
+            env[s] = v
         for native, fn, ins, outs, extra, free in self.plan:
             if native:
                 arrays = []
@@ -161,17 +160,10 @@ class Prepared:
 
     def __init__(self, closed: ClosedGraph):
         self.closed = inline(closed)
-        self.steps = partition(self.closed.graph)
-        target = host_target()
-        self.stripe = {}
-        parts = [PRELUDE]
-        for st in self.steps:
-            if isinstance(st, KernelStep):
-                before = stripe_lower(st.program)
-                after = run_passes(before, target)
-                self.stripe[st.name] = (before, after)
-                parts.append(render_program(after, st.name))
-        self.source = "\n\n".join(parts)
+        cprog = CProgram(host_target())
+        self.steps = cprog.native_steps(partition(self.closed.graph))
+        self.stripe = cprog.stripe
+        self.source = PRELUDE + "\n\n" + cprog.source()
 
     def executable(self, lib: str, module: str | None = None) -> NativeExecutable:
         return NativeExecutable(self, lib, module)
@@ -185,6 +177,8 @@ class Prepared:
             for st in self.steps:
                 if isinstance(st, KernelStep):
                     lines.append(f"{st.name}: " + ", ".join(e.prim.name for e in st.eqns))
+                elif isinstance(st, CallStep):
+                    lines.append(f"{st.name}: native {st.eqn.prim.name}")
                 else:
                     lines.append(f"host: {st.eqn.prim.name}")
             return "\n".join(lines)
@@ -223,7 +217,7 @@ def compile_native(closed: ClosedGraph) -> NativeExecutable:
             module = f"plait_k_{key}"
             full += "\n\n" + module_source(module, {
                 st.name: (len(st.inputs), len(st.outputs)) for st in prep.steps
-                if isinstance(st, KernelStep)})
+                if isinstance(st, (KernelStep, CallStep))})
         lib = kernel_cache.get_or_build(key, lambda out: build_shared_object(full, out, tc))
     metrics.bump("native_compile_s", time.perf_counter() - t0)
     return prep.executable(lib, module)

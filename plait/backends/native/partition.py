@@ -106,8 +106,9 @@ class _KernelBuilder:
         return KernelStep(self.name, self.ctx.build(), dict(self.inputs), out_names, self.eqns)
 
 
-def partition(graph: Graph) -> list:
-    """Steps (``KernelStep``/``HostStep``) that compute ``graph`` in order."""
+def partition(graph: Graph, prefix: str = "") -> list:
+    """Steps (``KernelStep``/``HostStep``) that compute ``graph`` in order; kernel
+    names start with ``prefix``."""
     # the vars each position still needs: used by a later equation or as an output
     need_after: list[set] = [set() for _ in graph.eqns]
     live = {v for v in graph.outvars if isinstance(v, Var)}
@@ -128,12 +129,11 @@ def partition(graph: Graph) -> list:
     for i, eqn in enumerate(graph.eqns):
         if lowerable(eqn):
             if kb is None:
-                kb = _KernelBuilder(f"k{len(steps)}")
+                kb = _KernelBuilder(f"{prefix}k{len(steps)}")
             if kb.try_add(eqn):
                 continue
-            close(i - 1 if i else 0)
-        else:
-            close(i - 1) if i else None
+        if i:
+            close(i - 1)
         steps.append(HostStep(eqn))
     if graph.eqns:
         close(len(graph.eqns) - 1)

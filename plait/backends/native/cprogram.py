@@ -1,0 +1,187 @@
+"""One C program per executable: kernels, graph drivers, and control-flow loops.
+
+``CProgram.kernel`` lowers a kernel step through Stripe and renders it as
+``void name(void **bufs)``. ``CProgram.graph_function`` renders a whole sub-graph as
+``void name(void **ins, void **outs)``: a driver that allocates the intermediates,
+calls the graph's kernels and control-flow functions in order, and frees each buffer
+after its last use. Control-flow primitives provide a ``native`` rule (registered in
+``control.py``) that renders a loop or branch calling such drivers, so a ``while``,
+``scan`` or ``cond`` whose bodies are fully native runs without returning to Python.
+A sub-graph with a host step is not native; its equation stays a host step.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from plait.backends.native.partition import HostStep, KernelStep, partition
+from plait.codegen.c_stripe import C_TYPES, render_program
+from plait.core.graph import Graph, Literal, Var
+from plait.passes.inline import inline_graph
+from plait.stripe import lower as stripe_lower
+from plait.stripe.passes import run_passes
+from plait.tile.lowering import STRIPE_DTYPES
+
+
+@dataclass
+class CallStep:
+    """An equation rendered as ``void name(void **bufs)`` (inputs, then outputs)."""
+
+    name: str
+    eqn: object
+
+    @property
+    def inputs(self) -> list:
+        return list(self.eqn.inputs)
+
+    @property
+    def outputs(self) -> list:
+        return list(self.eqn.outputs)
+
+
+def nbytes(aval) -> int:
+    return math.prod(aval.shape) * np.dtype(aval.dtype).itemsize
+
+
+def c_literal(a: Literal) -> str:
+    """A C expression of a scalar literal's value, in its storage type."""
+    v = a.val.item()
+    dt = np.dtype(a.aval.dtype)
+    if dt.kind == "b":
+        return "1" if v else "0"
+    if dt.kind == "f":
+        if math.isnan(v):
+            return "NAN"
+        if math.isinf(v):
+            return "INFINITY" if v > 0 else "-INFINITY"
+        return repr(float(v))
+    return f"{int(v)}LL" if dt.kind == "i" else f"{int(v)}ULL"
+
+
+def storage_type(aval) -> str:
+    return C_TYPES[STRIPE_DTYPES[np.dtype(aval.dtype)]]
+
+
+class CProgram:
+    """Accumulates the C functions of one executable."""
+
+    def __init__(self, target):
+        self.target = target
+        self.parts: list[str] = []
+        self.stripe: dict = {}
+        self._ids = itertools.count()
+        self._graphs: dict[int, tuple[Graph, str | None]] = {}
+
+    def fresh(self, prefix: str) -> str:
+        return f"{prefix}{next(self._ids)}"
+
+    def kernel(self, st: KernelStep) -> None:
+        before = stripe_lower(st.program)
+        after = run_passes(before, self.target)
+        self.stripe[st.name] = (before, after)
+        self.parts.append(render_program(after, st.name))
+
+    def native_steps(self, steps: list) -> list:
+        """Render kernels; turn host steps with a ``native`` rule into call steps."""
+        out = []
+        for st in steps:
+            if isinstance(st, KernelStep):
+                self.kernel(st)
+                out.append(st)
+                continue
+            rule = st.eqn.prim.rules.get("native")
+            if rule is not None and _dtypes_ok(st.eqn):
+                name = self.fresh("cf")
+                if rule(self, st.eqn, name):
+                    out.append(CallStep(name, st.eqn))
+                    continue
+            out.append(st)
+        return out
+
+    def graph_function(self, graph: Graph) -> str | None:
+        """Name of a C driver computing ``graph``, or None if part of it is host-only."""
+        hit = self._graphs.get(id(graph))
+        if hit is not None:
+            return hit[1]
+        name = self.fresh("g")
+        steps = self.native_steps(partition(inline_graph(graph), prefix=f"{name}_"))
+        if any(isinstance(s, HostStep) for s in steps):
+            self._graphs[id(graph)] = (graph, None)
+            return None
+        self.parts.append(_driver(name, graph, steps, self.stripe))
+        self._graphs[id(graph)] = (graph, name)   # keeps the graph alive for the id
+        return name
+
+    def source(self) -> str:
+        return "\n\n".join(self.parts)
+
+
+def _dtypes_ok(eqn) -> bool:
+    return all(np.dtype(a.aval.dtype) in STRIPE_DTYPES
+               for a in list(eqn.inputs) + list(eqn.outputs))
+
+
+def step_buffers(st, stripe: dict) -> list[tuple[str, object]]:
+    """``[("in", atom) | ("out", var)]`` in the step's C buffer order."""
+    if isinstance(st, KernelStep):
+        prog = stripe[st.name][1]
+        return [("in", st.inputs[b.name]) if b.kind == "in" else ("out", st.outputs[b.name])
+                for b in prog.buffers]
+    return [("in", a) for a in st.inputs] + [("out", v) for v in st.outputs]
+
+
+def _driver(name: str, graph: Graph, steps: list, stripe: dict) -> str:
+    """``void name(void **ins, void **outs)`` running ``steps``."""
+    lines = [f"static void {name}(void **ins, void **outs) {{"]
+    ptr: dict = {}
+    for k, v in enumerate(graph.invars):
+        ptr[v] = f"ins[{k}]"
+    first_out = {}
+    for k, a in enumerate(graph.outvars):
+        if isinstance(a, Var) and a not in first_out and a not in ptr:
+            first_out[a] = k
+    # last use of every intermediate, to free it
+    last: dict = {}
+    for n, st in enumerate(steps):
+        for d, a in step_buffers(st, stripe):
+            if d == "in" and isinstance(a, Var):
+                last[a] = n
+    lits = itertools.count()
+    owned: dict = {}
+    for n, st in enumerate(steps):
+        bufs = []
+        for d, a in step_buffers(st, stripe):
+            if d == "in":
+                if isinstance(a, Literal):
+                    lv = f"lit{next(lits)}"
+                    lines.append(f"  {storage_type(a.aval)} {lv} = {c_literal(a)};")
+                    bufs.append(f"&{lv}")
+                else:
+                    bufs.append(ptr[a])
+            else:
+                if a in first_out:
+                    ptr[a] = f"outs[{first_out[a]}]"
+                else:
+                    tv = f"t{len(owned)}"
+                    lines.append(f"  void *{tv} = malloc({max(nbytes(a.aval), 1)});")
+                    ptr[a] = tv
+                    owned[a] = tv
+                bufs.append(ptr[a])
+        lines.append(f"  {{ void *b[] = {{{', '.join(bufs)}}}; {st.name}(b); }}")
+        for v, tv in list(owned.items()):
+            if last.get(v, -1) <= n and v not in graph.outvars:
+                lines.append(f"  free({tv});")
+                del owned[v]
+    for k, a in enumerate(graph.outvars):
+        if isinstance(a, Literal):
+            lines.append(f"  {{ {storage_type(a.aval)} l = {c_literal(a)}; "
+                         f"memcpy(outs[{k}], &l, sizeof l); }}")
+        elif first_out.get(a) != k:
+            lines.append(f"  memcpy(outs[{k}], {ptr[a]}, {nbytes(a.aval)});")
+    for tv in owned.values():
+        lines.append(f"  free({tv});")
+    lines.append("}")
+    return "\n".join(lines)
