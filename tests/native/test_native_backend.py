@@ -73,6 +73,19 @@ def test_every_stage_prints():
         assert needle in c.as_text(stage), stage
 
 
+def test_dump_dir_gets_every_stage_and_pass(tmp_path, monkeypatch):
+    monkeypatch.setattr(plait.config, "dump_dir", str(tmp_path))
+    x = np.ones((8, 8), np.float32)
+    plait.jit(lambda x: lax.tanh(lax.add(x, x)), backend="native")(x)
+    (d,) = list(tmp_path.iterdir())
+    names = sorted(p.name for p in d.iterdir())
+    for stage in ("graph.txt", "kernels.txt", "tile.txt", "kernels.c", "k0_00_lowered.txt"):
+        assert stage in names
+    from plait.stripe.targets import host_target
+    for n, (p, _) in enumerate(host_target().passes, start=1):
+        assert f"k0_{n:02d}_{p}.txt" in names
+
+
 def test_host_steps_and_memory_analysis():
     def f(x):
         s = lax.sort(lax.mul(x, 2.0), dimension=0)

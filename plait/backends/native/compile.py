@@ -160,10 +160,16 @@ class Prepared:
 
     def __init__(self, closed: ClosedGraph):
         self.closed = inline(closed)
-        cprog = CProgram(host_target())
+        dump = _dump_dir(self.closed)
+        cprog = CProgram(host_target(), dump)
         self.steps = cprog.native_steps(partition(self.closed.graph))
         self.stripe = cprog.stripe
         self.source = PRELUDE + "\n\n" + cprog.source()
+        if dump:
+            for stage, fname in (("graph", "graph.txt"), ("kernels", "kernels.txt"),
+                                 ("tile", "tile.txt"), ("c", "kernels.c")):
+                with open(os.path.join(dump, fname), "w") as f:
+                    f.write(self.as_text(stage))
 
     def executable(self, lib: str, module: str | None = None) -> NativeExecutable:
         return NativeExecutable(self, lib, module)
@@ -195,6 +201,19 @@ class Prepared:
         from plait.errors import PlaitValueError
         raise PlaitValueError(f"unknown stage {stage!r}: use graph, kernels, tile, stripe, "
                               f"stripe-opt or c")
+
+
+def _dump_dir(closed: ClosedGraph) -> str | None:
+    """``$PLAIT_DUMP_DIR/<function>_<hash of its graph>`` (created), or None."""
+    from plait.config import config
+    if not config.dump_dir:
+        return None
+    import hashlib
+    text = pp_graph(closed)
+    d = os.path.join(config.dump_dir, f"{closed.graph.name or 'graph'}_"
+                     f"{hashlib.sha256(text.encode()).hexdigest()[:10]}")
+    os.makedirs(d, exist_ok=True)
+    return d
 
 
 def stage_text(closed: ClosedGraph, stage: str) -> str:

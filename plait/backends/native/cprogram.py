@@ -68,8 +68,9 @@ def storage_type(aval) -> str:
 class CProgram:
     """Accumulates the C functions of one executable."""
 
-    def __init__(self, target):
+    def __init__(self, target, dump_dir: str | None = None):
         self.target = target
+        self.dump_dir = dump_dir
         self.parts: list[str] = []
         self.stripe: dict = {}
         self._ids = itertools.count()
@@ -80,7 +81,7 @@ class CProgram:
 
     def kernel(self, st: KernelStep) -> None:
         before = stripe_lower(st.program)
-        after = run_passes(before, self.target)
+        after = run_passes(before, self.target, self.dump_dir)
         self.stripe[st.name] = (before, after)
         self.parts.append(render_program(after, st.name))
 

@@ -1,8 +1,9 @@
 """Stripe passes: generic rewrites parameterized by a target config, never by an op.
 
-``run_passes(program, target)`` runs ``target.passes`` in order; with
-``PLAIT_CHECKS=1`` the verifier runs after every pass, and with ``PLAIT_DUMP_DIR``
-each intermediate program is written as ``NN_<pass>.txt``.
+``run_passes(program, target, dump_dir)`` runs ``target.passes`` in order; with
+``PLAIT_CHECKS=1`` the verifier runs after every pass, and with a ``dump_dir`` (the
+native backend passes one under ``PLAIT_DUMP_DIR``) each intermediate program is
+written as ``<kernel>_NN_<pass>.txt``.
 """
 from __future__ import annotations
 
@@ -30,10 +31,10 @@ PASSES = {
 }
 
 
-def run_passes(program: Program, target) -> Program:
+def run_passes(program: Program, target, dump_dir: str | None = None) -> Program:
     """Apply the target's pass list to ``program``."""
     from plait.config import config
-    dump = config.dump_dir
+    dump = dump_dir
     if dump:
         os.makedirs(dump, exist_ok=True)
         _dump(dump, program, 0, "lowered")
