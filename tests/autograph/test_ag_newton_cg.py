@@ -2,6 +2,7 @@
 with ``jit(..., autograph=True)``: one graph with one ``while`` (the CG loop is not
 unrolled), matching the hand-written ``lax.while_loop`` version and NumPy."""
 import numpy as np
+import pytest
 
 import plait
 import plait.numpy as pnp
@@ -107,9 +108,10 @@ def test_newton_cg_is_one_graph_with_one_while():
     assert counts["dot_general"] < 25
 
 
-def test_newton_cg_matches_lax_version_and_numpy():
-    step = plait.jit(newton_step, autograph=True, backend="interp")
-    step_lax = plait.jit(newton_step_lax, backend="interp")
+@pytest.mark.parametrize("backend", ["interp", "native"])
+def test_newton_cg_matches_lax_version_and_numpy(backend):
+    step = plait.jit(newton_step, autograph=True, backend=backend)
+    step_lax = plait.jit(newton_step_lax, backend=backend)
     x = x_lax = x_np = np.zeros(N)
     for _ in range(10):
         x, k = step(x)
