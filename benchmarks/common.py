@@ -118,6 +118,16 @@ def check_row(row: Row, ref, outs: dict, rtol: float, against: str = "",
     return True
 
 
+def guarded(workload: str, make_row: Callable[[], Row]) -> Row:
+    """``make_row()``, or a failed row naming the exception (one broken row of a
+    workload must not hide the others)."""
+    try:
+        return make_row()
+    except Exception as e:
+        msg = (str(e).strip().splitlines() or [""])[0]
+        return Row(workload, check=f"FAILED {type(e).__name__}: {msg}"[:240], failed=True)
+
+
 def first_call(fn: Callable[[], object]) -> float:
     """Seconds taken by one call (for a jitted function: trace + compile + run)."""
     t0 = time.perf_counter()

@@ -18,8 +18,8 @@ import numpy as np
 
 import plait
 import plait.numpy as pnp
-from benchmarks.common import (Config, Row, check_row, first_outputs, jax_modules, measure,
-                               standalone)
+from benchmarks.common import (Config, Row, check_row, first_outputs, guarded, jax_modules,
+                               measure, standalone)
 
 NEWTON_STEPS, CG_ITERS, CG_TOL = 10, 50, 1e-4
 RTOL = 2e-2          # float32 CG on problems with condition number up to 1e3
@@ -194,42 +194,47 @@ def _problems(cfg: Config):
     return [("quadratic", 1000), ("quadratic", 50), ("logistic", (5000, 100)), ("hmm", 500)]
 
 
+def _problem(kind: str, size, jax, jnp):
+    """``(label, plait objective, JAX objective, x0, NumPy data or None)``."""
+    if kind == "quadratic":
+        data = quadratic_data(size)
+        return (f"n={size}", quadratic_f(pnp, *data), quadratic_f(jnp, *data) if jax else None,
+                np.zeros(size, np.float32), data)
+    if kind == "logistic":
+        data = logistic_data(*size)
+        return (f"{size[0]}x{size[1]}", logistic_f(pnp, *data),
+                logistic_f(jnp, *data) if jax else None, np.zeros(size[1], np.float32), data)
+    onehot, S, K = hmm_data(size)
+    return (f"T={size}", hmm_f(pnp, plait.lax.scan, onehot, S, K),
+            hmm_f(jnp, jax.lax.scan, onehot, S, K) if jax else None,
+            np.zeros(hmm_dim(S, K), np.float32), None)
+
+
+def _row(cfg: Config, kind: str, size, jax, jnp) -> Row:
+    label, fp, fj, x0, data = _problem(kind, size, jax, jnp)
+    jitted, eager = plait_steps(fp)
+    cands = {"plait.jit": lambda: solve(jitted, x0)}
+    if not cfg.quick or cfg.smoke or kind == "hmm" or size == 50:
+        cands["plait eager"] = lambda: solve(eager, x0)
+    if data is not None:
+        ns = numpy_step(kind, data)
+        cands["numpy"] = lambda: solve(ns, x0)
+    if jax is not None:
+        js = jax_step(jax, fj)
+        cands["jax.jit"] = lambda: solve(js, x0)
+    ref_key = "numpy" if "numpy" in cands else "plait eager"
+    outs, first = first_outputs(cands)
+    row = Row(f"W3 Newton-CG {kind} {label}", first_call=first)
+    if check_row(row, outs[ref_key], outs, RTOL, against=ref_key):
+        measure(row, cands, cfg)
+    return row
+
+
 def run(cfg: Config) -> list[Row]:
     jax, jnp = jax_modules()
-    rows = []
-    for kind, size in _problems(cfg):
-        if kind == "quadratic":
-            data = quadratic_data(size)
-            fp, x0, label = quadratic_f(pnp, *data), np.zeros(size, np.float32), f"n={size}"
-            fj = quadratic_f(jnp, *data) if jax else None
-        elif kind == "logistic":
-            data = logistic_data(*size)
-            fp, x0, label = logistic_f(pnp, *data), np.zeros(size[1], np.float32), \
-                f"{size[0]}x{size[1]}"
-            fj = logistic_f(jnp, *data) if jax else None
-        else:
-            onehot, S, K = hmm_data(size)
-            data = None
-            fp = hmm_f(pnp, plait.lax.scan, onehot, S, K)
-            fj = hmm_f(jnp, jax.lax.scan, onehot, S, K) if jax else None
-            x0, label = np.zeros(hmm_dim(S, K), np.float32), f"T={size}"
-        jitted, eager = plait_steps(fp)
-        cands = {"plait.jit": lambda j=jitted, x=x0: solve(j, x)}
-        if not cfg.quick or cfg.smoke or kind == "hmm" or size == 50:
-            cands["plait eager"] = lambda e=eager, x=x0: solve(e, x)
-        if data is not None:
-            ns = numpy_step(kind, data)
-            cands["numpy"] = lambda s=ns, x=x0: solve(s, x)
-        if jax is not None:
-            js = jax_step(jax, fj)
-            cands["jax.jit"] = lambda s=js, x=x0: solve(s, x)
-        ref_key = "numpy" if "numpy" in cands else "plait eager"
-        outs, first = first_outputs(cands)
-        row = Row(f"W3 Newton-CG {kind} {label}", first_call=first)
-        if check_row(row, outs[ref_key], outs, RTOL, against=ref_key):
-            measure(row, cands, cfg)
-        rows.append(row)
-    return rows
+    return [guarded(f"W3 Newton-CG {kind} {size}",
+                    lambda k=kind, s=size: _row(cfg, k, s, jax, jnp))
+            for kind, size in _problems(cfg)]
 
 
 if __name__ == "__main__":

@@ -19,8 +19,8 @@ import plait.numpy as pnp
 from plait.core.graph import subgraphs_of
 from plait.example_libraries import models
 from benchmarks import np_convnet as npc
-from benchmarks.common import (Config, Row, check_row, first_outputs, jax_modules, measure,
-                               standalone)
+from benchmarks.common import (Config, Row, check_row, first_outputs, guarded, jax_modules,
+                               measure, standalone)
 from benchmarks.harness import table
 
 RTOL_FWD = 1e-3
@@ -92,25 +92,28 @@ def run(cfg: Config) -> tuple[list[Row], str]:
     fwd = plait.jit(apply_fun)
     rows = []
     rng = np.random.default_rng(1)
-    for b in batches:
-        x = rng.standard_normal((b, size, size, 3)).astype(np.float32)
-        cands = {"plait.jit": lambda x=x: fwd(sparams, x),
-                 "numpy": lambda x=x: npc.forward(sp, params, x)[0]}
+    xs = {b: rng.standard_normal((b, size, size, 3)).astype(np.float32) for b in batches}
+    x1 = rng.standard_normal((1, size, size, 3)).astype(np.float32)
+
+    def forward_row(b: int) -> Row:
+        x = xs[b]
+        cands = {"plait.jit": lambda: fwd(sparams, x),
+                 "numpy": lambda: npc.forward(sp, params, x)[0]}
         if b == 1 and (not cfg.quick or cfg.smoke):
-            cands["plait eager"] = lambda x=x: apply_fun(sparams, x)
+            cands["plait eager"] = lambda: apply_fun(sparams, x)
         if jax is not None:
-            cands["jax.jit"] = lambda x=x: jfwd(params, x)
+            cands["jax.jit"] = lambda: jfwd(params, x)
         outs, first = first_outputs(cands)
         row = Row(f"W5 VGG19 forward {size}px b{b}", first_call=first)
         if check_row(row, outs["numpy"], outs, RTOL_FWD, against="numpy"):
             measure(row, cands, cfg)
-        rows.append(row)
+        return row
 
     def sum_out(p, x):
         return pnp.sum(apply_fun(p, x))
     bwd = plait.grad(sum_out)
-    x1 = rng.standard_normal((1, size, size, 3)).astype(np.float32)
-    if backward:
+
+    def backward_row() -> Row:
         jbwd = plait.jit(bwd)
 
         def numpy_bwd():
@@ -125,7 +128,12 @@ def run(cfg: Config) -> tuple[list[Row], str]:
         if check_row(row, float64_grads(sp, params, x1), outs, RTOL_BWD, against="float64",
                      convert=lambda k, o: npc.from_stax(sp, o) if k == "plait.jit" else o):
             measure(row, cands, cfg)
-        rows.append(row)
+        return row
+
+    for b in batches:
+        rows.append(guarded(f"W5 VGG19 forward {size}px b{b}", lambda b=b: forward_row(b)))
+    if backward:
+        rows.append(guarded(f"W5 VGG19 backward {size}px b1", backward_row))
     return rows, eqn_table(apply_fun, bwd, x1, sparams)
 
 

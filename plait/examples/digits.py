@@ -56,6 +56,10 @@ def _progress(i: int, total: int, loss: float, width: int = 30) -> None:
 def train(steps: int = 300, batch: int = 64, lr: float = 3e-3, seed: int = 0,
           backend: str | None = None, eager_steps: int = 3, progress: bool = True) -> dict:
     """Train and evaluate; returns accuracy, timings and speeds in a dict."""
+    return _train(steps, batch, lr, seed, backend, eager_steps, progress)
+
+
+def _train(steps, batch, lr, seed, backend, eager_steps, progress) -> dict:
     x_tr, y_tr, x_te, y_te = load_data(seed)
     init_fun, apply_fun = make_model()
     _, params = init_fun(random.key(seed), (batch,) + x_tr.shape[1:])

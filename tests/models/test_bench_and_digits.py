@@ -42,8 +42,8 @@ def test_benchmark_check_catches_wrong_numbers():
 
 @pytest.mark.slow
 def test_digits_example_accuracy():
-    pytest.importorskip("sklearn")
+    """The README's main job, on the default backend (scikit-learn is a test extra)."""
     from plait.examples import digits
-    r = digits.train(steps=300, backend="interp", eager_steps=1, progress=False)
+    r = digits.train(steps=300, eager_steps=1, progress=False)
     assert r["accuracy"] >= 0.95, r
     assert r["compile_s"] > 0 and r["jit_steps_per_s"] > 0 and r["eager_steps_per_s"] > 0

@@ -47,3 +47,19 @@ def test_host_target_lists_the_passes_in_order():
     names = [n for n, _ in host_target().passes]
     assert names.index("stencil") < names.index("fuse") < names.index("localize") \
         < names.index("boundary") < names.index("partition")
+
+
+def test_scalarize_keeps_view_names_unique_when_flattening_siblings():
+    """Regression: two flattened children each bringing a `none` view of one name."""
+    from plait.stripe.ir import Block, Load, Refinement, Store, walk_blocks
+    from plait.stripe.passes.scalarize import scalarize_block
+    from plait.tile.affine import Affine
+
+    def child(tag):
+        tmp = Refinement("none", "tmp", None, (Affine(),), "f32", (4,), (1,), "assign")
+        return Block(name=tag, refs=(tmp,), stmts=(Load("$a", "tmp"), Store("tmp", "$a")))
+    parent = Block(name="p", stmts=(child("c1"), child("c2")))
+    out = scalarize_block(parent)
+    for b in walk_blocks(out):
+        names = [r.into for r in b.refs]
+        assert len(names) == len(set(names)), names

@@ -151,6 +151,7 @@ def _driver(name: str, graph: Graph, steps: list, stripe: dict) -> str:
             if d == "in" and isinstance(a, Var):
                 last[a] = n
     lits = itertools.count()
+    temps = itertools.count()
     owned: dict = {}
     for n, st in enumerate(steps):
         bufs = []
@@ -166,7 +167,7 @@ def _driver(name: str, graph: Graph, steps: list, stripe: dict) -> str:
                 if a in first_out:
                     ptr[a] = f"outs[{first_out[a]}]"
                 else:
-                    tv = f"t{len(owned)}"
+                    tv = f"t{next(temps)}"
                     lines.append(f"  void *{tv} = malloc({max(nbytes(a.aval), 1)});")
                     ptr[a] = tv
                     owned[a] = tv

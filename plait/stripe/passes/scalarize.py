@@ -60,10 +60,10 @@ def _rename_view(s: Statement, ren: dict[str, str]) -> Statement:
     return s
 
 
-def _flattenable(parent: Block, c: Block) -> bool:
+def _flattenable(parent: Block, c: Block, names: set[str]) -> bool:
+    """``names``: the views the parent has so far (earlier flattened siblings included)."""
     if c.idxs or c.constraints or c.location != parent.location or "kernel" in c.tags:
         return False
-    names = {r.into for r in parent.refs}
     for r in c.refs:
         if r.dir == "none":
             if r.into in names:
@@ -86,7 +86,7 @@ def _flatten(parent: Block) -> Block:
     stmts: list[Statement] = []
     refs = list(parent.refs)
     for s in parent.stmts:
-        if isinstance(s, Block) and _flattenable(parent, s):
+        if isinstance(s, Block) and _flattenable(parent, s, {q.into for q in refs}):
             vren = {r.into: r.from_ for r in s.refs if r.dir != "none"}
             sren: dict[str, str] = {}
             for t in s.stmts:
