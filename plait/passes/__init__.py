@@ -3,3 +3,4 @@ from plait.passes.manager import optimize, PASSES
 from plait.passes.dce import dce
 from plait.passes.cse import cse
 from plait.passes.inline import inline
+from plait.passes.licm import licm

@@ -5,8 +5,9 @@ from plait.core.graph import ClosedGraph
 from plait.passes.cse import cse
 from plait.passes.dce import dce
 from plait.passes.inline import inline
+from plait.passes.licm import licm
 
-PASSES = [("inline", inline), ("cse", cse), ("dce", dce)]
+PASSES = [("inline", inline), ("licm", licm), ("cse", cse), ("dce", dce)]
 
 
 def optimize(closed: ClosedGraph) -> ClosedGraph:

@@ -93,6 +93,29 @@ class NativeExecutable:
         return sum(1 for s in self.prepared.steps if isinstance(s, KernelStep))
 
     def __call__(self, *args) -> list:
+        return self._run(args, None)
+
+    def profile(self, *args, repeat: int = 5) -> list[tuple[str, str, float]]:
+        """Best-of-``repeat`` seconds of every step: ``[(step, what it computes, s)]``."""
+        best: list[float] = []
+        for _ in range(repeat):
+            times: list[float] = []
+            self._run(args, times)
+            best = times if not best else [min(a, b) for a, b in zip(best, times)]
+        return [(name, what, t) for (name, what), t in zip(self._step_names(), best)]
+
+    def _step_names(self) -> list[tuple[str, str]]:
+        out = []
+        for st in self.prepared.steps:
+            if isinstance(st, KernelStep):
+                out.append((st.name, ", ".join(e.prim.name for e in st.eqns)))
+            elif isinstance(st, CallStep):
+                out.append((st.name, f"native {st.eqn.prim.name}"))
+            else:
+                out.append(("host", st.eqn.prim.name))
+        return out
+
+    def _run(self, args, times: list | None) -> list:
         if len(args) != self.n_in:
             raise TypeError(f"executable takes {self.n_in} arguments, got {len(args)}")
         env = [None] * self.n_slots
@@ -102,6 +125,8 @@ class NativeExecutable:
         for s, v in self.literals:
             env[s] = v
         for native, fn, ins, outs, extra, free in self.plan:
+            if times is not None:
+                t0 = time.perf_counter()
             if native:
                 arrays = []
                 for s, out in ins:
@@ -130,6 +155,8 @@ class NativeExecutable:
                     env[outs[0]] = np.asarray(r)
             for s in free:
                 env[s] = None
+            if times is not None:
+                times.append(time.perf_counter() - t0)
         return [env[i] if k == "var" else i for k, i in self.out]
 
     def memory_analysis(self) -> dict:

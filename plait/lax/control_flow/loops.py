@@ -51,6 +51,9 @@ def _while_impl(*args, cond_graph, body_graph, cond_nconsts, body_nconsts):
 
 
 while_p.def_abstract_eval(_while_abstract)
+# the body's constants follow the cond's (for the loop-invariant code motion pass)
+while_p.def_rule("loop_invariants", lambda eqn: [("body_graph", "body_nconsts",
+                                                  eqn.params["cond_nconsts"])])
 while_p.def_impl(_while_impl)
 
 

@@ -61,6 +61,7 @@ def _scan_impl(*args, graph, length, reverse, num_consts, num_carry, unroll):
 
 
 scan_p.def_abstract_eval(_scan_abstract)
+scan_p.def_rule("loop_invariants", lambda eqn: [("graph", "num_consts", 0)])
 scan_p.def_impl(_scan_impl)
 
 

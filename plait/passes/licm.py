@@ -1,0 +1,73 @@
+"""Loop-invariant code motion: equations of a loop body that depend only on the loop's
+constants are computed once, before the loop, and passed in as new constants.
+
+A loop primitive says where its constants are with a ``loop_invariants`` rule:
+``rule(eqn) -> [(graph param, const-count param, index of its first const operand)]``.
+Hoisting is always safe for plait's pure primitives (a loop that runs zero times just
+computes an unused value). Sub-graphs are processed first, so nested loops hoist
+outward one level per pass.
+"""
+from __future__ import annotations
+
+from plait.core.graph import ClosedGraph, Graph, Literal, Var
+
+
+def _map_graphs(v, fn):
+    if isinstance(v, Graph):
+        return fn(v)
+    if isinstance(v, ClosedGraph):
+        return ClosedGraph(fn(v.graph), v.consts)
+    if isinstance(v, tuple):
+        return tuple(_map_graphs(x, fn) for x in v)
+    return v
+
+
+def _hoist(eqn) -> list:
+    """The equations to run before ``eqn`` (hoisted out of its body), then ``eqn``."""
+    spec = eqn.prim.rules.get("loop_invariants")
+    if spec is None:
+        return [eqn]
+    pre = []
+    for gname, cname, first in spec(eqn):
+        g: Graph = eqn.params[gname]
+        n = eqn.params[cname]
+        consts = g.invars[:n]
+        ren = {v: eqn.inputs[first + i] for i, v in enumerate(consts)}
+        invariant = set(consts)
+        hoisted, rest = [], []
+        for e in g.eqns:
+            if all(isinstance(a, Literal) or a in invariant for a in e.inputs):
+                hoisted.append(e)
+                invariant.update(e.outputs)
+            else:
+                rest.append(e)
+        if not hoisted:
+            continue
+        for e in hoisted:
+            outs = [Var(v.aval) for v in e.outputs]
+            pre.append(e.replace(inputs=[ren.get(a, a) if isinstance(a, Var) else a
+                                         for a in e.inputs], outputs=outs))
+            ren.update(zip(e.outputs, outs))
+        used = {a for e in rest for a in e.inputs if isinstance(a, Var)}
+        used |= {a for a in g.outvars if isinstance(a, Var)}
+        new_consts = [v for e in hoisted for v in e.outputs if v in used]
+        body = Graph([], consts + new_consts + g.invars[n:], rest, g.outvars, g.name)
+        inputs = (list(eqn.inputs[:first + n]) + [ren[v] for v in new_consts] +
+                  list(eqn.inputs[first + n:]))
+        eqn = eqn.replace(inputs=inputs, params={**eqn.params, gname: body,
+                                                 cname: n + len(new_consts)})
+    return pre + [eqn]
+
+
+def licm_graph(graph: Graph) -> Graph:
+    """Hoist loop invariants in ``graph`` and (first) in all its sub-graphs."""
+    eqns = []
+    for e in graph.eqns:
+        if any(isinstance(v, (Graph, ClosedGraph, tuple)) for v in e.params.values()):
+            e = e.replace(params={k: _map_graphs(v, licm_graph) for k, v in e.params.items()})
+        eqns.extend(_hoist(e))
+    return Graph(graph.constvars, graph.invars, eqns, graph.outvars, graph.name)
+
+
+def licm(closed: ClosedGraph) -> ClosedGraph:
+    return ClosedGraph(licm_graph(closed.graph), closed.consts)
