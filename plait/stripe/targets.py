@@ -30,12 +30,16 @@ class Target:
     l3_bytes: int
     mem_cap_bytes: int
     passes: tuple = field(default_factory=tuple)   # ((pass name, params dict as tuple), ...)
+    # matrix-vector contractions of at least this many multiply-adds call the host's BLAS
+    # (generated code streams them poorly today); 0 disables the library call
+    library_matvec_macs: int = 1 << 20
 
     def to_dict(self) -> dict:
         return {"name": self.name, "cores": self.cores, "vector_bytes": self.vector_bytes,
                 "line_bytes": self.line_bytes, "l1_bytes": self.l1_bytes,
                 "l2_bytes": self.l2_bytes, "l3_bytes": self.l3_bytes,
                 "mem_cap_bytes": self.mem_cap_bytes,
+                "library_matvec_macs": self.library_matvec_macs,
                 "passes": [[n, dict(p)] for n, p in self.passes]}
 
 

@@ -182,3 +182,14 @@ def test_generated_code_is_clean_under_address_sanitizer(tmp_path):
                         os.path.join(here, "test_native_sweep.py")],
                        env=env, capture_output=True, text=True, timeout=1200)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+
+
+def test_large_matrix_vector_products_call_the_library():
+    """The target config sends big matvecs to BLAS (a host step); small ones stay native."""
+    rng = np.random.default_rng(5)
+    w, x = rng.standard_normal((1024, 2048)).astype(np.float32), rng.standard_normal((1, 1024)).astype(np.float32)
+    f = plait.jit(lambda x, w: lax.tanh(lax.dot(x, w)), backend="native")
+    assert f.lower(x, w).compile().as_text("kernels").splitlines()[0] == "host: dot_general"
+    np.testing.assert_allclose(np.asarray(f(x, w)), np.tanh(x @ w), rtol=2e-5, atol=2e-5)
+    small = f.lower(x[:, :8], w[:8, :16]).compile().as_text("kernels")
+    assert "host" not in small
