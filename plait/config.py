@@ -3,7 +3,8 @@
 ``PLAIT_BACKEND`` (``auto``: ``native`` when a C compiler is found, else
 ``interp`` with one warning), ``PLAIT_LOG_COMPILES`` (log every trace and
 compile with the reason for the cache miss), ``PLAIT_CHECKS`` (type-check every
-graph and verify every pass), ``PLAIT_DUMP_DIR`` (write every stage to files).
+graph and verify every pass), ``PLAIT_DUMP_DIR`` (write every stage to files),
+``PLAIT_PROFILE`` (native kernels time each block; see ``profile_blocks``).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ class Config:
         self.log_compiles: bool = _flag("PLAIT_LOG_COMPILES")
         self.checks: bool = _flag("PLAIT_CHECKS")
         self.dump_dir: str | None = os.environ.get("PLAIT_DUMP_DIR") or None
+        self.profile: bool = _flag("PLAIT_PROFILE")   # native kernels time their blocks
 
     def resolved_backend(self) -> str:
         """The backend ``jit`` uses: ``auto`` becomes ``native`` or ``interp``."""

@@ -50,6 +50,10 @@ PRELUDE = r"""
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+static inline double plait_now(void) {
+  struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
 #include <math.h>
 #define F32(x) ((float)(x))
 static inline float plait_maxf(float a, float b) { return (a != a || a >= b) ? a : b; }
@@ -127,9 +131,10 @@ class _Scope:
 class CRenderer:
     """Renders one Stripe program to C source."""
 
-    def __init__(self, program: ir.Program, fn_name: str):
+    def __init__(self, program: ir.Program, fn_name: str, timed: bool = False):
         self.p = program
         self.fn = fn_name
+        self.timed = timed     # accumulate each top-level block's time in <fn>_t[]
         self.lines: list[str] = []
         self.depth = 0
 
@@ -328,8 +333,15 @@ class CRenderer:
                                  for a, st in zip(r.access, r.strides)) or "0"
                 self.emit(f"{ctype} *restrict {cv} = {pv} + {off};")
             scope.views[r.into] = (cv, r.dtype, r.agg)
+        timer = 0
         for st in blk.stmts:
-            self.stmt(st, scope)
+            if self.timed and blk is self.p.entry and isinstance(st, ir.Block):
+                self.emit("{ double t_ = plait_now();")
+                self.stmt(st, scope)
+                self.emit(f"{self.fn}_t[{timer}] += plait_now() - t_; }}")
+                timer += 1
+            else:
+                self.stmt(st, scope)
         for cv in frees:
             self.emit(f"free({cv});")
         for k in range(opened):
@@ -518,6 +530,10 @@ class CRenderer:
                                f"has no C rendering", locate=False)
 
     def render(self) -> str:
+        if self.timed:
+            n = sum(isinstance(st, ir.Block) for st in self.p.entry.stmts)
+            self.emit(f"static double {self.fn}_t[{max(n, 1)}];")
+            self.emit(f"PLAIT_KERNEL double *{self.fn}_times(void) {{ return {self.fn}_t; }}")
         self.emit(f"PLAIT_KERNEL void {self.fn}(void **bufs) {{")
         self.depth += 1
         scope = _Scope()
@@ -540,6 +556,7 @@ class CRenderer:
         return "\n".join(self.lines)
 
 
-def render_program(program: ir.Program, fn_name: str) -> str:
-    """C source (without the prelude) of ``program`` as function ``fn_name``."""
-    return CRenderer(program, fn_name).render()
+def render_program(program: ir.Program, fn_name: str, timed: bool = False) -> str:
+    """C source (without the prelude) of ``program`` as function ``fn_name``; ``timed``
+    adds per-block timers read through ``double *<fn_name>_times(void)``."""
+    return CRenderer(program, fn_name, timed).render()

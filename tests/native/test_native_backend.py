@@ -193,3 +193,14 @@ def test_large_matrix_vector_products_call_the_library():
     np.testing.assert_allclose(np.asarray(f(x, w)), np.tanh(x @ w), rtol=2e-5, atol=2e-5)
     small = f.lower(x[:, :8], w[:8, :16]).compile().as_text("kernels")
     assert "host" not in small
+
+
+def test_block_profiler_times_every_kernel_block(monkeypatch):
+    monkeypatch.setattr(plait.config, "profile", True)
+    a = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
+    c = plait.jit(lambda a: lax.reduce_sum(lax.tanh(lax.dot(a, a)), (0,)),
+                  backend="native").lower(a).compile()
+    prof = c.executable.profile_blocks(a)
+    assert prof and all(t >= 0 for _, _, t in prof)
+    assert any("+(in0" in what for _, what, _ in prof)      # the matmul's Tile statement
+    np.testing.assert_allclose(np.asarray(c(a)), np.tanh(a @ a).sum(0), rtol=1e-4)

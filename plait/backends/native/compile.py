@@ -104,6 +104,32 @@ class NativeExecutable:
             best = times if not best else [min(a, b) for a, b in zip(best, times)]
         return [(name, what, t) for (name, what), t in zip(self._step_names(), best)]
 
+    def profile_blocks(self, *args, repeat: int = 3) -> list[tuple[str, str, float]]:
+        """Seconds per call of every Stripe kernel block, ``[(kernel/block, Tile statement, s)]``,
+        averaged over ``repeat`` calls (compile with ``PLAIT_PROFILE=1``)."""
+        if not self.prepared.timed:
+            from plait.errors import PlaitValueError
+            raise PlaitValueError("block timers are compiled in only with PLAIT_PROFILE=1 "
+                                  "(or plait.config.profile = True) before the first call")
+        timers = {}
+        for st in self.prepared.steps:
+            if isinstance(st, KernelStep):
+                fn = getattr(self.lib, f"{st.name}_times")
+                fn.restype = ctypes.POINTER(ctypes.c_double)
+                blocks = [b for b in self.prepared.stripe[st.name][1].entry.stmts
+                          if hasattr(b, "idxs")]
+                timers[st.name] = (fn(), blocks)
+        for ptr, blocks in timers.values():
+            for i in range(len(blocks)):
+                ptr[i] = 0.0
+        for _ in range(repeat):
+            self._run(args, None)
+        out = []
+        for name, (ptr, blocks) in timers.items():
+            for i, b in enumerate(blocks):
+                out.append((f"{name}/{b.name}", " ".join(b.comments)[:120], ptr[i] / repeat))
+        return out
+
     def _step_names(self) -> list[tuple[str, str]]:
         out = []
         for st in self.prepared.steps:
@@ -188,7 +214,9 @@ class Prepared:
     def __init__(self, closed: ClosedGraph):
         self.closed = inline(closed)
         dump = _dump_dir(self.closed)
-        cprog = CProgram(host_target(), dump)
+        from plait.config import config
+        self.timed = config.profile
+        cprog = CProgram(host_target(), dump, self.timed)
         self.steps = cprog.native_steps(partition(self.closed.graph))
         self.stripe = cprog.stripe
         self.source = PRELUDE + "\n\n" + cprog.source()

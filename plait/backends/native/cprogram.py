@@ -68,9 +68,10 @@ def storage_type(aval) -> str:
 class CProgram:
     """Accumulates the C functions of one executable."""
 
-    def __init__(self, target, dump_dir: str | None = None):
+    def __init__(self, target, dump_dir: str | None = None, timed: bool = False):
         self.target = target
         self.dump_dir = dump_dir
+        self.timed = timed
         self.parts: list[str] = []
         self.stripe: dict = {}
         self._ids = itertools.count()
@@ -83,7 +84,7 @@ class CProgram:
         before = stripe_lower(st.program)
         after = run_passes(before, self.target, self.dump_dir)
         self.stripe[st.name] = (before, after)
-        self.parts.append(render_program(after, st.name))
+        self.parts.append(render_program(after, st.name, self.timed))
 
     def native_steps(self, steps: list) -> list:
         """Render kernels; turn host steps with a ``native`` rule into call steps."""
