@@ -19,6 +19,7 @@ import numpy as np
 
 from plait.backends.native.partition import HostStep, KernelStep, partition
 from plait.codegen.c_stripe import C_TYPES, render_program
+from plait.config import config
 from plait.core.graph import Graph, Literal, Var
 from plait.passes.inline import inline_graph
 from plait.stripe import lower as stripe_lower
@@ -82,7 +83,7 @@ class CProgram:
 
     def kernel(self, st: KernelStep) -> None:
         before = stripe_lower(st.program)
-        after = run_passes(before, self.target, self.dump_dir)
+        after = run_passes(before, self.target, self.dump_dir, verify=config.checks)
         self.stripe[st.name] = (before, after)
         self.parts.append(render_program(after, st.name, self.timed))
 

@@ -15,6 +15,8 @@ from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
+from plait.core.dce import dce_graph
+
 from plait.core import dtypes
 from plait.core.aval import ShapedArray
 from plait.core.graph import Eqn, Graph, ClosedGraph, Var, Literal
@@ -211,7 +213,6 @@ def check_operands(name: str, avals: Sequence[ShapedArray], want: Sequence[Shape
 
 def dce_sub(graph: Graph, used_outputs: Sequence[bool] | None = None):
     """DCE of a sub-graph (outputs pruned per ``used_outputs``): ``(graph, used_inputs)``."""
-    from plait.passes.dce import dce_graph   # the pass calls us; imported lazily
     return dce_graph(graph, list(used_outputs) if used_outputs is not None else None)
 
 

@@ -1,7 +1,8 @@
 """Stripe passes: generic rewrites parameterized by a target config, never by an op.
 
-``run_passes(program, target, dump_dir)`` runs ``target.passes`` in order; with
-``PLAIT_CHECKS=1`` the verifier runs after every pass, and with a ``dump_dir`` (the
+``run_passes(program, target, dump_dir, verify)`` runs ``target.passes`` in order;
+with ``verify`` (the native backend sets it under ``PLAIT_CHECKS=1``) the verifier runs
+after every pass, and with a ``dump_dir`` (the
 native backend passes one under ``PLAIT_DUMP_DIR``) each intermediate program is
 written as ``<kernel>_NN_<pass>.txt``.
 """
@@ -31,18 +32,18 @@ PASSES = {
 }
 
 
-def run_passes(program: Program, target, dump_dir: str | None = None) -> Program:
-    """Apply the target's pass list to ``program``."""
-    from plait.config import config
+def run_passes(program: Program, target, dump_dir: str | None = None,
+               verify: bool = False) -> Program:
+    """Apply the target's pass list to ``program``; ``verify`` checks it after every pass."""
     dump = dump_dir
     if dump:
         os.makedirs(dump, exist_ok=True)
         _dump(dump, program, 0, "lowered")
     for n, (name, params) in enumerate(target.passes, start=1):
         program = PASSES[name](program, target, **dict(params))
-        if config.checks:
-            from plait.stripe.verify import verify
-            verify(program)
+        if verify:
+            from plait.stripe.verify import verify as check
+            check(program)
         if dump:
             _dump(dump, program, n, name)
     return program
