@@ -13,7 +13,6 @@ checks) and ``partition`` (one parallel loop per kernel over disjoint outputs).
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 
 
@@ -53,14 +52,12 @@ def register_blocks(vector_bytes: int) -> tuple:
     return tuple(fits[:2])
 
 
-@functools.lru_cache(maxsize=None)
-def host_target() -> Target:
-    """The CPU this process runs on (detected once)."""
-    from plait.runtime.cpuinfo import cpu_info
-    info = cpu_info()
+def cpu_target(cores: int, simd_bytes: int, line_bytes: int, l1_bytes: int, l2_bytes: int,
+               l3_bytes: int, name: str = "cpu") -> Target:
+    """The CPU config (pass list and parameters) for a machine with these facts."""
     passes = (
         ("elide_init", ()),
-        ("stencil", (("shapes", register_blocks(info.simd_bytes)),)),
+        ("stencil", (("shapes", register_blocks(simd_bytes)),)),
         ("fuse", ()),
         ("localize", ()),
         ("scalarize", ()),
@@ -69,5 +66,5 @@ def host_target() -> Target:
         ("boundary", ()),
         ("partition", (("min_work", 1 << 15),)),
     )
-    return Target("cpu", info.cores, info.simd_bytes, info.line_bytes, info.l1d_bytes,
-                  info.l2_bytes, info.l3_bytes, info.l2_bytes // 2, passes)
+    return Target(name, cores, simd_bytes, line_bytes, l1_bytes, l2_bytes, l3_bytes,
+                  l2_bytes // 2, passes)

@@ -16,6 +16,7 @@ from plait.core.ad_util import Zero
 from plait.core.graph import Graph, ClosedGraph, eval_graph
 from plait.core.staging import trace_to_graph
 from plait.core.trace import Trace, Tracer, new_main, full_raise, full_lower, get_aval
+from plait.core.graph_transforms import register_graph_transform
 from plait.lax._ad_helpers import tangent_aval, differentiable
 from plait.lax._ad_helpers import instantiate as instantiate_zeros
 
@@ -125,3 +126,6 @@ def jvp_graph(graph: Graph | ClosedGraph, nonzeros: Sequence[bool],
     if cacheable:
         _JVP_CACHE[graph][key] = result
     return result
+
+
+register_graph_transform("jvp_graph", jvp_graph)

@@ -16,6 +16,7 @@ from plait.core.graph import Graph, closure_convert, eval_graph
 from plait.core.pytree import tree_flatten, tree_unflatten
 from plait.core.staging import trace_to_graph
 from plait.core.trace import Trace, Tracer, new_main, full_raise, full_lower, get_aval
+from plait.core.graph_transforms import register_graph_transform
 from plait.errors import PlaitValueError
 from plait.lax._batch_helpers import move_batch_dim
 
@@ -242,3 +243,6 @@ def batch_graph(graph: Graph, axis_size: int, in_dims: Sequence[int | None],
 
 
 __all__ = ["vmap", "BatchTrace", "BatchTracer", "batch_graph", "batch_flat"]
+
+
+register_graph_transform("batch_graph", batch_graph)

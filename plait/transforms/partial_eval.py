@@ -21,6 +21,7 @@ from plait.core.aval import ShapedArray
 from plait.core.graph import Var, Literal, Eqn, Graph, ClosedGraph, eval_graph
 from plait.core.staging import trace_to_graph
 from plait.core.trace import Trace, Tracer, new_main, full_raise, get_aval, concrete_value
+from plait.core.graph_transforms import register_graph_transform
 from plait.errors import user_frame
 
 _UNKNOWN = object()
@@ -207,3 +208,6 @@ def _partial_eval_graph(graph, in_unknowns, inst):
     unk = box["unknown"]
     unknown = Graph([], unk.constvars + unk.invars, unk.eqns, unk.outvars, unk.name)
     return known, unknown, box["out_unknowns"], len(unk.constvars)
+
+
+register_graph_transform("partial_eval_graph", partial_eval_graph)

@@ -17,6 +17,7 @@ from typing import Sequence
 from plait.core.ad_util import Zero, UndefinedPrimal
 from plait.core.graph import Var, Literal, Graph, ClosedGraph
 from plait.core.staging import trace_to_graph
+from plait.core.graph_transforms import register_graph_transform
 from plait.lax._ad_helpers import add_tangents, instantiate
 
 
@@ -104,3 +105,6 @@ def transpose_graph(graph: Graph, linear: Sequence[bool],
                                name=f"transpose({graph.name})")
     _T_CACHE[graph][key] = closed
     return closed
+
+
+register_graph_transform("transpose_graph", transpose_graph)

@@ -81,7 +81,7 @@ def test_dump_dir_gets_every_stage_and_pass(tmp_path, monkeypatch):
     names = sorted(p.name for p in d.iterdir())
     for stage in ("graph.txt", "kernels.txt", "tile.txt", "kernels.c", "k0_00_lowered.txt"):
         assert stage in names
-    from plait.stripe.targets import host_target
+    from plait.backends.native.target import host_target
     for n, (p, _) in enumerate(host_target().passes, start=1):
         assert f"k0_{n:02d}_{p}.txt" in names
 

@@ -2,7 +2,8 @@
 import pytest
 
 from sp_helpers import AVX2, AVX512, blocks, check_passes
-from plait.stripe.targets import host_target, register_blocks
+from plait.backends.native.target import host_target
+from plait.stripe.targets import register_blocks
 from sp_programs import chain, mm_epilogue, softmax
 from stripe_programs import conv2d, matmul
 

@@ -19,7 +19,7 @@ from plait.core.printer import pp_graph
 from plait.passes.inline import inline
 from plait.runtime import kernel_cache, metrics
 from plait.runtime.cpuinfo import cpu_info
-from plait.stripe.targets import host_target
+from plait.backends.native.target import host_target
 
 
 class NativeExecutable:

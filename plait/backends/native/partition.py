@@ -18,7 +18,7 @@ from plait.tile import ir as tile_ir
 from plait.tile.lowering import LowerCtx, NotLowerable, STRIPE_DTYPES, TVal
 import plait.tile.rules  # noqa: F401  (registers the to_tile rules)
 from plait.backends.native.library import use_library
-from plait.stripe.targets import host_target
+from plait.backends.native.target import host_target
 
 
 @dataclass

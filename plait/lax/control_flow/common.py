@@ -23,6 +23,7 @@ from plait.core.graph import Eqn, Graph, ClosedGraph, Var, Literal
 from plait.core.pytree import TreeDef, tree_flatten, tree_unflatten, leaf_paths
 from plait.core.staging import trace_to_graph
 from plait.core.trace import Tracer, get_aval
+from plait.core.graph_transforms import graph_transform
 from plait.errors import ControlFlowError
 from plait.lax._base import as_operand
 
@@ -216,18 +217,18 @@ def dce_sub(graph: Graph, used_outputs: Sequence[bool] | None = None):
     return dce_graph(graph, list(used_outputs) if used_outputs is not None else None)
 
 
-# --- autodiff helpers (the interpreters live in plait.transforms; imported lazily
-# because plait.lax must not depend on plait.transforms at import time) -----------
+# --- autodiff helpers (the interpreters live in plait.transforms, which registers them
+# with plait.core.graph_transforms; plait.lax imports only plait.core) ---------------
 def jvp_graph(graph: Graph, nonzeros: Sequence[bool], instantiate: Sequence[bool]
               ) -> tuple[TracedFun, list[bool]]:
-    """The JVP of ``graph`` (``plait.transforms.ad.jvp_graph``) as a const-free graph.
+    """The JVP of ``graph`` (the registered ``jvp_graph``) as a const-free graph.
 
     The result takes its ``consts`` first, then the primal inputs, then the tangents
     of the inputs marked in ``nonzeros``; it returns the primal outputs, then the
     tangents of the outputs marked in the returned ``out_nonzeros`` (those in
     ``instantiate`` always get one).
     """
-    from plait.transforms.ad import jvp_graph as _jvp_graph
+    _jvp_graph = graph_transform("jvp_graph")
     closed, out_nz = _jvp_graph(graph, nonzeros, list(instantiate))
     return closed_to_traced(closed), out_nz
 

@@ -22,6 +22,7 @@ from plait.core.primitive import new_primitive
 from plait.core.pytree import tree_unflatten
 from plait.core.staging import trace_to_graph
 from plait.core.trace import cur_stack, get_aval, is_tracer, concrete_value
+from plait.core.graph_transforms import graph_transform
 from plait.errors import ControlFlowError, PlaitTypeError, PlaitValueError
 from plait.lax.control_flow.common import (TracedFun, trace_fun, flatten_operands, check_tree,
                                            join_weak, same_type, dedupe_consts,
@@ -209,7 +210,7 @@ def _cond_jvp(primals, tangents, *, branches):
 def _cond_partial_eval(trace, tracers, *, branches):
     """Split each branch into a known cond (known outputs + residuals) and an unknown
     cond over the residuals; residuals of all branches are joined (zeros elsewhere)."""
-    from plait.transforms.partial_eval import partial_eval_graph
+    partial_eval_graph = graph_transform("partial_eval_graph")
     from plait.lax._ad_helpers import zeros
     index_t, ops_t = tracers[0], tracers[1:]
     if not index_t.is_known:
@@ -254,7 +255,7 @@ def _cond_partial_eval(trace, tracers, *, branches):
 
 def _cond_transpose(cts, index, *ops, branches):
     """Transpose every branch for the same linear inputs; one cond runs the chosen one."""
-    from plait.transforms.transpose import transpose_graph
+    transpose_graph = graph_transform("transpose_graph")
     linear = [isinstance(x, UndefinedPrimal) for x in ops]
     ct_zero = [isinstance(c, Zero) for c in cts]
     if all(ct_zero):
@@ -271,7 +272,7 @@ def _cond_transpose(cts, index, *ops, branches):
 def _cond_batch(vals, dims, *, branches):
     """An unbatched index picks one batched branch. A batched index runs every branch
     on the whole batch and selects each lane's result (so both sides are computed)."""
-    from plait.transforms.batching import batch_graph
+    batch_graph = graph_transform("batch_graph")
     from plait.lax._batch_helpers import batch_size, move_batch_dim
     from plait.lax.elementwise import select, eq, clamp
     from plait.lax.shape_ops import broadcast_in_dim

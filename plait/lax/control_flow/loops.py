@@ -16,6 +16,7 @@ from plait.core.graph import Graph, Var, run_graph
 from plait.core.primitive import new_primitive
 from plait.core.pytree import TreeDef, tree_unflatten
 from plait.core.trace import get_aval, is_tracer, concrete_value
+from plait.core.graph_transforms import graph_transform
 from plait.errors import ControlFlowError, PlaitTypeError
 from plait.lax.control_flow.common import (trace_fun, flatten_operands, check_tree,
                                            show_types, promote_weak_inits,
@@ -232,7 +233,7 @@ def _while_partial_eval(trace, tracers, *, cond_graph, body_graph, cond_nconsts,
                         body_nconsts):
     """Known carries (those not depending on unknown values) come from a known loop;
     the whole loop is staged for the unknown ones. Reverse mode stops at transpose."""
-    from plait.transforms.partial_eval import partial_eval_graph
+    partial_eval_graph = graph_transform("partial_eval_graph")
     params = dict(cond_graph=cond_graph, body_graph=body_graph, cond_nconsts=cond_nconsts,
                   body_nconsts=body_nconsts)
     uk = [not t.is_known for t in tracers]
@@ -274,7 +275,7 @@ def _while_batch(vals, dims, *, cond_graph, body_graph, cond_nconsts, body_ncons
     """Carries that become batched are found by a fixed point. An unbatched predicate
     keeps one loop; a batched one loops while any lane runs, and a lane whose
     predicate is false keeps its carry (finished lanes are frozen by a select)."""
-    from plait.transforms.batching import batch_graph
+    batch_graph = graph_transform("batch_graph")
     from plait.lax._batch_helpers import batch_size, move_batch_dim
     size = batch_size(vals, dims)
     cc, bc, init = _split(vals, cond_nconsts, body_nconsts)

@@ -19,6 +19,7 @@ from plait.core.primitive import new_primitive
 from plait.core.pytree import TreeDef, tree_unflatten
 from plait.core.staging import trace_to_graph
 from plait.core.trace import get_aval
+from plait.core.graph_transforms import graph_transform
 from plait.errors import ControlFlowError, PlaitValueError
 from plait.lax.control_flow.common import (trace_fun, flatten_operands, show_types,
                                            check_operands, select_inputs, dce_sub,
@@ -237,7 +238,7 @@ def _scan_partial_eval(trace, tracers, *, graph, length, reverse, num_consts, nu
     """Known scan (known carries and ys, plus per-step residuals stacked as extra ys)
     and an unknown scan that reads the residuals; loop-invariant residuals (known
     consts) and residuals that are known xs are passed through instead of stacked."""
-    from plait.transforms.partial_eval import partial_eval_graph
+    partial_eval_graph = graph_transform("partial_eval_graph")
     params = dict(length=length, reverse=reverse, unroll=unroll)
     uk = [not t.is_known for t in tracers]
     const_uk, init_uk, xs_uk = _split_args(uk, num_consts, num_carry)
@@ -301,7 +302,7 @@ def _scan_partial_eval(trace, tracers, *, graph, length, reverse, num_consts, nu
 def _scan_transpose(cts, *args, graph, length, reverse, num_consts, num_carry, unroll):
     """A reversed scan over the transposed body; cotangents of linear consts accumulate
     in extra carries."""
-    from plait.transforms.transpose import transpose_graph
+    transpose_graph = graph_transform("transpose_graph")
     from plait.lax._ad_helpers import instantiate, zeros
     from plait.lax.elementwise import add
     consts, init, xs = _split_args(args, num_consts, num_carry)
@@ -353,7 +354,7 @@ def _scan_batch(vals, dims, *, graph, length, reverse, num_consts, num_carry, un
     """Scanned operands get the batch dim at 1 (the body sees it at 0); carries that
     become batched are found by a fixed point and kept at 0; ``ys`` keep the body's
     batch dim, one place later."""
-    from plait.transforms.batching import batch_graph
+    batch_graph = graph_transform("batch_graph")
     from plait.lax._batch_helpers import batch_size, move_batch_dim
     size = batch_size(vals, dims)
     consts, init, xs = _split_args(vals, num_consts, num_carry)
