@@ -64,8 +64,3 @@ def aval_of(x) -> ShapedArray:
     if isinstance(x, (bool, int, float, complex)):
         return ShapedArray((), python_scalar_dtype(x), True)
     raise TypeError(f"{type(x).__name__} is not a valid plait array value")
-
-
-def raise_to_shaped(aval: ShapedArray, weak_type=None) -> ShapedArray:
-    """Identity for ShapedArray (kept for symmetry with future abstract values)."""
-    return aval if weak_type is None else aval.update(weak_type=weak_type)

@@ -30,17 +30,11 @@ _SHORT = {bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64",
           float32: "f32", float64: "f64", complex64: "c64", complex128: "c128"}
 if bfloat16 is not None:
     _SHORT[bfloat16] = "bf16"
-_FROM_SHORT = {v: k for k, v in _SHORT.items()}
 
 
 def dtype_short(dt: np.dtype) -> str:
     """Short printed name of a dtype (``f32``, ``i64``, ...)."""
     return _SHORT.get(dt, str(dt))
-
-
-def dtype_from_short(name: str) -> np.dtype:
-    """Inverse of :func:`dtype_short`."""
-    return _FROM_SHORT[name]
 
 
 def canonical_dtype(dt) -> np.dtype:
@@ -143,13 +137,6 @@ def result_type(*items) -> tuple[np.dtype, bool]:
     for w in weak:
         dt = _weak_to_kind(_kind_rank(w), dt)
     return dt, False
-
-
-def default_float(dt: np.dtype | None = None) -> np.dtype:
-    """The floating dtype an integer/bool input is promoted to by true division etc."""
-    if dt is not None and is_inexact(dt):
-        return dt
-    return float64
 
 
 def real_dtype(dt) -> np.dtype:

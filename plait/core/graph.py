@@ -47,7 +47,6 @@ class Literal:
         return f"Literal({self.val.item()!r}:{self.aval.str_short()})"
 
 
-Atom = Var | Literal
 
 
 class Eqn:

@@ -7,12 +7,9 @@ the primitive and the rule when it is absent. Nothing switches on names.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 from plait.errors import MissingRuleError
-
-RULE_NAMES = ("impl", "abstract_eval", "jvp", "transpose", "batch", "to_tile",
-              "partial_eval", "dce")
 
 
 class Primitive:
@@ -77,5 +74,3 @@ def new_primitive(name: str, multiple_results: bool = False) -> Primitive:
     """Create and register a primitive."""
     return register_primitive(Primitive(name, multiple_results))
 
-
-Params = dict[str, Any]

@@ -163,7 +163,3 @@ def leaf_paths(td: TreeDef, prefix: str = "") -> list[str]:
     for i, c in enumerate(td.children):
         out.extend(leaf_paths(c, prefix + _key_str(td, i)))
     return out
-
-
-def tree_all(tree) -> bool:
-    return all(tree_leaves(tree))

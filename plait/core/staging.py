@@ -90,7 +90,6 @@ class LiteralTracer(GraphTracer):
         self._literal = lit
 
 
-_MAX_LITERAL_SIZE = 1
 
 
 class GraphTrace(Trace):

@@ -262,13 +262,6 @@ def new_main(trace_type: type, payload: Any = None, dynamic: bool = False,
         _STACK.pop()
 
 
-@contextmanager
-def new_base_main(trace_type: type, payload: Any = None, description: str = ""):
-    """Like ``new_main(..., dynamic=True)``: everything below becomes constants."""
-    with new_main(trace_type, payload, dynamic=True, description=description) as m:
-        yield m
-
-
 def _leak_error(t: Tracer):
     main = t._trace.main
     raise UnexpectedTracerError(

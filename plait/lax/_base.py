@@ -13,8 +13,8 @@ import numpy as np
 from plait.core import dtypes
 from plait.core.aval import ShapedArray
 from plait.core.primitive import new_primitive, Primitive
-from plait.core.trace import get_aval, Tracer
-from plait.errors import PlaitTypeError, PlaitValueError
+from plait.core.trace import Tracer
+from plait.errors import PlaitTypeError
 
 # dtype classes accepted by rules
 BOOL = "bool"
@@ -168,6 +168,3 @@ def operator_index(x):
     if isinstance(x, Tracer):
         x.__index__()
     return operator.index(x)
-
-
-__all__ = ["get_aval", "PlaitTypeError", "PlaitValueError"]

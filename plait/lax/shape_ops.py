@@ -9,7 +9,7 @@ from plait.core import dtypes
 from plait.core.aval import ShapedArray
 from plait.core.trace import get_aval
 from plait.lax._base import (standard_primitive, check_same_dtypes, as_operand,
-                             canonicalize_axis, static_ints, INT, UINT, check_dtype)
+                             canonicalize_axis, static_ints)
 from plait.lax._ad_helpers import (Zero, deflinear, defjvp_zero, zeros, instantiate,
                                    tangent_aval, is_undefined_primal, aval_of_operand)
 from plait.lax._batch_helpers import (move_batch_dim, batch_size, shift_axis, shift_axes,

@@ -45,7 +45,7 @@ _STORE = re.compile(rf"^({_ID}) = store\(({_SC})\)$")
 _CONST = re.compile(rf"^({_SC}) = \((\w+)\)(\S+)$")
 _LIDX = re.compile(rf"^({_SC}) = load_index\((.*)\):(\w+)$")
 _INTR = re.compile(rf"^(\(.*?\)|{_SC}) = (\w+)\((.*?)\)(?::(\w+))?$")
-_SPECIAL = re.compile(rf"^\((.*?)\) = (\w+)\((.*?)\)(?: (\{{.*\}}))?$")
+_SPECIAL = re.compile(r"^\((.*?)\) = (\w+)\((.*?)\)(?: (\{.*\}))?$")
 
 
 def _ints(s: str) -> tuple[int, ...]:

@@ -19,8 +19,8 @@ from typing import Sequence
 
 import numpy as np
 
-from plait.tile.affine import Affine, Constraint, var
-from plait.tile.builder import TileBuilder, call
+from plait.tile.affine import Affine, var
+from plait.tile.builder import TileBuilder
 from plait.tile.ir import Call, Const, Expr, IndexValue, Input, Tensor, Program
 
 STRIPE_DTYPES = {np.dtype(k): v for k, v in (

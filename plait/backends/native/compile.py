@@ -10,7 +10,7 @@ import numpy as np
 
 from plait.backends.native import control  # noqa: F401  (registers the native rules)
 from plait.backends.native.cprogram import CProgram, CallStep, step_buffers
-from plait.backends.native.partition import HostStep, KernelStep, partition
+from plait.backends.native.partition import KernelStep, partition
 from plait.codegen.c_pymodule import module_source
 from plait.codegen.c_stripe import PRELUDE
 from plait.codegen.toolchain import build_shared_object, require_toolchain

@@ -318,7 +318,6 @@ def _scan_transpose(cts, *args, graph, length, reverse, num_consts, num_carry, u
     res_c = [c for c, l in zip(consts, c_lin) if not l]
     res_x = [x for x, l in zip(xs, x_lin) if not l]
     n_rc, n_lc, n_rx = len(res_c), sum(c_lin), len(res_x)
-    n_cy = len(ct_ys) - sum(ys_zero)
     lin_c_avals = [c.aval.strip_weak() for c, l in zip(consts, c_lin) if l]
     carry_avals = [(c.aval if isinstance(c, UndefinedPrimal) else get_aval(c)).strip_weak()
                    for c in init]

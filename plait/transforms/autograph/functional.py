@@ -210,7 +210,6 @@ def traced_if(pred, true_fn: Callable, false_fn: Callable, inputs: Sequence,
     pred = condition(pred, info)
     leaves, _, dyn = _split(inputs)
     operands = [leaves[p] for p in dyn]
-    avals = [get_aval(x) for x in operands]
     a = _stage(true_fn, inputs, (), f"the true branch of {info.what}")
     b = _stage(false_fn, inputs, (), f"the false branch of {info.what}")
     results = []      # per variable: (tree, leaves) with leaves static or an index
