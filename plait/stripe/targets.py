@@ -31,7 +31,7 @@ class Target:
     passes: tuple = field(default_factory=tuple)   # ((pass name, params dict as tuple), ...)
     # matrix-vector contractions of at least this many multiply-adds call the host's BLAS
     # (generated code streams them poorly today); 0 disables the library call
-    library_matvec_macs: int = 1 << 20
+    library_matvec_macs: int = 1 << 18
 
     def to_dict(self) -> dict:
         return {"name": self.name, "cores": self.cores, "vector_bytes": self.vector_bytes,
