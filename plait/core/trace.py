@@ -64,6 +64,16 @@ class Trace:
     def process_primitive(self, prim, tracers, params):
         raise NotImplementedError
 
+    def process_vjp(self, flat_fun, primals: list, description: str):
+        """Reverse mode done by the interpreter itself, or None for the generic path.
+
+        ``vjp`` asks the top trace of its primals first. An interpreter that records
+        rather than runs (the lazy trace) may run ``flat_fun`` once on its own values
+        and differentiate the recording as a whole; it returns ``(outs, pullback,
+        out_avals)`` with ``pullback(cotangents) -> one cotangent per primal``.
+        """
+        return None
+
     def __repr__(self):
         return f"{type(self).__name__}(level={self.main.level})"
 
@@ -270,6 +280,11 @@ def _leak_error(t: Tracer):
         f"transformation ended (it leaked out, for example through a global, a "
         f"closure or a Python attribute). Return values out of traced functions "
         f"instead of storing them.")
+
+
+def at_top_level() -> bool:
+    """True when no transformation is active (only eager evaluation is on the stack)."""
+    return _DYNAMIC[0].level == 0 and len(_STACK) == 1
 
 
 def find_top_trace(args) -> Trace:

@@ -35,17 +35,20 @@ class Const:
     """A concrete value in the lazy graph: a read-only NumPy buffer.
 
     ``materialized`` is True when the value was computed by a materialization
-    (such values always become arguments of later traces).
+    (such values always become arguments of later traces). ``origin`` is the
+    ``(node, index)`` that computed it when that happened inside a function being
+    differentiated (:mod:`plait.lazy.autodiff` follows it back), else None.
     """
 
-    __slots__ = ("value", "aval", "materialized")
+    __slots__ = ("value", "aval", "materialized", "origin")
 
-    def __init__(self, value: np.ndarray, weak_type: bool, materialized: bool):
+    def __init__(self, value: np.ndarray, weak_type: bool, materialized: bool, origin=None):
         if value.flags.writeable:
             value.flags.writeable = False
         self.value = value
         self.aval = ShapedArray(value.shape, value.dtype, weak_type)
         self.materialized = materialized
+        self.origin = origin
 
 
 class Node:
@@ -54,12 +57,16 @@ class Node:
     ``inputs`` holds a :class:`Const` or a ``(node, index)`` pair per operand;
     ``outs`` holds a weak reference per output to its ``LazyArray`` (or None);
     ``memo`` holds a computed :class:`Const` per output once it has been materialized.
-    When every output is memoized the inputs are dropped, cutting the graph.
+    When every output is memoized the inputs are dropped, cutting the graph (unless a
+    function is being differentiated: its recording must stay whole). ``seq`` numbers
+    nodes in creation order.
     """
 
-    __slots__ = ("prim", "params", "inputs", "out_avals", "outs", "memo", "source", "_pkey")
+    __slots__ = ("prim", "params", "inputs", "out_avals", "outs", "memo", "source", "_pkey",
+                 "seq")
 
     def __init__(self, prim, params: dict, inputs: list, out_avals: list, source):
+        self.seq = next(_NODE_SEQ)
         self.prim = prim
         self.params = params
         self.inputs = inputs
@@ -80,8 +87,13 @@ class Node:
         if self.memo is None:
             self.memo = [None] * len(self.out_avals)
         self.memo[index] = const
-        if all(m is not None for m in self.memo):
+        if not RECORDING[0] and all(m is not None for m in self.memo):
             self.inputs = ()
+
+
+_NODE_SEQ = itertools.count()
+RECORDING = [0]     # > 0 while a function of lazy arrays is recorded for differentiation
+
 
 
 # --- user source lines (cheap: cached per file name) ------------------------------

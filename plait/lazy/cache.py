@@ -17,7 +17,7 @@ import time
 
 from plait.config import config
 from plait.core.graph import ClosedGraph, Graph, Eqn, Literal, Var
-from plait.lazy import modes
+from plait.lazy import autodiff, modes
 from plait.lazy.array import format_site
 from plait.lazy.extract import Extracted
 
@@ -48,8 +48,9 @@ _N_TRACES = [0]
 
 
 def clear() -> None:
-    """Forget every cached trace and the widening history."""
+    """Forget every cached trace, the widening history and the cached backward graphs."""
     _HISTORY.clear()
+    autodiff.clear()
 
 
 def cached_traces() -> list[ClosedGraph]:

@@ -11,7 +11,8 @@ import time
 import numpy as np
 
 from plait.lazy import modes
-from plait.lazy.array import Const, LazyArray, live_arrays, user_code_line, format_site
+from plait.lazy.array import (Const, LazyArray, RECORDING, live_arrays, user_code_line,
+                              format_site)
 from plait.lazy.cache import lookup
 from plait.lazy.extract import extract
 
@@ -32,14 +33,16 @@ def materialize(arrays: list[LazyArray]) -> None:
     t0 = time.perf_counter()
     outs = entry.executable(*args)
     modes.bump("lazy_execute_time_s", time.perf_counter() - t0)
+    recording = RECORDING[0]
     for (k, i), a, v in zip(ex.out_refs, ex.out_arrays, outs):
         if type(v) is not np.ndarray:
             v = np.asarray(v)
         aval = a._aval
         if v.dtype != aval.dtype:       # a literal output keeps the graph's dtype
             v = v.astype(aval.dtype)
-        c = Const(v, aval.weak_type, True)
-        ex.nodes[k].memoize(i, c)
+        node = ex.nodes[k]
+        c = Const(v, aval.weak_type, True, (node, i) if recording else None)
+        node.memoize(i, c)
         a._set_concrete(c)
 
 

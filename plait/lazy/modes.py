@@ -22,7 +22,8 @@ SITES: Counter = Counter()     # user line -> number of materializations it forc
 _BASE: dict = {}               # counter values at the last reset_metrics()
 
 COUNTERS = ("lazy_materializations", "lazy_traces", "lazy_compiles", "lazy_cache_hits",
-            "lazy_promoted_constants", "lazy_compile_time_s", "lazy_execute_time_s")
+            "lazy_promoted_constants", "lazy_backward_graphs", "lazy_compile_time_s",
+            "lazy_execute_time_s")
 
 
 class MaterializationForbiddenError(PlaitError):

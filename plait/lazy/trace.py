@@ -13,6 +13,7 @@ import numpy as np
 from plait.core.trace import MainTrace, Trace
 from plait.lax.shape_ops import broadcast_in_dim_p
 from plait.lazy import modes
+from plait.lazy.autodiff import record_vjp
 from plait.lazy.array import (Const, LazyArray, Node, concrete, const_of, symbolic,
                               user_code_line)
 
@@ -39,6 +40,9 @@ class LazyTrace(Trace):
         node = Node(prim, params, [t._ref for t in tracers], out_avals, user_code_line())
         return [symbolic(node, i) for i in range(len(out_avals))]
 
+    def process_vjp(self, flat_fun, primals, description):
+        return record_vjp(self, flat_fun, primals, description)
+
 
 def _uniform_broadcast(c: Const):
     """An array holding one repeated value (a broadcast scalar such as ``lr`` in
@@ -46,6 +50,9 @@ def _uniform_broadcast(c: Const):
     ``broadcast_in_dim`` of that scalar, so the scalar can be a literal or an argument
     instead of a full-size buffer. Values are compared bit for bit."""
     v = c.value
+    if not any(v.strides):                  # a broadcast view of one element
+        s = Const(np.array(v.flat[0]), c.aval.weak_type, False)
+        return _broadcast_node(s, c)
     flat = v.reshape(-1)
     n = flat.size
     if flat[0] != flat[n - 1] or flat[0] != flat[n // 2]:       # cheap early reject
@@ -57,8 +64,12 @@ def _uniform_broadcast(c: Const):
         bits = np.ascontiguousarray(flat).view(np.uint8).reshape(n, size)
     if not (bits == bits[0]).all():
         return None
-    s = Const(flat[:1].reshape(()), c.aval.weak_type, False)
-    params = dict(shape=v.shape, broadcast_dimensions=())
+    return _broadcast_node(Const(flat[:1].reshape(()), c.aval.weak_type, False), c)
+
+
+def _broadcast_node(s: Const, c: Const):
+    """``broadcast_in_dim`` of the 0-d ``s`` to ``c``'s shape, recorded."""
+    params = dict(shape=c.value.shape, broadcast_dimensions=())
     node = Node(broadcast_in_dim_p, params, [s], [c.aval], user_code_line())
     return symbolic(node, 0)
 

@@ -23,7 +23,7 @@ import numpy as np
 from plait import lax
 from plait.core import dtypes
 from plait.core.array_methods import ArrayMethods
-from plait.core.trace import Tracer, get_aval, concrete_value
+from plait.core.trace import Tracer, get_aval, concrete_value, find_top_trace, full_raise
 from plait.errors import PlaitTypeError, PlaitValueError
 from plait.numpy._promote import (arg, is_python_scalar, cast, broadcast_shapes,
                                   broadcast_to_shape, scalar_array, promote_args, wrap,
@@ -69,8 +69,9 @@ _PLANS: dict = {}   # (ufunc, per-argument aval or Python scalar type) -> _Plan
 
 
 class _Plan:
-    """How a signature of concrete arrays and Python scalars maps to NumPy's loop:
-    per argument ``None`` (use as is) or the dtype a scalar is filled with."""
+    """How a signature of arrays and Python scalars maps to NumPy's loop: per argument
+    ``None`` (use as is), the broadcast dimensions of an array of the loop's dtype
+    that needs broadcasting, or the dtype a scalar is filled with."""
 
     __slots__ = ("fills", "shape", "weak", "out_dt")
 
@@ -79,12 +80,14 @@ class _Plan:
 
 
 def _signature(args) -> tuple | None:
+    """Per argument its aval (arrays and tracers) or Python scalar type; None for
+    anything else (lists, NumPy scalars), which takes the general path."""
     sig = []
     for a in args:
         t = type(a)
         if t in _SCALAR_TYPES:
             sig.append(t)
-        elif isinstance(a, ArrayMethods) and not isinstance(a, Tracer):
+        elif isinstance(a, ArrayMethods):
             sig.append(a.aval)
         else:
             return None
@@ -94,12 +97,27 @@ def _signature(args) -> tuple | None:
 _SCALAR_TYPES = (bool, int, float, complex)
 
 
+def _fill(x, dt: np.dtype, weak: bool, shape: tuple, args):
+    """The Python scalar ``x`` as an operand of ``shape``: a filled array when every
+    operand is concrete, else a 0-d array raised into the operands' interpreter and
+    broadcast there (so a recording interpreter sees one scalar, not a buffer)."""
+    for a in args:
+        if isinstance(a, Tracer):
+            break
+    else:
+        return scalar_array(x, dt, weak, shape)
+    s = full_raise(find_top_trace(args), scalar_array(x, dt, weak))
+    return lax.broadcast_in_dim(s, shape, ()) if shape else s
+
+
 def apply_ufunc(uf: np.ufunc, impl: Callable, name: str, *args):
     """Resolve loop dtypes like NumPy, cast and broadcast ``args``, run ``impl``."""
     sig = _signature(args) if uf.nout == 1 else None
     plan = _PLANS.get((uf, sig)) if sig is not None else None
-    if plan is not None:   # fast path for concrete arrays whose loop is known
-        ops = [a if f is None else scalar_array(a, f, plan.weak, plan.shape)
+    if plan is not None:   # fast path for a signature whose loop is known
+        ops = [a if f is None else
+               lax.broadcast_in_dim(a, plan.shape, f) if f.__class__ is tuple else
+               _fill(a, f, plan.weak, plan.shape, args)
                for a, f in zip(args, plan.fills)]
         out = impl(*ops)
         return out if get_aval(out).dtype == plan.out_dt else cast(out, plan.out_dt, plan.weak)
@@ -115,8 +133,12 @@ def apply_ufunc(uf: np.ufunc, impl: Callable, name: str, *args):
                 fills.append(dt)
             else:
                 a = get_aval(v)
-                fills.append(None if (a.shape, a.dtype, a.weak_type) == (shape, dt, all_weak)
-                             else False)
+                if (a.dtype, a.weak_type) != (dt, all_weak):
+                    fills.append(False)
+                elif a.shape == shape:
+                    fills.append(None)
+                else:
+                    fills.append(tuple(range(len(shape) - a.ndim, len(shape))))
         if False not in fills:
             _PLANS[(uf, sig)] = _Plan(tuple(fills), shape, all_weak, loop[nin])
     eager = not any(isinstance(v, Tracer) for v in vals)

@@ -18,9 +18,12 @@ import numpy as np
 
 from plait.core import dtypes
 from plait.core.ad_util import Zero, UndefinedPrimal
-from plait.core.graph import Graph, eval_graph
+from plait.core.graph import ClosedGraph, Graph, eval_graph
+from plait.core.graph_transforms import register_graph_transform
 from plait.core.pytree import tree_flatten, tree_unflatten, TreeDef
-from plait.core.trace import new_main, full_raise, full_lower, get_aval, _CONCRETE
+from plait.core.staging import trace_to_graph
+from plait.core.trace import (new_main, find_top_trace, full_raise, full_lower, get_aval,
+                              _CONCRETE)
 from plait.errors import PlaitTypeError, PlaitValueError
 from plait.lax._ad_helpers import tangent_aval, differentiable, instantiate
 from plait.transforms.ad import jvp_flat
@@ -136,7 +139,10 @@ def _check_inputs(fun, args, nums, who: str, holomorphic: bool, allow_int: bool,
     for i in nums:
         leaves, _ = tree_flatten(args[i])
         for x in leaves:
-            a = _leaf_aval(x, f"argument {_arg_name(fun, i)} of {_fun_name(fun)}")
+            try:
+                a = get_aval(x)
+            except PlaitTypeError:
+                _leaf_aval(x, f"argument {_arg_name(fun, i)} of {_fun_name(fun)}")
             if not differentiable(a):
                 if allow_int:
                     continue
@@ -250,9 +256,19 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
 def _vjp(fun, primals, has_aux, description):
     leaves, in_tree = tree_flatten(tuple(primals))
     flat = _Flat(fun, in_tree, has_aux)
-    out_p, graph, res, diff = linearize_flat(flat, leaves, description)
+    recorded = find_top_trace(leaves).process_vjp(flat, leaves, description)
+    if recorded is not None:
+        out_p, pullback, out_avals = recorded
+    else:
+        out_p, graph, res, diff = linearize_flat(flat, leaves, description)
+        out_avals = [v.aval for v in graph.outvars]
+
+        def pullback(ct_leaves):
+            cts = iter(backward_pass(graph, res, [UndefinedPrimal(v.aval)
+                                                  for v in graph.invars], ct_leaves))
+            return [instantiate(next(cts)) if d else instantiate(Zero(get_aval(x).strip_weak()))
+                    for x, d in zip(leaves, diff)]
     out, aux = flat.split(out_p)
-    out_avals = [v.aval for v in graph.outvars]
 
     def vjp_fun(ct):
         ct_leaves, ct_tree = tree_flatten(ct)
@@ -264,13 +280,35 @@ def _vjp(fun, primals, has_aux, description):
             if ca.shape != a.shape:
                 raise PlaitTypeError(f"cotangent {k} has shape {ca.shape} but the output "
                                      f"has shape {a.shape}")
-        cts = iter(backward_pass(graph, res, [UndefinedPrimal(v.aval) for v in graph.invars],
-                                 ct_leaves))
-        grads = [instantiate(next(cts)) if d else instantiate(Zero(get_aval(x).strip_weak()))
-                 for x, d in zip(leaves, diff)]
+        grads = pullback(ct_leaves)
         return tree_unflatten(in_tree, [_as_array(full_lower(g)) for g in grads])
 
     return out, vjp_fun, aux, flat
+
+
+def vjp_graph(closed: ClosedGraph, n_primals: int) -> ClosedGraph:
+    """The backward graph of ``closed``: its inputs are ``closed``'s inputs followed by
+    one cotangent per output; its outputs are the cotangents of the first ``n_primals``
+    inputs (the others are held constant). The forward computation is recomputed inside
+    (a caller that also runs the forward relies on CSE to share it)."""
+    g = closed.graph
+    n_in = len(g.invars)
+    ct_avals = [tangent_aval(a) for a in g.out_avals]
+
+    def backward(*args):
+        others = args[n_primals:n_in]
+
+        def forward(*primals):
+            return list(eval_graph(g, closed.consts, *primals, *others))
+        _, vjp_fun, _, _ = _vjp(forward, args[:n_primals], False, f"vjp of {g.name}")
+        return list(vjp_fun(list(args[n_in:])))
+    out, _ = trace_to_graph(backward, list(g.in_avals) + ct_avals,
+                            description=f"the backward graph of {g.name}",
+                            name=f"vjp_{g.name}")
+    return out
+
+
+register_graph_transform("vjp_graph", vjp_graph)
 
 
 def vjp(fun: Callable, *primals, has_aux: bool = False):

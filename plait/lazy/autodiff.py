@@ -1,0 +1,188 @@
+"""Reverse mode over lazy arrays: record the function once, differentiate the recording.
+
+``vjp``/``grad`` of a function of lazy arrays (at top level, outside any other
+transformation) does not push a JVP interpreter through every operation. It runs
+the user's function on *markers* — identity nodes standing for the primals — so
+the forward pass is recorded like any lazy code, then cuts the recorded region
+(the nodes made since the markers) into a graph and asks for its backward graph
+(``vjp_graph``), cached by the region's structure. The pullback records one
+``jit_call`` of that backward graph. At materialization the call is inlined and
+its recomputed forward pass is merged with the recorded one by CSE (the markers
+are identity conversions, which CSE forwards), so a training step is one fused
+trace, and a step that repeats costs a Python run of the forward pass plus a
+dictionary lookup, not a re-derivation of the gradient.
+
+Values observed while the function runs (``print``, ``float()``) are materialized
+as usual; their nodes keep their inputs and remember where they came from, so the
+gradient still flows through them.
+"""
+from __future__ import annotations
+
+from plait.core.call import jit_call_p
+from plait.core.graph import ClosedGraph, Eqn, Graph, Var, closure_convert
+from plait.core.graph_transforms import graph_transform
+from plait.core.trace import Tracer, at_top_level
+from plait.errors import PlaitTypeError
+from plait.lax.elementwise import convert_element_type_p
+from plait.lazy import modes
+from plait.lazy.array import (Const, LazyArray, Node, RECORDING, format_site, symbolic,
+                              user_code_line)
+
+MAX_REGIONS = 512           # oldest backward graphs are forgotten beyond this
+_BACKWARD: dict = {}        # region structure -> backward ClosedGraph
+
+
+def clear() -> None:
+    """Forget every cached backward graph."""
+    _BACKWARD.clear()
+
+
+def _marker(a: LazyArray, site) -> LazyArray:
+    """A fresh symbolic array equal to ``a`` (an identity conversion node)."""
+    aval = a._aval
+    node = Node(convert_element_type_p, {"new_dtype": aval.dtype, "weak_type": aval.weak_type},
+                [a._ref], [aval], site)
+    return symbolic(node, 0)
+
+
+class _Region:
+    """The nodes recorded since ``start`` that the outputs depend on, as a graph.
+
+    Inputs are the markers (in order) and then *outside* values: constants and
+    nodes made before the region. ``key`` identifies the region by structure.
+    """
+
+    def __init__(self, out_refs: list, markers: dict, start: int):
+        self.start = start
+        self.markers = markers              # id(marker node) -> primal index
+        self.n_markers = len(markers)
+        self.nodes: list[Node] = []
+        self.wiring: list[tuple] = []
+        self.outside: list = []             # refs of outside inputs
+        self._outside_index: dict = {}
+        self._index: dict[int, int] = {}
+        structure = []
+        for node in self._postorder([self._follow(r) for r in out_refs]):
+            ins = tuple(self._atom(r) for r in node.inputs)
+            self.wiring.append(ins)
+            structure.append((node.pkey(), ins))
+        self.outs = tuple(self._atom(r) for r in out_refs)
+        self.key = (tuple(structure), tuple(r[0].out_avals[r[1]] if r.__class__ is tuple
+                                            else r.aval for r in self.outside),
+                    self.outs)
+
+    def _follow(self, ref):
+        """A value materialized inside the region stands for the node that computed it."""
+        if ref.__class__ is Const:
+            o = ref.origin
+            if o is not None and o[0].seq >= self.start:
+                return o
+        return ref
+
+    def _inside(self, ref) -> bool:
+        return (ref.__class__ is tuple and ref[0].seq >= self.start
+                and id(ref[0]) not in self.markers)
+
+    def _postorder(self, roots: list) -> list[Node]:
+        order, seen = self.nodes, self._index
+        for root in roots:
+            if not self._inside(root) or id(root[0]) in seen:
+                continue
+            seen[id(root[0])] = -1
+            stack = [(root[0], iter(root[0].inputs))]
+            while stack:
+                node, it = stack[-1]
+                for ref in it:
+                    ref = self._follow(ref)
+                    if self._inside(ref) and id(ref[0]) not in seen:
+                        seen[id(ref[0])] = -1
+                        stack.append((ref[0], iter(ref[0].inputs)))
+                        break
+                else:
+                    stack.pop()
+                    seen[id(node)] = len(order)
+                    order.append(node)
+        return order
+
+    def _atom(self, ref):
+        """Wiring of one input: ``(node position, output)``, or ``-1 - input slot``."""
+        ref = self._follow(ref)
+        if ref.__class__ is tuple:
+            node, i = ref
+            k = self.markers.get(id(node))
+            if k is not None:
+                return -1 - k
+            if node.seq >= self.start:
+                return (self._index[id(node)], i)
+            okey = (id(node), i)
+        else:
+            okey = id(ref)
+        j = self._outside_index.get(okey)
+        if j is None:
+            j = self._outside_index[okey] = len(self.outside)
+            self.outside.append(ref)
+        return -1 - self.n_markers - j
+
+    def graph(self, marker_avals: list, name: str) -> ClosedGraph:
+        """The recorded region as a graph: markers, then outside values, to outputs."""
+        invars = [Var(a) for a in marker_avals] + [Var(a) for a in self.key[1]]
+        outs_of: list[list[Var]] = []
+        eqns = []
+        atom = lambda w: invars[-1 - w] if isinstance(w, int) else outs_of[w[0]][w[1]]
+        for node, ins in zip(self.nodes, self.wiring):
+            outs = [Var(a) for a in node.out_avals]
+            outs_of.append(outs)
+            eqns.append(Eqn(node.prim, [atom(w) for w in ins], node.params, outs,
+                            format_site(node.source)))
+        return ClosedGraph(Graph([], invars, eqns, [atom(w) for w in self.outs], name), [])
+
+
+def _as_lazy(trace, x, what: str) -> LazyArray:
+    if isinstance(x, LazyArray):
+        return x
+    if isinstance(x, Tracer):
+        raise PlaitTypeError(f"{what} is a value of another transformation "
+                             f"({x.aval.str_short()}) inside the differentiation of a function "
+                             f"of lazy arrays; pass it in as an argument instead of closing "
+                             f"over it")
+    return trace.pure(x)
+
+
+def record_vjp(trace, flat, primals: list, description: str):
+    """``Trace.process_vjp`` for the lazy trace (see the module docstring)."""
+    if modes.is_eager() or not at_top_level():
+        return None
+    site = user_code_line()
+    lazy_primals = [_as_lazy(trace, p, "a primal") for p in primals]
+    markers = [_marker(a, site) for a in lazy_primals]
+    marker_nodes = {id(m._ref[0]): k for k, m in enumerate(markers)}
+    start = markers[0]._ref[0].seq
+    RECORDING[0] += 1
+    try:
+        outs = flat(*markers)
+    finally:
+        RECORDING[0] -= 1
+    main = [_as_lazy(trace, o, f"an output of {description}") for o in outs[:flat.num_out]]
+    region = _Region([o._ref for o in main], marker_nodes, start)
+    marker_avals = [a._aval for a in lazy_primals]
+    key = (region.key, tuple(marker_avals))
+    outside = [LazyArray(r, r.aval) if r.__class__ is Const
+               else LazyArray(r, r[0].out_avals[r[1]]) for r in region.outside]
+    out_avals = [o._aval.strip_weak() for o in main]
+
+    def pullback(cts: list) -> list:
+        entry = _BACKWARD.get(key)
+        if entry is None:
+            if len(_BACKWARD) >= MAX_REGIONS:
+                del _BACKWARD[next(iter(_BACKWARD))]
+            closed = region.graph(marker_avals, f"region of {description}")
+            backward = graph_transform("vjp_graph")(closed, len(markers))
+            entry = _BACKWARD[key] = (closure_convert(backward), tuple(backward.consts))
+            modes.bump("lazy_backward_graphs")
+        graph, consts = entry
+        cts = [c if c._aval.dtype == a.dtype else c.astype(a.dtype)
+               for c, a in zip((_as_lazy(trace, c, "a cotangent") for c in cts), out_avals)]
+        return jit_call_p.bind(*consts, *lazy_primals, *outside, *cts, graph=graph,
+                               name=graph.name)
+
+    return list(main) + list(outs[flat.num_out:]), pullback, out_avals
