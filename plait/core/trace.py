@@ -335,12 +335,25 @@ def _eval_primitive(prim, vals, params):
 def bind(prim, args, params) -> Any:
     """Apply ``prim`` to ``args`` under the innermost active trace."""
     if _DYNAMIC[0].level == 0 and len(_STACK) == 1:
+        trace = None
         for a in args:
             if isinstance(a, Tracer):
-                break
+                t = a._trace
+                if trace is None:
+                    trace = t
+                elif t is not trace:
+                    break
         else:
-            outs = _eval_primitive(prim, args, params)
-            return outs if prim.multiple_results else outs[0]
+            if trace is None:
+                outs = _eval_primitive(prim, args, params)
+                return outs if prim.multiple_results else outs[0]
+            if trace.main.alive:
+                # no transformation is active, so these tracers belong to a permanent
+                # interpreter (lazy arrays) whose values are already fully lowered
+                outs = trace.process_primitive(
+                    prim, [a if isinstance(a, Tracer) else trace.pure(a) for a in args],
+                    params)
+                return outs if prim.multiple_results else outs[0]
     trace = find_top_trace(args)
     tracers = [full_raise(trace, a) for a in args]
     outs = trace.process_primitive(prim, tracers, params)

@@ -13,7 +13,7 @@ still-referenced array the trace computes is an output of the same run.
     print(y.sum())                        # compiled and run here
 """
 from plait.lazy.modes import (eager_mode, forbid_materialization, metrics, reset_metrics,
-                              is_eager, MaterializationForbiddenError)
+                              is_eager, is_sync, synchronous, MaterializationForbiddenError)
 from plait.lazy.array import LazyArray, asarray, live_count
 from plait.lazy import trace as _trace      # noqa: F401  (installs the lazy interpreter)
 from plait.lazy.materialize import materialize, step
@@ -23,5 +23,5 @@ from plait.lazy.host import to_host
 
 __all__ = ["LazyArray", "asarray", "to_host", "step", "materialize", "eager_mode",
            "forbid_materialization", "metrics", "reset_metrics", "clear_cache",
-           "cached_traces", "live_count", "is_eager", "device",
+           "cached_traces", "live_count", "is_eager", "is_sync", "synchronous", "device",
            "MaterializationForbiddenError"]

@@ -38,17 +38,29 @@ class Const:
     (such values always become arguments of later traces). ``origin`` is the
     ``(node, index)`` that computed it when that happened inside a function being
     differentiated (:mod:`plait.lazy.autodiff` follows it back), else None.
+    ``aval``, when the caller already has it, saves building the abstract value.
+    ``launch`` is the pending native launch still writing ``value`` (None once it is
+    known to be complete): read the contents only after :meth:`wait`.
     """
 
-    __slots__ = ("value", "aval", "materialized", "origin")
+    __slots__ = ("value", "aval", "materialized", "origin", "launch")
 
-    def __init__(self, value: np.ndarray, weak_type: bool, materialized: bool, origin=None):
+    def __init__(self, value: np.ndarray, weak_type: bool, materialized: bool, origin=None,
+                 aval: ShapedArray | None = None):
         if value.flags.writeable:
             value.flags.writeable = False
         self.value = value
-        self.aval = ShapedArray(value.shape, value.dtype, weak_type)
+        self.aval = aval if aval is not None else ShapedArray(value.shape, value.dtype, weak_type)
         self.materialized = materialized
         self.origin = origin
+        self.launch = None
+
+    def wait(self) -> np.ndarray:
+        """The value, once the launch computing it (if any) has completed."""
+        if self.launch is not None:
+            self.launch.wait()
+            self.launch = None
+        return self.value
 
 
 class Node:
@@ -190,7 +202,7 @@ class LazyArray(Tracer):
         if self._ref.__class__ is not Const:
             from plait.lazy.materialize import materialize
             materialize([self])
-        return self._ref.value
+        return self._ref.wait()
 
     _host_value = _numpy        # what plait.device_put(x, cpu) uses
 

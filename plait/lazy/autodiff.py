@@ -53,75 +53,68 @@ class _Region:
     """
 
     def __init__(self, out_refs: list, markers: dict, start: int):
-        self.start = start
-        self.markers = markers              # id(marker node) -> primal index
-        self.n_markers = len(markers)
+        self.n_markers = n_markers = len(markers)
         self.nodes: list[Node] = []
         self.wiring: list[tuple] = []
         self.outside: list = []             # refs of outside inputs
-        self._outside_index: dict = {}
-        self._index: dict[int, int] = {}
+        outside_index: dict = {}
+        index: dict[int, int] = {}          # id(node) -> position; -1 while on the stack
         structure = []
-        for node in self._postorder([self._follow(r) for r in out_refs]):
-            ins = tuple(self._atom(r) for r in node.inputs)
-            self.wiring.append(ins)
-            structure.append((node.pkey(), ins))
-        self.outs = tuple(self._atom(r) for r in out_refs)
-        self.key = (tuple(structure), tuple(r[0].out_avals[r[1]] if r.__class__ is tuple
-                                            else r.aval for r in self.outside),
-                    self.outs)
 
-    def _follow(self, ref):
-        """A value materialized inside the region stands for the node that computed it."""
-        if ref.__class__ is Const:
-            o = ref.origin
-            if o is not None and o[0].seq >= self.start:
-                return o
-        return ref
+        def resolve(ref):
+            """``(kind, value)``: a region node to visit, or a finished wiring atom."""
+            if ref.__class__ is Const:
+                o = ref.origin      # materialized inside the region: stands for its node
+                if o is None or o[0].seq < start:
+                    key = id(ref)
+                    j = outside_index.get(key)
+                    if j is None:
+                        j = outside_index[key] = len(self.outside)
+                        self.outside.append(ref)
+                    return None, -1 - n_markers - j
+                ref = o
+            node, i = ref
+            k = markers.get(id(node))
+            if k is not None:
+                return None, -1 - k
+            if node.seq >= start:
+                return node, i
+            key = (id(node), i)
+            j = outside_index.get(key)
+            if j is None:
+                j = outside_index[key] = len(self.outside)
+                self.outside.append(ref)
+            return None, -1 - n_markers - j
 
-    def _inside(self, ref) -> bool:
-        return (ref.__class__ is tuple and ref[0].seq >= self.start
-                and id(ref[0]) not in self.markers)
+        def atom(ref):
+            node, w = resolve(ref)
+            return w if node is None else (index[id(node)], w)
 
-    def _postorder(self, roots: list) -> list[Node]:
-        order, seen = self.nodes, self._index
-        for root in roots:
-            if not self._inside(root) or id(root[0]) in seen:
+        for root in out_refs:
+            node, _ = resolve(root)
+            if node is None or id(node) in index:
                 continue
-            seen[id(root[0])] = -1
-            stack = [(root[0], iter(root[0].inputs))]
+            index[id(node)] = -1
+            stack = [(node, iter(node.inputs))]
             while stack:
                 node, it = stack[-1]
                 for ref in it:
-                    ref = self._follow(ref)
-                    if self._inside(ref) and id(ref[0]) not in seen:
-                        seen[id(ref[0])] = -1
-                        stack.append((ref[0], iter(ref[0].inputs)))
+                    child, _ = resolve(ref)
+                    if child is not None and id(child) not in index:
+                        index[id(child)] = -1
+                        stack.append((child, iter(child.inputs)))
                         break
                 else:
                     stack.pop()
-                    seen[id(node)] = len(order)
-                    order.append(node)
-        return order
-
-    def _atom(self, ref):
-        """Wiring of one input: ``(node position, output)``, or ``-1 - input slot``."""
-        ref = self._follow(ref)
-        if ref.__class__ is tuple:
-            node, i = ref
-            k = self.markers.get(id(node))
-            if k is not None:
-                return -1 - k
-            if node.seq >= self.start:
-                return (self._index[id(node)], i)
-            okey = (id(node), i)
-        else:
-            okey = id(ref)
-        j = self._outside_index.get(okey)
-        if j is None:
-            j = self._outside_index[okey] = len(self.outside)
-            self.outside.append(ref)
-        return -1 - self.n_markers - j
+                    ins = tuple(atom(r) for r in node.inputs)
+                    index[id(node)] = len(self.nodes)
+                    self.nodes.append(node)
+                    self.wiring.append(ins)
+                    structure.append((node.pkey(), ins))
+        self.outs = tuple(atom(r) for r in out_refs)
+        self.key = (tuple(structure), tuple(r[0].out_avals[r[1]] if r.__class__ is tuple
+                                            else r.aval for r in self.outside),
+                    self.outs)
 
     def graph(self, marker_avals: list, name: str) -> ClosedGraph:
         """The recorded region as a graph: markers, then outside values, to outputs."""

@@ -45,55 +45,51 @@ def _as_const(ref):
     return None
 
 
-def _postorder(roots: list[Node]) -> list[Node]:
-    order: list[Node] = []
-    seen: set[int] = set()
-    for root in roots:
-        if id(root) in seen:
+def extract(arrays: list[LazyArray]) -> Extracted:
+    """Cut the trace that computes ``arrays`` (symbolic lazy arrays).
+
+    One depth-first walk numbers the nodes in post-order and wires each node's
+    inputs as it is finished (its producers are numbered by then).
+    """
+    nodes: list = []
+    index: dict[int, int] = {}          # id(node) -> position; -1 while on the stack
+    const_index: dict[tuple, int] = {}
+    consts: list[Const] = []
+    wiring: list[tuple] = []
+    structure: list[tuple] = []
+    for a in arrays:
+        root = a._ref[0]
+        if id(root) in index:
             continue
-        seen.add(id(root))
+        index[id(root)] = -1
         stack = [(root, iter(root.inputs))]
         while stack:
             node, it = stack[-1]
             for ref in it:
-                if _as_const(ref) is not None:
-                    continue
-                child = ref[0]
-                if id(child) not in seen:
-                    seen.add(id(child))
+                if _as_const(ref) is None and id(ref[0]) not in index:
+                    child = ref[0]
+                    index[id(child)] = -1
                     stack.append((child, iter(child.inputs)))
                     break
             else:
                 stack.pop()
-                order.append(node)
-    return order
-
-
-def extract(arrays: list[LazyArray]) -> Extracted:
-    """Cut the trace that computes ``arrays`` (symbolic lazy arrays)."""
-    roots = [a._ref[0] for a in arrays]
-    nodes = _postorder(roots)
-    index = {id(n): k for k, n in enumerate(nodes)}
-    const_index: dict[tuple, int] = {}
-    consts: list[Const] = []
-    wiring = []
-    structure = []
-    for node in nodes:
-        ins = []
-        for ref in node.inputs:
-            c = _as_const(ref)
-            if c is None:
-                ins.append((index[id(ref[0])], ref[1]))
-            else:
-                ck = (id(c.value), c.aval.weak_type)
-                k = const_index.get(ck)
-                if k is None:
-                    k = const_index[ck] = len(consts)
-                    consts.append(c)
-                ins.append(-1 - k)
-        ins = tuple(ins)
-        wiring.append(ins)
-        structure.append((node.pkey(), ins))
+                ins = []
+                for ref in node.inputs:
+                    c = _as_const(ref)
+                    if c is None:
+                        ins.append((index[id(ref[0])], ref[1]))
+                    else:
+                        ck = (id(c.value), c.aval.weak_type)
+                        k = const_index.get(ck)
+                        if k is None:
+                            k = const_index[ck] = len(consts)
+                            consts.append(c)
+                        ins.append(-1 - k)
+                ins = tuple(ins)
+                index[id(node)] = len(nodes)
+                nodes.append(node)
+                wiring.append(ins)
+                structure.append((node.pkey(), ins))
     out_refs, out_arrays = [], []
     for k, node in enumerate(nodes):
         for i, r in enumerate(node.outs):
@@ -103,7 +99,10 @@ def extract(arrays: list[LazyArray]) -> Extracted:
                 out_arrays.append(a)
     const_avals = tuple(c.aval for c in consts)
     skeleton = (tuple(structure), const_avals, tuple(out_refs))
-    const_vals = tuple(c.value.tobytes() if c.value.ndim == 0 else None for c in consts)
+    # (materialized values are always arguments: their contents, possibly still being
+    # computed, are never read here)
+    const_vals = tuple(None if c.materialized or c.value.ndim else c.value.tobytes()
+                       for c in consts)
     forced = frozenset(k for k, c in enumerate(consts) if c.materialized or c.value.ndim)
     return Extracted(nodes, wiring, consts, out_refs, out_arrays, skeleton, const_vals,
                      forced)

@@ -29,9 +29,19 @@ def materialize(arrays: list[LazyArray]) -> None:
     ex = extract(arrays)
     modes.bump("lazy_traces")
     entry = lookup(ex)
-    args = [ex.consts[k].value for k in entry.arg_slots]
     t0 = time.perf_counter()
-    outs = entry.executable(*args)
+    launched = None
+    if not modes.is_sync():
+        # a fully native program is queued and runs while Python goes on; it may read
+        # buffers still being written by earlier launches (they complete in order)
+        launch = getattr(entry.executable, "launch", None)
+        if launch is not None:
+            launched = launch(*[ex.consts[k].value for k in entry.arg_slots])
+    if launched is None:
+        outs = entry.executable(*[ex.consts[k].wait() for k in entry.arg_slots])
+        pending = None
+    else:
+        outs, pending = launched
     modes.bump("lazy_execute_time_s", time.perf_counter() - t0)
     recording = RECORDING[0]
     for (k, i), a, v in zip(ex.out_refs, ex.out_arrays, outs):
@@ -41,7 +51,8 @@ def materialize(arrays: list[LazyArray]) -> None:
         if v.dtype != aval.dtype:       # a literal output keeps the graph's dtype
             v = v.astype(aval.dtype)
         node = ex.nodes[k]
-        c = Const(v, aval.weak_type, True, (node, i) if recording else None)
+        c = Const(v, aval.weak_type, True, (node, i) if recording else None, aval)
+        c.launch = pending
         node.memoize(i, c)
         a._set_concrete(c)
 

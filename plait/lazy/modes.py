@@ -2,7 +2,9 @@
 and ``metrics()``.
 
 ``PLAIT_LAZY_EAGER=1`` (or ``with plait.lazy.eager_mode():``) runs lazy arrays op by
-op, for debugging. ``with plait.lazy.forbid_materialization():`` makes any
+op, for debugging. ``PLAIT_LAZY_SYNC=1`` (or ``with plait.lazy.synchronous():``) makes
+every materialization wait for its results (by default native traces run on a worker
+thread while Python records the next step). ``with plait.lazy.forbid_materialization():`` makes any
 materialization an error (for tests that must stay on one trace). Counters go
 through :mod:`plait.runtime.metrics` under ``lazy_*`` names.
 """
@@ -17,6 +19,7 @@ from plait.errors import PlaitError
 from plait.runtime import metrics as _metrics
 
 _EAGER = [os.environ.get("PLAIT_LAZY_EAGER", "").strip().lower() not in ("", "0", "false", "no")]
+_SYNC = [os.environ.get("PLAIT_LAZY_SYNC", "").strip().lower() not in ("", "0", "false", "no")]
 _FORBID = [0]
 SITES: Counter = Counter()     # user line -> number of materializations it forced
 _BASE: dict = {}               # counter values at the last reset_metrics()
@@ -48,6 +51,24 @@ def eager_mode(enabled: bool = True) -> Iterator[None]:
         yield
     finally:
         _EAGER[0] = prev
+
+
+def is_sync() -> bool:
+    """True when materializations run to completion before returning
+    (``PLAIT_LAZY_SYNC=1`` or ``synchronous()``); by default a fully native trace is
+    launched on the native worker thread and only observing a value waits for it."""
+    return _SYNC[0]
+
+
+@contextmanager
+def synchronous(enabled: bool = True) -> Iterator[None]:
+    """Run every materialization inside the block to completion before it returns."""
+    prev = _SYNC[0]
+    _SYNC[0] = bool(enabled)
+    try:
+        yield
+    finally:
+        _SYNC[0] = prev
 
 
 @contextmanager

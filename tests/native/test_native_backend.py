@@ -179,7 +179,9 @@ def test_generated_code_is_clean_under_address_sanitizer(tmp_path):
                ASAN_OPTIONS="detect_leaks=0:abort_on_error=1",
                PLAIT_EXTRA_CFLAGS="-fsanitize=address -fno-omit-frame-pointer")
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist",
-                        os.path.join(here, "test_native_sweep.py")],
+                        os.path.join(here, "test_native_sweep.py"),
+                        # asynchronous launches: buffers kept alive while the worker runs
+                        os.path.join(here, "..", "lazy", "test_lazy_native.py")],
                        env=env, capture_output=True, text=True, timeout=1200)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
 
@@ -204,3 +206,21 @@ def test_block_profiler_times_every_kernel_block(monkeypatch):
     assert prof and all(t >= 0 for _, _, t in prof)
     assert any("+(in0" in what for _, what, _ in prof)      # the matmul's Tile statement
     np.testing.assert_allclose(np.asarray(c(a)), np.tanh(a @ a).sum(0), rtol=1e-4)
+
+
+def test_launch_runs_the_whole_program_on_the_worker_thread():
+    # outputs: a kernel result, the same result again, an input passed through, a literal
+    def f(x, y):
+        z = lax.tanh(lax.add(lax.mul(x, 2.0), y))
+        return z, z, y, np.float32(3.0)
+    x = np.linspace(-1, 1, 1000).astype(np.float32)
+    y = np.cos(x)
+    c = _native(f, x, y)
+    exe = c.executable
+    outs, job = exe.launch(x, y)
+    job.wait()
+    for got, want in zip(outs, exe(x, y)):
+        np.testing.assert_array_equal(got, np.asarray(want))
+    np.testing.assert_allclose(outs[0], np.tanh(2 * x + y), rtol=1e-6)
+    sorted_ = _native(lambda x: lax.exp(lax.sort(x, dimension=0)), x).executable
+    assert sorted_.launch(x) is None            # a host step: the caller runs it

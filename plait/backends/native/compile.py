@@ -9,12 +9,14 @@ import weakref
 import numpy as np
 
 from plait.backends.native import control  # noqa: F401  (registers the native rules)
-from plait.backends.native.cprogram import CProgram, CallStep, step_buffers
+from plait.backends.native.cprogram import CProgram, CallStep, step_buffers, driver_source
+from plait.backends.native.launch import Launch, launch
 from plait.backends.native.partition import KernelStep, partition
 from plait.codegen.c_pymodule import module_source
 from plait.codegen.c_stripe import PRELUDE
 from plait.codegen.toolchain import build_shared_object, require_toolchain
-from plait.core.graph import ClosedGraph, Literal, reset_graph_runner, set_graph_runner
+from plait.core.graph import (ClosedGraph, Literal, closure_convert, reset_graph_runner,
+                              set_graph_runner)
 from plait.core.printer import pp_graph
 from plait.passes.inline import inline
 from plait.runtime import kernel_cache, metrics
@@ -69,6 +71,9 @@ class NativeExecutable:
                     slot[v] = len(slot)
                 plan.append((False, e.prim.rule("impl"), ins,
                              tuple(slot[v] for v in e.outputs), (e.params, e.prim.multiple_results)))
+        self.entry = (ctypes.cast(getattr(self.lib, prepared.entry), ctypes.c_void_p).value
+                      if prepared.entry and self.lib is not None else None)
+        self._out_buffers = [(tuple(a.aval.shape), np.dtype(a.aval.dtype)) for a in g.outvars]
         self.n_slots = len(slot)
         self.out = [("lit", a.val) if isinstance(a, Literal) else ("var", slot[a])
                     for a in g.outvars]
@@ -94,6 +99,19 @@ class NativeExecutable:
 
     def __call__(self, *args) -> list:
         return self._run(args, None)
+
+    def launch(self, *args) -> tuple[list, Launch] | None:
+        """Queue the whole program on the native worker thread and return at once:
+        ``(outputs, launch)``, the outputs valid after ``launch.wait()``. None when the
+        program is not fully native (host steps) or the runtime refused; call it then."""
+        if self.entry is None:
+            return None
+        if len(args) != self.n_in:
+            raise TypeError(f"executable takes {self.n_in} arguments, got {len(args)}")
+        ins = [_c_order(a) for a in self.consts + list(args)]
+        outs = [np.empty(shape, dt) for shape, dt in self._out_buffers]
+        job = launch(self.entry, ins, outs)
+        return None if job is None else (outs, job)
 
     def profile(self, *args, repeat: int = 5) -> list[tuple[str, str, float]]:
         """Best-of-``repeat`` seconds of every step: ``[(step, what it computes, s)]``."""
@@ -220,6 +238,13 @@ class Prepared:
         self.steps = cprog.native_steps(partition(self.closed.graph))
         self.stripe = cprog.stripe
         self.source = PRELUDE + "\n\n" + cprog.source()
+        self.entry = None     # the whole program as one C function, when fully native
+        if self.stripe and all(isinstance(s, (KernelStep, CallStep)) for s in self.steps):
+            self.entry = "plait_run"
+            self.source += ("\n\n" + driver_source("plait_main", closure_convert(self.closed),
+                                               self.steps, self.stripe)
+                            + "\n\nvoid plait_run(void **ins, void **outs) "
+                              "{ plait_main(ins, outs); }\n")
         if dump:
             for stage, fname in (("graph", "graph.txt"), ("kernels", "kernels.txt"),
                                  ("tile", "tile.txt"), ("c", "kernels.c")):
@@ -297,12 +322,24 @@ def compile_native(closed: ClosedGraph) -> NativeExecutable:
     return prep.executable(lib, module)
 
 
+def _c_order(a) -> np.ndarray:
+    """``a`` as a C-contiguous array, not copied when it already is one (a buffer that
+    an earlier launch is still writing must be passed as is)."""
+    a = np.asarray(a)
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+
+
 def _openmp_defaults() -> None:
-    """Threads that wait passively: spinning waiters make every OpenMP barrier cost a
-    scheduler time slice when the cores are shared (measured: a 256^2 matmul ran at
-    4 GFLOP/s with libgomp's default policy, 150 with passive waiting, on 2 busy cores).
-    libgomp reads this when the first kernel library loads it; a user setting wins."""
+    """Threads that spin briefly, then sleep. libgomp's default spins ~300k rounds,
+    which makes every barrier cost a scheduler time slice when the cores are shared
+    (measured: a 256^2 matmul at 4 GFLOP/s against 150 with passive waiting, on 2 busy
+    cores; the W6 MLP step at 3.7 ms against 0.65 ms with two processes on 2 cores).
+    Purely passive waiting pays a wake-up of tens of microseconds per parallel loop on
+    an idle machine (W6 step 0.81 ms alone); a 2000-round spin keeps most of both
+    (0.47 ms alone, 0.84-0.96 ms with two processes). libgomp reads these when the
+    first kernel library loads it; a user's setting wins."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    os.environ.setdefault("GOMP_SPINCOUNT", "2000")
 
 
 _SUBGRAPHS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()

@@ -114,7 +114,7 @@ class CProgram:
         if any(isinstance(s, HostStep) for s in steps):
             self._graphs[id(graph)] = (graph, None)
             return None
-        self.parts.append(_driver(name, graph, steps, self.stripe))
+        self.parts.append(driver_source(name, graph, steps, self.stripe))
         self._graphs[id(graph)] = (graph, name)   # keeps the graph alive for the id
         return name
 
@@ -136,7 +136,7 @@ def step_buffers(st, stripe: dict) -> list[tuple[str, object]]:
     return [("in", a) for a in st.inputs] + [("out", v) for v in st.outputs]
 
 
-def _driver(name: str, graph: Graph, steps: list, stripe: dict) -> str:
+def driver_source(name: str, graph: Graph, steps: list, stripe: dict) -> str:
     """``void name(void **ins, void **outs)`` running ``steps``."""
     lines = [f"static void {name}(void **ins, void **outs) {{"]
     ptr: dict = {}
