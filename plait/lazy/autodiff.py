@@ -86,32 +86,34 @@ class _Region:
                 self.outside.append(ref)
             return None, -1 - n_markers - j
 
-        def atom(ref):
-            node, w = resolve(ref)
+        def atom(resolved):
+            node, w = resolved
             return w if node is None else (index[id(node)], w)
+
+        def enter(node):
+            index[id(node)] = -1
+            ins = [resolve(r) for r in node.inputs]
+            return node, ins, iter(ins)
 
         for root in out_refs:
             node, _ = resolve(root)
             if node is None or id(node) in index:
                 continue
-            index[id(node)] = -1
-            stack = [(node, iter(node.inputs))]
+            stack = [enter(node)]
             while stack:
-                node, it = stack[-1]
-                for ref in it:
-                    child, _ = resolve(ref)
+                node, ins, it = stack[-1]
+                for child, _ in it:
                     if child is not None and id(child) not in index:
-                        index[id(child)] = -1
-                        stack.append((child, iter(child.inputs)))
+                        stack.append(enter(child))
                         break
                 else:
                     stack.pop()
-                    ins = tuple(atom(r) for r in node.inputs)
+                    wiring = tuple([atom(r) for r in ins])
                     index[id(node)] = len(self.nodes)
                     self.nodes.append(node)
-                    self.wiring.append(ins)
-                    structure.append((node.pkey(), ins))
-        self.outs = tuple(atom(r) for r in out_refs)
+                    self.wiring.append(wiring)
+                    structure.append((node.pkey(), wiring))
+        self.outs = tuple([atom(resolve(r)) for r in out_refs])
         self.key = (tuple(structure), tuple(r[0].out_avals[r[1]] if r.__class__ is tuple
                                             else r.aval for r in self.outside),
                     self.outs)

@@ -66,8 +66,10 @@ def extract(arrays: list[LazyArray]) -> Extracted:
         while stack:
             node, it = stack[-1]
             for ref in it:
-                if _as_const(ref) is None and id(ref[0]) not in index:
-                    child = ref[0]
+                if ref.__class__ is Const:
+                    continue
+                child = ref[0]
+                if id(child) not in index and (child.memo is None or child.memo[ref[1]] is None):
                     index[id(child)] = -1
                     stack.append((child, iter(child.inputs)))
                     break

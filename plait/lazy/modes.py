@@ -98,7 +98,9 @@ def bump(name: str, n: float = 1) -> None:
 
 def metrics() -> dict:
     """Lazy-runtime counters: materializations (and the user lines that forced them),
-    traces extracted, compiles, cache hits, promoted constants, compile/execute time."""
+    traces extracted, compiles, cache hits, promoted constants, backward graphs derived,
+    compile time and execute time (for a launched trace, the launch: its run overlaps
+    with Python)."""
     out = {name[len("lazy_"):]: _metrics.get(name) - _BASE.get(name, 0) for name in COUNTERS}
     out["materialization_sites"] = dict(SITES)
     return out

@@ -9,8 +9,9 @@ strong arrays as NumPy does (``np.dot(int32_array, 2)`` is int64); ``matmul``,
 from __future__ import annotations
 
 from plait import lax
+from plait.lax.contractions import dot_general_p
 from plait.core import dtypes
-from plait.core.array_methods import install_methods
+from plait.core.array_methods import ArrayMethods, install_methods
 from plait.core.trace import get_aval
 from plait.errors import PlaitValueError
 from plait.numpy import _promote
@@ -140,8 +141,18 @@ _SIGS = {"matmul": "(n?,k),(k,m?)->(n?,m?)", "vecdot": "(n),(n)->()",
          "matvec": "(m,n),(n)->(m)", "vecmat": "(n),(n,m)->(m)"}
 
 
+_MATRIX_DN = (((1,), (0,)), ((), ()))
+
+
 def matmul(a, b):
     """Matrix product with NumPy's ``matmul`` rules (1-D promotion, batch broadcasting)."""
+    if isinstance(a, ArrayMethods) and isinstance(b, ArrayMethods):
+        sa, sb = a.aval, b.aval          # the common case, matrix @ matrix of one dtype
+        if (len(sa.shape) == 2 and len(sb.shape) == 2 and sa.shape[1] == sb.shape[0]
+                and sa.dtype == sb.dtype and sa.weak_type == sb.weak_type
+                and sa.dtype.kind in "fc"):
+            return dot_general_p.bind(a, b, dimension_numbers=_MATRIX_DN,
+                                      preferred_element_type=None)
     a, b = _promote.promote_dtypes("matmul", a, b)
     sa, sb = _shape(a), _shape(b)
     for i, s in enumerate((sa, sb)):
