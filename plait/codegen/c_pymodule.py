@@ -8,8 +8,16 @@ method of an extension module costs far less than a ctypes call.
 from __future__ import annotations
 
 
-def module_source(module: str, kernels: dict[str, tuple[int, int]]) -> str:
-    """C source of the module; ``kernels`` maps name -> (number of inputs, of outputs)."""
+def module_source(module: str, kernels: dict[str, tuple[int, int]],
+                  entry: str | None = None) -> str:
+    """C source of the module; ``kernels`` maps name -> (number of inputs, of outputs).
+
+    With ``entry`` (a ``void entry(void **ins, void **outs)`` running the whole
+    program) the module also has ``launch(submit, arrays, n_in)``: it hands ``entry``
+    and the arrays' addresses to ``submit`` (the address of an
+    ``int64_t submit(fn, ins, n_in, outs, n_out)`` queueing function) and returns
+    what it returns. The caller keeps the arrays alive until the launch completes.
+    """
     out = ["#define PY_SSIZE_T_CLEAN", "#include <Python.h>", ""]
     for name, (n_in, n_out) in kernels.items():
         n = n_in + n_out
@@ -41,8 +49,48 @@ def module_source(module: str, kernels: dict[str, tuple[int, int]]) -> str:
 }}
 """)
     table = "".join(f'  {{"{n}", py_{n}, METH_O, NULL}},\n' for n in kernels)
+    if entry is not None:
+        out.append(_LAUNCH.replace("ENTRY", entry))
+        table += '  {"launch", py_launch, METH_VARARGS, NULL},\n'
     out.append(f"static PyMethodDef methods[] = {{\n{table}  {{NULL, NULL, 0, NULL}}\n}};")
     out.append(f'static struct PyModuleDef moddef = {{PyModuleDef_HEAD_INIT, "{module}", NULL, -1, '
                f'methods}};')
     out.append(f"PyMODINIT_FUNC PyInit_{module}(void) {{ return PyModule_Create(&moddef); }}")
     return "\n".join(out)
+
+
+_LAUNCH = r"""
+typedef long long (*plait_submit_fn)(void (*)(void **, void **), void **, long long,
+                                     void **, long long);
+static PyObject *py_launch(PyObject *self, PyObject *args) {
+  unsigned long long submit;
+  PyObject *list;
+  Py_ssize_t n_in;
+  if (!PyArg_ParseTuple(args, "KOn", &submit, &list, &n_in)) return NULL;
+  PyObject *seq = PySequence_Fast(list, "launch: expected a list of arrays");
+  if (!seq) return NULL;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  if (n_in < 0 || n_in > n) {
+    Py_DECREF(seq);
+    PyErr_SetString(PyExc_ValueError, "launch: n_in out of range");
+    return NULL;
+  }
+  void **ptrs = malloc(sizeof(void *) * (size_t)(n + 1));
+  if (!ptrs) { Py_DECREF(seq); return PyErr_NoMemory(); }
+  Py_ssize_t got = 0;
+  for (; got < n; ++got) {
+    Py_buffer view;
+    int flags = got < n_in ? PyBUF_C_CONTIGUOUS : (PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE);
+    if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, got), &view, flags) < 0) break;
+    ptrs[got] = view.buf;
+    PyBuffer_Release(&view);   /* the caller keeps the array alive */
+  }
+  long long ticket = -1;
+  if (got == n)
+    ticket = ((plait_submit_fn)(uintptr_t)submit)(ENTRY, ptrs, n_in, ptrs + n_in, n - n_in);
+  free(ptrs);
+  Py_DECREF(seq);
+  if (got != n) return NULL;
+  return PyLong_FromLongLong(ticket);
+}
+"""

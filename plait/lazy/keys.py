@@ -48,7 +48,7 @@ def _const_value(c):
 
 def freeze_params(params: dict):
     """The params of a node as a hashable, structure-based key (graphs by their text)."""
-    items = tuple(sorted(params.items()))
+    items = tuple(sorted(params.items())) if len(params) > 1 else tuple(params.items())
     for _, v in items:
         if _has_graph(v):
             break

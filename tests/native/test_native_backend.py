@@ -224,3 +224,22 @@ def test_launch_runs_the_whole_program_on_the_worker_thread():
     np.testing.assert_allclose(outs[0], np.tanh(2 * x + y), rtol=1e-6)
     sorted_ = _native(lambda x: lax.exp(lax.sort(x, dimension=0)), x).executable
     assert sorted_.launch(x) is None            # a host step: the caller runs it
+
+
+def test_without_python_headers_kernels_and_launches_go_through_ctypes(monkeypatch):
+    import dataclasses
+    from plait.backends.native import compile as native_compile
+    from plait.codegen.toolchain import require_toolchain
+    tc = dataclasses.replace(require_toolchain(), python_include=None)
+    monkeypatch.setattr(native_compile, "require_toolchain", lambda: tc)
+    x = np.linspace(-1, 1, 777).astype(np.float32)
+    exe = native_compile.compile_native(
+        plait.make_graph(lambda x: (lax.tanh(lax.mul(x, 3.0)), lax.exp(x)))(x))
+    assert exe.pymod is None
+    want = [np.tanh(3 * x), np.exp(x)]
+    for got, w in zip(exe(x), want):
+        np.testing.assert_allclose(got, w, rtol=1e-6)
+    outs, job = exe.launch(x)
+    job.wait()
+    for got, w in zip(outs, want):
+        np.testing.assert_allclose(got, w, rtol=1e-6)

@@ -110,7 +110,7 @@ class NativeExecutable:
             raise TypeError(f"executable takes {self.n_in} arguments, got {len(args)}")
         ins = [_c_order(a) for a in self.consts + list(args)]
         outs = [np.empty(shape, dt) for shape, dt in self._out_buffers]
-        job = launch(self.entry, ins, outs)
+        job = launch(self.entry, ins, outs, self.pymod)
         return None if job is None else (outs, job)
 
     def profile(self, *args, repeat: int = 5) -> list[tuple[str, str, float]]:
@@ -302,6 +302,9 @@ def stage_text(closed: ClosedGraph, stage: str) -> str:
     return Prepared(closed).as_text(stage)
 
 
+_MODULE_NAME = "plait_k_MODULE"
+
+
 def compile_native(closed: ClosedGraph) -> NativeExecutable:
     """Compile ``closed`` to native code (raises CompileError without a C compiler)."""
     tc = require_toolchain()
@@ -309,14 +312,16 @@ def compile_native(closed: ClosedGraph) -> NativeExecutable:
     prep = Prepared(closed)
     lib = module = None
     if prep.stripe:
-        key = kernel_cache.entry_key(prep.source, tc.identity(),
+        # the key covers the module wrapper too (its name, which is the key, left out)
+        wrapper = module_source(_MODULE_NAME, {
+            st.name: (len(st.inputs), len(st.outputs)) for st in prep.steps
+            if isinstance(st, (KernelStep, CallStep))}, prep.entry) if tc.python_include else ""
+        key = kernel_cache.entry_key(prep.source, wrapper, tc.identity(),
                                      ",".join(sorted(cpu_info().flags)))
         full = prep.source
-        if tc.python_include:
+        if wrapper:
             module = f"plait_k_{key}"
-            full += "\n\n" + module_source(module, {
-                st.name: (len(st.inputs), len(st.outputs)) for st in prep.steps
-                if isinstance(st, (KernelStep, CallStep))})
+            full += "\n\n" + wrapper.replace(_MODULE_NAME, module)
         lib = kernel_cache.get_or_build(key, lambda out: build_shared_object(full, out, tc))
     metrics.bump("native_compile_s", time.perf_counter() - t0)
     return prep.executable(lib, module)
