@@ -107,3 +107,14 @@ def test_exit_with_launches_in_flight_is_clean(native, tmp_path):
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stderr
+
+
+def test_a_host_step_trace_waits_for_launched_inputs(native):
+    # the first trace is fully native (launched); the second has a host step (sort),
+    # so it runs on the calling thread and must wait for the launched values it reads
+    x0 = np.random.default_rng(3).standard_normal(50_000).astype(np.float32)
+    y = plait.numpy.tanh(lazy.asarray(x0)) * 3.0
+    lazy.step()
+    assert y._ref.launch is not None
+    z = plait.numpy.sort(y) + 1.0
+    np.testing.assert_allclose(np.asarray(z), np.sort(np.tanh(x0) * 3.0) + 1.0, rtol=1e-6)
