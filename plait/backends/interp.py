@@ -51,6 +51,10 @@ class InterpExecutable:
         self.out = [("lit", a.val) if isinstance(a, Literal) else
                     ("lit", known[a]) if a in known else ("var", slot[a]) for a in g.outvars]
 
+    def launch(self, *args) -> None:
+        """Reference executables run only on the calling thread: always None (call it)."""
+        return None
+
     def __call__(self, *args) -> list:
         env = [None] * self.n_slots
         nc = len(self.consts)

@@ -107,7 +107,6 @@ _NODE_SEQ = itertools.count()
 RECORDING = [0]     # > 0 while a function of lazy arrays is recorded for differentiation
 
 
-
 # --- user source lines (cheap: cached per file name) ------------------------------
 _PLAIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _INTERNAL: dict[str, bool] = {}

@@ -53,7 +53,7 @@ class _Region:
     """
 
     def __init__(self, out_refs: list, markers: dict, start: int):
-        self.n_markers = n_markers = len(markers)
+        n_markers = len(markers)
         self.nodes: list[Node] = []
         self.wiring: list[tuple] = []
         self.outside: list = []             # refs of outside inputs

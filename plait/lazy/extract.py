@@ -66,6 +66,8 @@ def extract(arrays: list[LazyArray]) -> Extracted:
         while stack:
             node, it = stack[-1]
             for ref in it:
+                # (_as_const inlined: this walk is on every step's path; resolving each
+                # input once into a list per node measured slower, 47 against 37 us)
                 if ref.__class__ is Const:
                     continue
                 child = ref[0]

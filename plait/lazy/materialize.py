@@ -34,9 +34,7 @@ def materialize(arrays: list[LazyArray]) -> None:
     if not modes.is_sync():
         # a fully native program is queued and runs while Python goes on; it may read
         # buffers still being written by earlier launches (they complete in order)
-        launch = getattr(entry.executable, "launch", None)
-        if launch is not None:
-            launched = launch(*[ex.consts[k].value for k in entry.arg_slots])
+        launched = entry.executable.launch(*[ex.consts[k].value for k in entry.arg_slots])
     if launched is None:
         outs = entry.executable(*[ex.consts[k].wait() for k in entry.arg_slots])
         pending = None

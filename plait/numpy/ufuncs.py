@@ -141,8 +141,7 @@ def apply_ufunc(uf: np.ufunc, impl: Callable, name: str, *args):
                     fills.append(tuple(range(len(shape) - a.ndim, len(shape))))
         if False not in fills:
             _PLANS[(uf, sig)] = _Plan(tuple(fills), shape, all_weak, loop[nin])
-    eager = not any(isinstance(v, Tracer) for v in vals)
-    ops = [scalar_array(v, dt, all_weak, shape) if eager and is_python_scalar(v)
+    ops = [_fill(v, dt, all_weak, shape, vals) if is_python_scalar(v)
            else broadcast_to_shape(cast(v, dt, all_weak), shape)
            for v, dt in zip(vals, loop[:nin])]
     outs = impl(*ops)

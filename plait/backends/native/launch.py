@@ -219,14 +219,15 @@ def launch(entry: int, ins: list[np.ndarray], outs: list[np.ndarray],
     _reap()
     while len(_IN_FLIGHT) >= MAX_IN_FLIGHT:
         _IN_FLIGHT[0].wait()
+    buffers = ins + outs
     if module is not None:
-        ticket = module.launch(_submit_address(lib), ins + outs, len(ins))
+        ticket = module.launch(_submit_address(lib), buffers, len(ins))
     else:
         ticket = lib.plait_rt_submit(entry, _pointers(ins), len(ins), _pointers(outs),
                                      len(outs))
     if ticket < 0:
         return None
-    job = Launch(ticket, list(ins) + list(outs))
+    job = Launch(ticket, buffers)
     _IN_FLIGHT.append(job)
     return job
 
