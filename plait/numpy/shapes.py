@@ -98,8 +98,13 @@ def finfo(dtype):
 
 
 def astype(x, dtype, /, *, copy: bool = True, device=None):
-    """``x`` converted to ``dtype`` (NumPy's casting: float to bool is ``x != 0``)."""
-    return cast(_arr(x, "astype"), dtypes.canonical_dtype(dtype), False)
+    """``x`` converted to ``dtype`` (NumPy's casting: float to bool is ``x != 0``), on
+    ``device`` when given."""
+    y = cast(_arr(x, "astype"), dtypes.canonical_dtype(dtype), False)
+    if device is None:
+        return y
+    from plait.numpy.array_api import place
+    return place(y, device, "astype")
 
 
 # --- reshaping ------------------------------------------------------------------------
