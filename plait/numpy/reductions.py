@@ -118,7 +118,7 @@ def _mean_dtypes(dt: np.dtype, dtype):
 
 
 def _div_count(total, n, dt):
-    if isinstance(n, int):
+    if isinstance(n, (int, float)):
         return lax.div(total, scalar_array(n, dt) if get_aval(total).shape == () else
                        broadcast_to_shape(scalar_array(n, dt), get_aval(total).shape))
     return lax.div(total, cast(n, dt))
@@ -166,8 +166,8 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *, w
     if isinstance(n, int):
         v = _div_count(total, builtins.max(n - ddof, 0), rdt)
     else:
-        dd = cast(arg(ddof), dtypes.int64)
-        v = lax.div(total, cast(uf.maximum(uf.subtract(n, dd), 0), rdt))
+        dd = cast(arg(ddof), rdt)
+        v = lax.div(total, uf.maximum(uf.subtract(cast(n, rdt), dd), 0))
     return _keep(cast(v, dtypes.real_dtype(res)), s, axes, keepdims)
 
 
