@@ -100,9 +100,11 @@ class ArrayNamespaceInfo:
     __module__ = "plait.numpy"
 
     def capabilities(self) -> dict:
-        """Boolean indexing and data-dependent shapes work eagerly (not under jit)."""
+        """Boolean indexing and data-dependent shapes work eagerly (under ``jit`` they need
+        ``size=``-style static arguments); eager arrays are NumPy buffers, hence NumPy's
+        limit of 64 dimensions."""
         return {"boolean indexing": True, "data-dependent shapes": True,
-                "max dimensions": None}
+                "max dimensions": 64}
 
     def default_device(self):
         """The device arrays are created on (``cpu:0``)."""
