@@ -18,7 +18,7 @@ from plait.core import device as _device
 from plait.core import dtypes
 from plait.core.array_methods import install_methods
 from plait.core.trace import Tracer
-from plait.errors import PlaitTypeError, PlaitValueError
+from plait.errors import PlaitTypeError, PlaitValueError, TracerArrayConversionError
 from plait.numpy import _promote
 
 __array_api_version__ = "2024.12"
@@ -177,5 +177,21 @@ def _to_device(self, device, /, *, stream=None):
     return place(self, device, "to_device")
 
 
+def _dlpack(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
+    host = getattr(self, "_host_value", None)          # a lazy array materializes
+    if host is None:
+        raise TracerArrayConversionError(
+            f"__dlpack__ was called on a traced array of type {self.aval.str_short()}: a "
+            f"traced value has no buffer to share. Export the result of the transformed "
+            f"function instead.")
+    return np.asarray(host()).__dlpack__(stream=stream, max_version=max_version,
+                                         dl_device=dl_device, copy=copy)
+
+
+def _dlpack_device(self) -> tuple:
+    return (1, 0)                                       # kDLCPU, device 0
+
+
 install_methods({"__array_namespace__": _array_namespace, "to_device": _to_device,
-                 "device": property(lambda self: _device.default_device())})
+                 "device": property(lambda self: _device.default_device()),
+                 "__dlpack__": _dlpack, "__dlpack_device__": _dlpack_device})
