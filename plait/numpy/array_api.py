@@ -110,9 +110,9 @@ class ArrayNamespaceInfo:
         """The device arrays are created on (``cpu:0``)."""
         return _device.default_device()
 
-    def devices(self) -> tuple:
+    def devices(self) -> list:
         """Every device arrays can be placed on, the default first."""
-        return _device.all_devices()
+        return list(_device.all_devices())
 
     def default_dtypes(self, *, device=None) -> dict:
         """The default dtypes (NumPy's: float64, complex128, int64, int64 indices)."""
