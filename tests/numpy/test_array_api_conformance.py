@@ -135,6 +135,12 @@ FFT = {
     "fftshift": "(x, /, *, axes=None)", "ifftshift": "(x, /, *, axes=None)",
 }
 
+# The inspection namespace returned by __array_namespace_info__() (bound methods).
+INFO = {
+    "capabilities": "()", "default_device": "()", "default_dtypes": "(*, device=None)",
+    "devices": "()", "dtypes": "(*, device=None, kind=None)",
+}
+
 # Extension functions plait does not have yet (reviewed; keep exact: the test fails
 # when one appears or disappears). Decompositions and solvers need LAPACK-style
 # primitives; the FFT needs an fft primitive.
@@ -250,6 +256,19 @@ def test_version_and_namespace():
     assert callable(xp.__array_namespace_info__)
 
 
+def test_inspection_namespace():
+    info = xp.__array_namespace_info__()
+    problems = [p for n, s in INFO.items() for p in _problems(f"info.{n}", getattr(info, n),
+                                                               _sig(s))]
+    assert not problems, "\n".join(problems)
+    caps = info.capabilities()
+    assert set(caps) == {"boolean indexing", "data-dependent shapes", "max dimensions"}
+    assert isinstance(info.devices(), list) and info.default_device() in info.devices()
+    assert set(info.default_dtypes()) == {"real floating", "complex floating", "integral",
+                                          "indexing"}
+    assert list(info.dtypes()) == list(DTYPES)
+
+
 def test_main_namespace_functions():
     missing = sorted(n for n in MAIN if not hasattr(xp, n))
     assert not missing, f"plait.numpy lacks {missing}"
@@ -360,6 +379,9 @@ def test_tables_match_array_api_strict():
             assert _shape_of(got) == _shape_of(_sig(s)), (ext, n)
     for n, s in MAIN.items():
         assert _shape_of(inspect.signature(getattr(strict, n))) == _shape_of(_sig(s)), n
+    info = strict.__array_namespace_info__()
+    for n, s in INFO.items():
+        assert _shape_of(inspect.signature(getattr(info, n))) == _shape_of(_sig(s)), n
 
 
 def _shape_of(sig: inspect.Signature) -> list:
