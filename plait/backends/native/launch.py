@@ -175,8 +175,8 @@ class Launch:
         else:
             failed = next((d for d in self.deps if d.error is not None), None)
             if failed is not None:
-                self.error = ("it read the outputs of an earlier asynchronous step that "
-                              "failed: " + failed.error)
+                self.error = ("this value was computed from the outputs of an earlier "
+                              "asynchronous step that failed: " + failed.error)
         self.deps = ()
 
 

@@ -1,0 +1,136 @@
+"""Memory on the native backend: allocation failures raise MemoryError (never a crash),
+``memory_analysis`` counts every temporary a kernel allocates, and the in-process
+caches of compiled functions are bounded (least recently used entries are evicted)."""
+import os
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import plait
+import plait.numpy as pnp
+from plait import lazy
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture
+def native():
+    from plait.codegen.toolchain import find_toolchain
+    if find_toolchain() is None:
+        pytest.skip("no C compiler: the native backend is unavailable")
+    old = plait.config.backend
+    plait.config.backend = "native"
+    yield
+    plait.config.backend = old
+
+
+# Each case runs under a 2 GiB address-space limit in a child process (so the limit does
+# not touch the test process) and prints "case|exception type|is MemoryError|message".
+_UNDER_LIMIT = r'''
+import resource, sys, numpy as np
+import plait, plait.numpy as pnp
+from plait import lazy
+plait.config.backend = "native"
+resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+def report(case, fn):
+    try:
+        fn()
+        print(f"{case}|none|0|no error", flush=True)
+    except BaseException as e:
+        msg = str(e).replace("\n", " ")
+        print(f"{case}|{type(e).__name__}|{int(isinstance(e, MemoryError))}|{msg}", flush=True)
+
+# the issue's reproducer: argmax's hidden 8-byte-per-element temporary (2 GiB)
+report("argmax", lambda: plait.jit(pnp.argmax)(np.zeros(2**28, np.uint8)))
+# per-row temporaries (1.1 GiB each) allocated inside an OpenMP parallel loop
+report("parallel", lambda: plait.jit(lambda x: pnp.argmax(x, axis=1))(
+    np.zeros((4, 2**27), np.uint8)))
+# a loop rendered in C: its carries (2 x 512 MiB) next to a 512 MiB intermediate
+def loop(x):
+    y = x * 2.0
+    return plait.lax.fori_loop(0, 3, lambda i, c: c + y, y)
+report("loop", lambda: plait.jit(loop)(np.zeros(2**27, np.float32)))
+# the asynchronous path: the launch worker reports the failure to whoever waits
+y = pnp.argmax(lazy.asarray(np.zeros(2**28, np.uint8)))
+lazy.step()
+report("launch", lambda: np.asarray(y))
+report("launch-again", lambda: np.asarray(y))
+w = y + 1            # reads the failed launch's output: must not come back as a number
+report("launch-dependent", lambda: np.asarray(w))
+# after all that, a small program still runs
+report("small", lambda: print(int(plait.jit(pnp.argmax)(np.arange(10, dtype=np.uint8)))))
+'''
+
+
+def test_allocation_failures_raise_memory_error_not_a_crash(native):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-c", _UNDER_LIMIT], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, (
+        f"child exited with {r.returncode}"
+        + (f" ({signal.Signals(-r.returncode).name})" if r.returncode < 0 else "")
+        + f"\nstdout:\n{r.stdout}\nstderr:\n{r.stderr[-3000:]}")
+    rows = {}
+    for line in r.stdout.splitlines():
+        if line.count("|") >= 3:
+            case, kind, is_mem, msg = line.split("|", 3)
+            rows[case] = (kind, is_mem == "1", msg)
+    for case in ("argmax", "parallel", "loop", "launch", "launch-again", "launch-dependent"):
+        kind, is_mem, msg = rows[case]
+        assert kind == "PlaitMemoryError" and is_mem, (case, kind, msg)
+        assert "could not be allocated" in msg and "memory limit" in msg, (case, msg)
+    # the message names the kernel, what it computes and the size
+    msg = rows["argmax"][2]
+    assert "kernel k0 (argmax)" in msg and "2.0 GiB (2147483648 bytes)" in msg, msg
+    assert "kernel k0 (argmax)" in rows["parallel"][2], rows["parallel"][2]
+    assert "kernel k0 (argmax)" in rows["launch"][2], rows["launch"][2]
+    assert "computed from the outputs of an earlier asynchronous step that failed" in rows["launch-dependent"][2]
+    assert rows["small"][0] == "none" and "9\n" in r.stdout
+
+
+# --- memory_analysis counts every temporary ---------------------------------------------
+
+def _threads() -> int:
+    n = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    return int(n) if n.isdigit() and int(n) > 0 else len(os.sched_getaffinity(0))
+
+
+def test_memory_analysis_counts_kernel_temporaries(native):
+    # argmax = max, then select(x == max, n - i, 0), then max again: a u8 and an i64
+    # accumulator plus an i64 temporary per element
+    n = 5000
+    exe = plait.jit(pnp.argmax).lower(np.zeros(n, np.uint8)).compile()
+    assert exe.memory_analysis()["peak_temp_bytes"] == 1 + 8 * n + 8
+    # along rows: the same per row, one set per thread of the parallel loop over rows
+    rows, n = 6, 20000
+    f = plait.jit(lambda x: pnp.argmax(x, axis=1))
+    exe = f.lower(np.zeros((rows, n), np.uint8)).compile()
+    assert (exe.memory_analysis()["peak_temp_bytes"]
+            == min(_threads(), rows) * (1 + n + 8 * n + 8))
+    x = np.random.default_rng(0).integers(0, 255, (rows, n), dtype=np.uint8)
+    np.testing.assert_array_equal(np.asarray(f(x)), np.argmax(x, axis=1))
+
+
+def test_memory_analysis_counts_loop_carries_and_body_temporaries(native):
+    # a scan rendered in C: two buffers per carry, plus the body's argmax temporary
+    n = 3000
+
+    def body(c, row):
+        return c + pnp.argmax(row), None
+
+    f = plait.jit(lambda xs: plait.lax.scan(body, np.int64(0), xs)[0])
+    xs = np.random.default_rng(1).integers(0, 9, (5, n), dtype=np.uint8)
+    exe = f.lower(xs).compile()
+    text = exe.as_text("kernels")
+    assert "native scan" in text, text
+    body_kernel = 1 + 8 * n + 8          # as in the test above
+    carries = 2 * 8
+    # the body's driver holds argmax's i64 result (8 bytes) while the add kernel runs,
+    # or fuses both into one kernel: the kernel temporaries dominate either way
+    got = exe.memory_analysis()["peak_temp_bytes"]
+    assert got in (carries + body_kernel, carries + body_kernel + 8), (got, text)
+    assert int(f(xs)) == int(np.argmax(xs, axis=1).sum())
