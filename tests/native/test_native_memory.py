@@ -134,3 +134,69 @@ def test_memory_analysis_counts_loop_carries_and_body_temporaries(native):
     got = exe.memory_analysis()["peak_temp_bytes"]
     assert got in (carries + body_kernel, carries + body_kernel + 8), (got, text)
     assert int(f(xs)) == int(np.argmax(xs, axis=1).sum())
+
+
+# --- bounded in-process caches ------------------------------------------------------------
+
+@pytest.fixture
+def cache_limit():
+    old = plait.config.max_cache_entries
+    plait.config.max_cache_entries = 3
+    yield 3
+    plait.config.max_cache_entries = old
+
+
+def test_lru_cache_evicts_the_least_recently_used_entry():
+    from plait.lru import LRUCache
+    evicted = []
+    c = LRUCache(limit=3, on_evict=lambda k, v: evicted.append((k, v)))
+    for k in "abc":
+        c[k] = k.upper()
+    assert c.get("a") == "A"          # a is now the most recently used
+    c["d"] = "D"
+    assert evicted == [("b", "B")] and list(c) == ["c", "a", "d"]
+    c.touch("c")
+    c["e"] = "E"
+    assert evicted[-1] == ("a", "A") and list(c) == ["d", "c", "e"] and len(c) == 3
+    assert c.get("zz", 7) == 7 and "a" not in c
+
+
+def test_jit_signature_cache_is_bounded_and_evicted_entries_recompile(native, cache_limit):
+    from plait.runtime import metrics
+    f = plait.jit(lambda x: x * 2 + 1)
+    xs = {n: np.arange(n, dtype=np.float32) for n in (1, 2, 3, 4)}
+
+    def call(n):
+        before = metrics.get("traces"), metrics.get("compiles")
+        np.testing.assert_array_equal(np.asarray(f(xs[n])), xs[n] * 2 + 1)
+        return metrics.get("traces") - before[0], metrics.get("compiles") - before[1]
+
+    assert [call(n) for n in (1, 2, 3)] == [(1, 1)] * 3
+    assert call(1) == (0, 0)           # a hit (fast path) refreshes shape 1
+    assert call(4) == (1, 1)           # evicts the least recently used: shape 2
+    assert len(f._cache) == 3 and len(f._fast) <= 3
+    assert call(1) == (0, 0) and call(3) == (0, 0) and call(4) == (0, 0)   # hits stay hits
+    assert call(2) == (1, 1)           # evicted: traced and compiled again, correct values
+    assert call(2) == (0, 0)
+    # the keyword path (no fast path) keeps the same bound
+    g = plait.jit(lambda x, s=1.0: x * s, static_argnames="s")
+    for s in (1.0, 2.0, 3.0, 4.0, 5.0):
+        np.testing.assert_array_equal(np.asarray(g(xs[2], s=s)), xs[2] * s)
+    assert len(g._cache) == 3
+
+
+def test_other_per_shape_caches_are_bounded(native, cache_limit):
+    from plait.lazy import autodiff, cache as lazy_cache
+    from plait.numpy import ufuncs
+    from plait.stripe.passes import autotile
+    for n in range(1, 8):
+        x = np.ones(n, np.float32)
+        pnp.add(x, x)                                   # eager: a ufunc plan per shape
+        mm = plait.jit(lambda v: v @ v.T)(np.ones((n + 8, 64), np.float32))   # autotile results
+        np.testing.assert_array_equal(np.asarray(mm), np.full((n + 8, n + 8), 64, np.float32))
+        v = pnp.sin(lazy.asarray(x)) + 1.0              # a lazy trace per shape
+        np.testing.assert_allclose(np.asarray(v), np.sin(x) + 1, rtol=1e-6)
+        dv = plait.grad(lambda u: pnp.sum(pnp.sin(u)))(lazy.asarray(x))   # a backward graph
+        np.testing.assert_allclose(np.asarray(dv), np.cos(x), rtol=1e-6)
+    for c in (ufuncs._PLANS, autotile._CACHE, lazy_cache._HISTORY, autodiff._BACKWARD):
+        assert 1 <= len(c) <= 3, c
