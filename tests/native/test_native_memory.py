@@ -54,6 +54,9 @@ def loop(x):
     y = x * 2.0
     return plait.lax.fori_loop(0, 3, lambda i, c: c + y, y)
 report("loop", lambda: plait.jit(loop)(np.zeros(2**27, np.float32)))
+# host-side buffers: a kernel's 1 GiB result, and NumPy's copy inside a host step (sort)
+report("host-result", lambda: plait.jit(lambda x: x * 2.0)(np.zeros(2**27, np.float64)))
+report("host-step", lambda: plait.jit(lambda x: pnp.sort(x) + 1.0)(np.zeros(2**27, np.float64)))
 # the asynchronous path: the launch worker reports the failure to whoever waits
 y = pnp.argmax(lazy.asarray(np.zeros(2**28, np.uint8)))
 lazy.step()
@@ -79,7 +82,8 @@ def test_allocation_failures_raise_memory_error_not_a_crash(native):
         if line.count("|") >= 3:
             case, kind, is_mem, msg = line.split("|", 3)
             rows[case] = (kind, is_mem == "1", msg)
-    for case in ("argmax", "parallel", "loop", "launch", "launch-again", "launch-dependent"):
+    for case in ("argmax", "parallel", "loop", "host-result", "host-step", "launch",
+                 "launch-again", "launch-dependent"):
         kind, is_mem, msg = rows[case]
         assert kind == "PlaitMemoryError" and is_mem, (case, kind, msg)
         assert "could not be allocated" in msg and "memory limit" in msg, (case, msg)
@@ -88,6 +92,9 @@ def test_allocation_failures_raise_memory_error_not_a_crash(native):
     assert "kernel k0 (argmax)" in msg and "2.0 GiB (2147483648 bytes)" in msg, msg
     assert "kernel k0 (argmax)" in rows["parallel"][2], rows["parallel"][2]
     assert "kernel k0 (argmax)" in rows["launch"][2], rows["launch"][2]
+    assert ("the result buffer of kernel k0, shape (134217728,) float64, 1.0 GiB"
+            in rows["host-result"][2]), rows["host-result"][2]
+    assert "host step (_sort_impl)" in rows["host-step"][2], rows["host-step"][2]
     assert "computed from the outputs of an earlier asynchronous step that failed" in rows["launch-dependent"][2]
     assert rows["small"][0] == "none" and "9\n" in r.stdout
 

@@ -112,7 +112,7 @@ class NativeExecutable:
         if len(args) != self.n_in:
             raise TypeError(f"executable takes {self.n_in} arguments, got {len(args)}")
         ins = [_c_order(a) for a in self.consts + list(args)]
-        outs = [_alloc(shape, dt, "an output") for shape, dt in self._out_buffers]
+        outs = [_alloc(shape, dt, "an output buffer") for shape, dt in self._out_buffers]
         job = launch(self.entry, ins, outs, self.pymod, deps, self._describe)
         return None if job is None else (outs, job)
 
@@ -194,7 +194,9 @@ class NativeExecutable:
                         if not a.flags.c_contiguous:
                             a = env[s] = np.ascontiguousarray(a)
                     else:
-                        a = env[s] = _alloc(out[0], out[1], "an intermediate")
+                        a = env[s] = _alloc(out[0], out[1],
+                                            f"the result buffer of kernel "
+                                            f"{getattr(fn, '__name__', '?')}")
                     arrays.append(a)
                 if extra is None:          # extension-module entry point
                     status = fn(arrays)
@@ -212,8 +214,8 @@ class NativeExecutable:
                         raise
                     raise PlaitMemoryError(
                         f"out of memory in a host step ({fn.__qualname__}) of "
-                        f"{self.closed.graph.name or 'a compiled function'}: {e}. "
-                        f"{_ADVICE}") from e
+                        f"{self.closed.graph.name or 'a compiled function'}: a buffer "
+                        f"could not be allocated ({e}). {_ADVICE}") from e
                 finally:
                     reset_graph_runner(token)
                 if multi:
@@ -373,8 +375,8 @@ def _alloc(shape: tuple, dtype: np.dtype, what: str) -> np.ndarray:
         return np.empty(shape, dtype)
     except MemoryError as e:
         n = int(np.prod(shape)) * np.dtype(dtype).itemsize
-        raise PlaitMemoryError(f"out of memory: {what} buffer of shape {tuple(shape)} "
-                               f"{np.dtype(dtype).name} ({_size(n)}) could not be allocated. "
+        raise PlaitMemoryError(f"out of memory: {what}, shape {tuple(shape)} "
+                               f"{np.dtype(dtype).name}, {_size(n)}, could not be allocated. "
                                f"{_ADVICE}") from e
 
 
