@@ -604,8 +604,6 @@ def temp_bytes(program: ir.Program, threads: int = 1) -> int:
     refinements, on the heap or the stack): a block's own temporaries live while its
     nested blocks run; the outermost ``parallel`` block holds one set per thread."""
     def peak(blk: ir.Block, in_parallel: bool) -> int:
-        if "mac_regblock" in blk.tags and not any(r.from_ is None for r in blk.refs):
-            return 0
         own = sum(temp_elements(r) * np.dtype(ir.np_dtype(r.dtype)).itemsize
                   for r in blk.refs if r.from_ is None)
         loops = [i for i in blk.idxs if not (i.range == 1 and i.affine is not None)]

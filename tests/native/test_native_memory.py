@@ -102,6 +102,9 @@ def test_allocation_failures_raise_memory_error_not_a_crash(native):
 # --- memory_analysis counts every temporary ---------------------------------------------
 
 def _threads() -> int:
+    from plait.codegen.toolchain import find_toolchain
+    if not find_toolchain().openmp:
+        return 1
     n = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
     return int(n) if n.isdigit() and int(n) > 0 else len(os.sched_getaffinity(0))
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from plait.backends.native.partition import HostStep, KernelStep, partition
 from plait.codegen.c_stripe import C_TYPES, oom_status, render_program, temp_bytes
+from plait.codegen.toolchain import find_toolchain
 from plait.config import config
 from plait.core.graph import Graph, Literal, Var
 from plait.passes.inline import inline_graph
@@ -104,7 +105,8 @@ class CProgram:
         after = run_passes(before, self.target, self.dump_dir, verify=config.checks)
         self.stripe[st.name] = (before, after)
         self.functions.append((st.name, ", ".join(e.prim.name for e in st.eqns)))
-        threads = omp_threads() if self.target.cores > 1 else 1
+        tc = find_toolchain()
+        threads = omp_threads() if tc is not None and tc.openmp else 1
         self.scratch[st.name] = temp_bytes(after, threads)
         self.parts.append(render_program(after, st.name, self.timed, len(self.functions)))
 
