@@ -113,7 +113,8 @@ def _cond(cp: CProgram, eqn, name: str) -> bool:
     ctype = storage_type(eqn.inputs[0].aval)
     lines = [f"int64_t {name}(void **bufs) {{",
              f"  int64_t i = (int64_t)*({ctype} *)bufs[0];",
-             f"  if (i < 0) i = 0; if (i > {len(branches) - 1}) i = {len(branches) - 1};",
+             "  if (i < 0) i = 0;",
+             f"  if (i > {len(branches) - 1}) i = {len(branches) - 1};",
              "  switch (i) {"]
     for k, b in enumerate(branches):
         lines.append(f"  case {k}: return {b}(bufs + 1, bufs + {1 + nops});")
