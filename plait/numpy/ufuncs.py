@@ -25,6 +25,7 @@ from plait.core import dtypes
 from plait.core.array_methods import ArrayMethods
 from plait.core.trace import Tracer, get_aval, concrete_value, find_top_trace, full_raise
 from plait.errors import PlaitTypeError, PlaitValueError
+from plait.lru import LRUCache
 from plait.numpy._promote import (arg, asarray_strong, is_python_scalar, cast, broadcast_shapes,
                                   broadcast_to_shape, scalar_array, promote_args, wrap,
                                   static_int)
@@ -65,7 +66,7 @@ def _is_weak(v) -> bool:
     return is_python_scalar(v) or get_aval(v).weak_type
 
 
-_PLANS: dict = {}   # (ufunc, per-argument aval or Python scalar type) -> _Plan
+_PLANS = LRUCache()   # (ufunc, per-argument aval or Python scalar type) -> _Plan
 
 
 class _Plan:
