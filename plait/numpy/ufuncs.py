@@ -358,18 +358,25 @@ def _hypot(x, y):
 
 
 def _logaddexp(x, y, base2: bool = False):
+    """``log(exp(x) + exp(y))`` as ``hi + log1p(exp(lo - hi))`` (base 2 alike).
+
+    Each branch (``x >= y`` or not) is an analytic formula of its own inputs, so values
+    and derivatives of every order are exact on either side and at ``x == y``. The
+    branch not taken gets a safe argument (0) instead of ``lo - hi`` ("double where"):
+    its zero cotangent then never meets an overflowed ``exp`` (0 * inf = nan).
+    """
     if base2:
         ln2 = 1.0
         soft = lambda t: lax.mul(lax.log1p(lax.exp2(t)), 1.0 / math.log(2.0))
     else:
         ln2 = math.log(2.0)
         soft = lambda t: lax.log1p(lax.exp(t))
-    tmp = lax.sub(x, y)
-    pos = lax.add(x, soft(lax.neg(tmp)))
-    neg = lax.add(y, soft(tmp))
-    out = _select(lax.gt(tmp, 0), pos, _select(lax.le(tmp, 0), neg, tmp))
-    # only infinite ties need the special case (x - y is nan there); finite ties take the
-    # smooth branch, so derivatives of every order are right at x == y
+    x_hi = lax.ge(x, y)
+    zero = _full(x, 0)
+    from_x = lax.add(x, soft(_select(x_hi, lax.sub(y, x), zero)))   # x >= y: t <= 0
+    from_y = lax.add(y, soft(_select(x_hi, zero, lax.sub(x, y))))   # y > x (or NaN)
+    out = _select(x_hi, from_x, from_y)
+    # equal infinities: x - y is nan there
     return _select(lax.bitwise_and(lax.eq(x, y), _isinf(x)), lax.add(x, ln2), out)
 
 
