@@ -82,7 +82,7 @@ _BOOL_RESULT = set(_CMP) | {"is_finite", "is_nan"}
 _FMATH = {n: (n + "f", n) for n in (
     "exp", "exp2", "log", "log2", "log1p", "expm1", "sqrt", "tanh", "sin", "cos", "tan",
     "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "floor", "ceil",
-    "cbrt", "atan2", "pow", "nextafter", "fabs", "rint", "fmod")}
+    "cbrt", "atan2", "pow", "nextafter", "fabs", "rint", "fmod", "copysign")}
 _FMATH.update({"asin": ("asinf", "asin"), "acos": ("acosf", "acos"), "atan": ("atanf", "atan")})
 
 

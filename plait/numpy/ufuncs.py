@@ -8,8 +8,8 @@ input dtypes, broadcast, and computed with lax. No NumPy function ever sees a
 traced value.
 
 Semantics notes: ``maximum``/``minimum`` propagate NaN (lax ``max``/``min`` do);
-``signbit``/``copysign`` cannot see the sign bit of a NaN (there is no bitcast
-primitive yet) and treat every NaN as positive.
+``signbit``/``copysign`` read the sign bit (the ``copysign`` primitive), so ``-0.0``
+and a negative NaN (x86's ``0/0``) count as negative, as in NumPy.
 """
 from __future__ import annotations
 
@@ -207,16 +207,13 @@ def _isfinite(x):
 def _signbit(x):
     if _kind(x) in "bu":
         return _full(x, False) if _kind(x) == "b" else lax.ne(x, x)
-    neg = lax.lt(x, 0)
-    if _kind(x) == "f":
-        zero_neg = lax.bitwise_and(lax.eq(x, 0), lax.lt(lax.div(_full(x, 1), x), 0))
-        neg = lax.bitwise_or(neg, zero_neg)
-    return neg
+    if _kind(x) == "f":   # the sign bit itself: -0.0 and -nan count as negative
+        return lax.lt(lax.copysign(_full(x, 1), x), 0)
+    return lax.lt(x, 0)
 
 
 def _copysign(x, y):
-    a = lax.abs(x)
-    return _select(_signbit(y), lax.neg(a), a)
+    return lax.copysign(x, y)
 
 
 def _trunc(x):
@@ -277,6 +274,15 @@ def _divmod(x, y):
 
 
 def _reciprocal(x):
+    if _kind(x) in "iu":
+        # NumPy computes 1.0 / x and converts back: the x86 conversion of inf gives
+        # INT_MIN for int32/int64 and 0 for the other integer types (no warning here:
+        # plait never emits floating-point warnings)
+        dt = get_aval(x).dtype
+        fill = int(np.iinfo(dt).min) if dt.kind == "i" and dt.itemsize >= 4 else 0
+        zero = lax.eq(x, 0)
+        safe = _select(zero, _full(x, 1), x)
+        return _select(zero, _full(x, fill), lax.div(_full(x, 1), safe))
     return lax.div(_full(x, 1), x)
 
 

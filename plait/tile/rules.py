@@ -46,6 +46,7 @@ _ELEMENTWISE = {
     E.sqrt_p: "sqrt", E.rsqrt_p: "rsqrt", E.cbrt_p: "cbrt", E.abs_p: "abs", E.not_p: "not",
     E.add_p: "add", E.sub_p: "sub", E.mul_p: "mul", E.div_p: "div", E.rem_p: "rem",
     E.pow_p: "pow", E.max_p: "max", E.min_p: "min", E.atan2_p: "atan2",
+    E.copysign_p: "copysign",
     E.and_p: "and", E.or_p: "or", E.xor_p: "xor",
     E.shift_left_p: "shl", E.shift_right_arithmetic_p: "shr",
     E.eq_p: "cmp_eq", E.ne_p: "cmp_ne", E.lt_p: "cmp_lt", E.le_p: "cmp_le",
