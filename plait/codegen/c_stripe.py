@@ -69,6 +69,9 @@ static inline int64_t plait_imin(int64_t a, int64_t b) { return a < b ? a : b; }
 #else
 #define PLAIT_KERNEL
 #endif
+/* float register sums start at -0.0, the identity of IEEE addition (OpenMP's + uses +0.0) */
+#pragma omp declare reduction(plait_addf : float : omp_out = omp_out + omp_in) initializer(omp_priv = -0.0f)
+#pragma omp declare reduction(plait_addd : double : omp_out = omp_out + omp_in) initializer(omp_priv = -0.0)
 """ + VECMATH
 
 
@@ -378,9 +381,15 @@ class CRenderer:
             self.emit(f"{ctype} *restrict {cv} = {pv} + {off};")
             scope.views[r.into] = (cv, r.dtype, r.agg)
             acc = _cname(r.into, self.depth, "racc_")
-            self.emit(f"{COMPUTE_TYPES[r.dtype]} {acc} = {_identity(r.agg, r.dtype)};")
+            # a float sum's register accumulator starts at -0.0, the identity of IEEE
+            # addition, so the memory value it is added to decides the sign of zero
+            init = _lit(-0.0, r.dtype) if r.agg == "add" and r.dtype in _FLOAT else \
+                _identity(r.agg, r.dtype)
+            self.emit(f"{COMPUTE_TYPES[r.dtype]} {acc} = {init};")
             nan = None
             op = {"add": "+", "mul": "*", "max": "max", "min": "min"}[r.agg]
+            if r.agg == "add" and r.dtype in ("f32", "f64"):
+                op = "plait_addf" if r.dtype == "f32" else "plait_addd"
             clauses.append(f"reduction({op}:{acc})")
             if r.agg in ("max", "min") and r.dtype in _FLOAT:
                 nan = _cname(r.into, self.depth, "rnan_")

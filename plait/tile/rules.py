@@ -253,8 +253,13 @@ def _cumulative(agg: str):
         (k,) = ctx.fresh_vars(1)
         src_idx = [k if d == axis else v for d, v in enumerate(xs)]
         diff = (k - xs[axis]) if reverse else (xs[axis] - k)
+        default = None
+        if agg == "add" and acc.startswith("f"):
+            # NumPy's running sum starts from the first element, not from +0.0: start
+            # at -0.0 (the identity of IEEE addition) so a prefix of -0.0 stays -0.0
+            default = ctx.copy_to(ctx.broadcast(ctx.const(-0.0, _np(acc)), shape, ()), shape)
         r = ctx.contract(shape, acc, xs, agg, "none", [ctx.access(src, src_idx)],
-                         constraints=[Constraint(diff, shape[axis])])
+                         constraints=[Constraint(diff, shape[axis])], default=default)
         return ctx.cast(r, _np(dt)) if acc != dt else r
     return rule
 
