@@ -296,7 +296,7 @@ def _int_power(x, y):
     """Integer ``x ** y`` by binary exponentiation over the exponent's bits."""
     yc = _concrete_or_none(y)
     if yc is not None:
-        if _kind(y) == "i" and (yc < 0).any():
+        if _kind(y) == "i" and (yc < 0).any() and get_aval(x).size:   # empty: NumPy returns
             raise PlaitValueError("Integers to negative integer powers are not allowed.")
         nbits = builtins.max(int(yc.max()).bit_length(), 1) if yc.size else 1
     else:
@@ -326,6 +326,8 @@ def power(x1, x2, /):
         loop = resolve(np.power, (_key(x1, all_weak), _key(x2, all_weak)))
         x = cast(x1, loop[0], all_weak)
         if _kind(x) in "iu" and x2 < 0:
+            if get_aval(x).size == 0:   # NumPy returns the empty result
+                return cast(x, loop[2], all_weak)
             raise PlaitValueError("Integers to negative integer powers are not allowed.")
         return cast(lax.integer_pow(x, x2), loop[2], all_weak)
     return apply_ufunc(np.power, _power, "power", x1, x2)
