@@ -273,6 +273,8 @@ class Jitted:
             if entry is not None:
                 metrics.bump("cache_hits")
                 outs = entry.executable(*[concrete_value(a) for a in args])
+                if np.ndarray in map(type, args):
+                    outs = _unaliased(outs, args)
                 if entry.single:
                     return Array(outs[0], entry.out_weak[0])
                 return tree_unflatten(entry.out_tree, [Array(o, w) for o, w in
@@ -285,6 +287,8 @@ class Jitted:
                     type(a) in (Array, np.ndarray) for a in args):
                 self._fast[tuple(avals)] = entry
             outs = exe(*[concrete_value(x) for x in leaves])
+            if np.ndarray in map(type, leaves):
+                outs = _unaliased(outs, leaves)
             outs = [Array(o, a.weak_type) for o, a in zip(outs, entry.closed.out_avals)]
             if entry.out_tree.kind == "leaf":
                 return outs[0]
@@ -307,6 +311,15 @@ class Jitted:
 
 
 _LEAF_TYPES = (Array, np.ndarray, float, int, bool, complex)
+
+
+def _unaliased(outs, args) -> list:
+    """``outs`` with a copy of every output that shares memory with a NumPy argument
+    (an output forwarded from an input, or a view of one): the caller may mutate that
+    argument later, and plait arrays are immutable."""
+    arrays = [a for a in args if type(a) is np.ndarray]
+    return [o.copy() if any(np.may_share_memory(o, a) for a in arrays) else o
+            for o in outs]
 
 
 def _np_aval(a: np.ndarray) -> ShapedArray:
