@@ -60,6 +60,18 @@ def _logistic(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
+def _expm1(x):
+    """``np.expm1``, except that complex values with an infinite or NaN part take
+    ``exp(z) - 1`` (C99 Annex G, as the Array API standard specifies: ``expm1(inf+0j)``
+    is ``inf+0j``; NumPy's complex expm1 gives ``inf+nanj`` there)."""
+    out = np.expm1(x)
+    if x.dtype.kind == "c":
+        bad = ~np.isfinite(x)
+        if bad.any():
+            out = np.where(bad, np.exp(x) - 1, out).astype(x.dtype)
+    return out
+
+
 def _rsqrt(x):
     return 1.0 / np.sqrt(x)
 
@@ -81,7 +93,7 @@ exp_p = standard_unop("exp", INEXACT, np.exp, warn_ok=True)
 exp2_p = standard_unop("exp2", INEXACT, np.exp2, warn_ok=True)
 log_p = standard_unop("log", INEXACT, np.log, warn_ok=True)
 log1p_p = standard_unop("log1p", INEXACT, np.log1p, warn_ok=True)
-expm1_p = standard_unop("expm1", INEXACT, np.expm1, warn_ok=True)
+expm1_p = standard_unop("expm1", INEXACT, _expm1, warn_ok=True)
 tanh_p = standard_unop("tanh", INEXACT, np.tanh)
 logistic_p = standard_unop("logistic", INEXACT, _logistic, warn_ok=True)
 sin_p = standard_unop("sin", INEXACT, np.sin, warn_ok=True)

@@ -252,7 +252,11 @@ def _int_floordiv_mod(x, y):
 
 
 def _float_floordiv_mod(a, b):
-    """NumPy's ``npy_divmod``: floor quotient and remainder with the divisor's sign."""
+    """NumPy's ``npy_divmod``: floor quotient and remainder with the divisor's sign.
+
+    One deliberate difference: when an operand is infinite the quotient is
+    ``floor(a / b)``, as the Array API standard prefers (``inf // 2`` is ``inf``,
+    ``-1 // inf`` is ``-0.0``); NumPy gives ``nan`` and ``-1.0`` there."""
     mod = lax.rem(a, b)
     div = lax.div(lax.sub(a, mod), b)
     nz = lax.ne(mod, 0)
@@ -264,6 +268,7 @@ def _float_floordiv_mod(a, b):
     quot = lax.div(a, b)
     fdiv = _select(lax.ne(div, 0), fl, _copysign(_full(a, 0), quot))
     b0 = lax.eq(b, 0)
+    fdiv = _select(lax.bitwise_or(_isinf(a), _isinf(b)), lax.floor(quot), fdiv)
     return _select(b0, quot, fdiv), _select(b0, mod, mod2)
 
 
@@ -357,12 +362,17 @@ def _abs(x):
 
 
 def _hypot(x, y):
-    a, b = lax.abs(x), lax.abs(y)
-    hi, lo = lax.max(a, b), lax.min(a, b)
-    hz = lax.eq(hi, 0)
-    r = lax.div(lo, _select(hz, _full(hi, 1), hi))
-    out = _select(hz, _full(hi, 0), lax.mul(hi, lax.sqrt(lax.add(lax.mul(r, r), 1))))
-    return _select(lax.bitwise_or(_isinf(x), _isinf(y)), _full(hi, math.inf), out)
+    """``s * sqrt((x/s)**2 + (y/s)**2)`` with the scale ``s = max(|x|, |y|)`` held
+    constant for differentiation: the identity holds for every ``s > 0``, so derivatives
+    of every order are exact (also at ``|x| == |y|``, where max/min would split them),
+    and nothing overflows. At the origin the value and its derivatives are 0."""
+    s = lax.stop_gradient(lax.max(lax.abs(x), lax.abs(y)))
+    hz = lax.eq(s, 0)
+    s = _select(hz, _full(s, 1), s)
+    u = _select(hz, _full(x, 1), lax.div(x, s))   # a safe sqrt argument at the origin
+    v = lax.div(y, s)
+    out = _select(hz, _full(s, 0), lax.mul(s, lax.sqrt(lax.add(lax.mul(u, u), lax.mul(v, v)))))
+    return _select(lax.bitwise_or(_isinf(x), _isinf(y)), _full(s, math.inf), out)
 
 
 def _logaddexp(x, y, base2: bool = False):
