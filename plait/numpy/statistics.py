@@ -142,7 +142,7 @@ def median(a, axis=None, out=None, overwrite_input: bool = False, keepdims: bool
     dt = av.dtype if dtypes.is_inexact(av.dtype) else dtypes.float64
     flat, rest = _flatten_axes(x, axes)
     n = get_aval(flat).shape[-1]
-    if n == 0:   # NumPy: nan (with a RuntimeWarning; plait emits no float warnings)
+    if n == 0:   # nan, as NumPy (which also warns "Mean of empty slice")
         r = broadcast_to_shape(scalar_array(math.nan, dt, False), tuple(rest))
         if keepdims:
             r = lax.reshape(r, tuple(1 if i in axes else d for i, d in enumerate(av.shape)))

@@ -281,8 +281,8 @@ def _divmod(x, y):
 def _reciprocal(x):
     if _kind(x) in "iu":
         # NumPy computes 1.0 / x and converts back: the x86 conversion of inf gives
-        # INT_MIN for int32/int64 and 0 for the other integer types (no warning here:
-        # plait never emits floating-point warnings)
+        # INT_MIN for int32/int64 and 0 for the other integer types (NumPy also warns
+        # "divide by zero"; plait returns the same values without a warning)
         dt = get_aval(x).dtype
         fill = int(np.iinfo(dt).min) if dt.kind == "i" and dt.itemsize >= 4 else 0
         zero = lax.eq(x, 0)
