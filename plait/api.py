@@ -272,9 +272,7 @@ class Jitted:
                 entry = None
             if entry is not None:
                 metrics.bump("cache_hits")
-                outs = entry.executable(*[concrete_value(a) for a in args])
-                if np.ndarray in map(type, args):
-                    outs = _unaliased(outs, args)
+                outs = _unaliased(entry.executable(*[concrete_value(a) for a in args]), args)
                 if entry.single:
                     return Array(outs[0], entry.out_weak[0])
                 return tree_unflatten(entry.out_tree, [Array(o, w) for o, w in
@@ -286,9 +284,7 @@ class Jitted:
             if not kwargs and not self.static_argnums and all(
                     type(a) in (Array, np.ndarray) for a in args):
                 self._fast[tuple(avals)] = entry
-            outs = exe(*[concrete_value(x) for x in leaves])
-            if np.ndarray in map(type, leaves):
-                outs = _unaliased(outs, leaves)
+            outs = _unaliased(exe(*[concrete_value(x) for x in leaves]), leaves)
             outs = [Array(o, a.weak_type) for o, a in zip(outs, entry.closed.out_avals)]
             if entry.out_tree.kind == "leaf":
                 return outs[0]
@@ -313,13 +309,24 @@ class Jitted:
 _LEAF_TYPES = (Array, np.ndarray, float, int, bool, complex)
 
 
-def _unaliased(outs, args) -> list:
+def _unaliased(outs, args):
     """``outs`` with a copy of every output that shares memory with a NumPy argument
     (an output forwarded from an input, or a view of one): the caller may mutate that
-    argument later, and plait arrays are immutable."""
-    arrays = [a for a in args if type(a) is np.ndarray]
-    return [o.copy() if any(np.may_share_memory(o, a) for a in arrays) else o
-            for o in outs]
+    argument later, and plait arrays are immutable. A fresh output (no ``base``, not an
+    argument itself) needs no further look, so the common case costs a few checks."""
+    for o in outs:
+        if o.base is not None:
+            break
+        for a in args:
+            if o is a:
+                break
+        else:
+            continue
+        break
+    else:
+        return outs
+    return [o.copy() if any(type(a) is np.ndarray and np.may_share_memory(o, a) for a in args)
+            else o for o in outs]
 
 
 def _np_aval(a: np.ndarray) -> ShapedArray:
