@@ -131,6 +131,27 @@ def test_softplus_and_log_sigmoid_tails(dtype):
                                rtol=tol, atol=1e-43)   # float32 subnormals near exp(-100)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_logsumexp_tails(dtype):
+    """logsumexp subtracts its (gradient-stopped) maximum: finite values and derivatives
+    (softmax and its Jacobian) for huge inputs."""
+    x = np.array([1e4, 0.0, -1e4, 9990.0], dtype)
+    x64 = x.astype(np.float64)
+    p = np.exp(x64 - x64.max()) / np.exp(x64 - x64.max()).sum()
+    tol = 2e-6 if dtype == np.float32 else 1e-13
+    f = lambda v: nn.logsumexp(v)
+    d1 = plait.grad(f)
+    d2 = plait.grad(lambda v: d1(v)[0])     # d/dv of softmax_0: p0 (e_0 - p)
+    for where, (val, g, h) in everywhere(lambda v: (f(v), d1(v), d2(v)), x):
+        np.testing.assert_allclose(float(val), 1e4 + np.log1p(np.exp(-10.0)), rtol=tol,
+                                   err_msg=where)
+        np.testing.assert_allclose(np.asarray(g), p, rtol=tol, atol=1e-30, err_msg=where)
+        e0_minus_p = np.concatenate([[p[1:].sum()], -p[1:]])   # no cancellation in 1 - p0
+        # (float32 forms 1 - p0 from p0 ~ 0.99995: an absolute error of ~eps/2 is inherent)
+        np.testing.assert_allclose(np.asarray(h), p[0] * e0_minus_p, rtol=tol * 10,
+                                   atol=1e-7 if dtype == np.float32 else 1e-30, err_msg=where)
+
+
 # --- issue 21.6: nanargmax / nanargmin of an all-NaN slice -----------------------------------
 _A = np.array([[np.nan, 1.0, 2.0, np.nan], [np.nan, np.nan, np.nan, np.nan],
                [3.0, np.nan, 0.0, 3.0]])
