@@ -9,7 +9,10 @@ traced value.
 
 Semantics notes: ``maximum``/``minimum`` propagate NaN (lax ``max``/``min`` do);
 ``signbit``/``copysign`` read the sign bit (the ``copysign`` primitive), so ``-0.0``
-and a negative NaN (x86's ``0/0``) count as negative, as in NumPy.
+and a negative NaN (x86's ``0/0``) count as negative, as in NumPy. Deliberately unlike
+NumPy, floor division with an infinite operand is ``floor(x1 / x2)`` as the Array API
+standard prefers (``inf // 2`` is ``inf``, not ``nan``; ``-1 // inf`` is ``-0.0``, not
+``-1.0``); ``divmod``'s quotient agrees.
 """
 from __future__ import annotations
 
