@@ -280,7 +280,7 @@ class Jitted:
             if entry is not None:
                 metrics.bump("cache_hits")
                 self._cache.touch(entry.key)
-                outs = entry.executable(*[concrete_value(a) for a in args])
+                outs = _unaliased(entry.executable(*[concrete_value(a) for a in args]), args)
                 if entry.single:
                     return Array(outs[0], entry.out_weak[0])
                 return tree_unflatten(entry.out_tree, [Array(o, w) for o, w in
@@ -292,7 +292,7 @@ class Jitted:
             if not kwargs and not self.static_argnums and all(
                     type(a) in (Array, np.ndarray) for a in args):
                 self._fast[tuple(avals)] = entry
-            outs = exe(*[concrete_value(x) for x in leaves])
+            outs = _unaliased(exe(*[concrete_value(x) for x in leaves]), leaves)
             outs = [Array(o, a.weak_type) for o, a in zip(outs, entry.closed.out_avals)]
             if entry.out_tree.kind == "leaf":
                 return outs[0]
@@ -315,6 +315,26 @@ class Jitted:
 
 
 _LEAF_TYPES = (Array, np.ndarray, float, int, bool, complex)
+
+
+def _unaliased(outs, args):
+    """``outs`` with a copy of every output that shares memory with a NumPy argument
+    (an output forwarded from an input, or a view of one): the caller may mutate that
+    argument later, and plait arrays are immutable. A fresh output (no ``base``, not an
+    argument itself) needs no further look, so the common case costs a few checks."""
+    for o in outs:
+        if o.base is not None:
+            break
+        for a in args:
+            if o is a:
+                break
+        else:
+            continue
+        break
+    else:
+        return outs
+    return [o.copy() if any(type(a) is np.ndarray and np.may_share_memory(o, a) for a in args)
+            else o for o in outs]
 
 
 def _np_aval(a: np.ndarray) -> ShapedArray:

@@ -91,6 +91,9 @@ static inline void plait_oom(int64_t *status, int64_t code) { __atomic_store_n(s
 #else
 #define PLAIT_KERNEL
 #endif
+/* float register sums start at -0.0, the identity of IEEE addition (OpenMP's + uses +0.0) */
+#pragma omp declare reduction(plait_addf : float : omp_out = omp_out + omp_in) initializer(omp_priv = -0.0f)
+#pragma omp declare reduction(plait_addd : double : omp_out = omp_out + omp_in) initializer(omp_priv = -0.0)
 """ + VECMATH
 
 
@@ -104,7 +107,7 @@ _BOOL_RESULT = set(_CMP) | {"is_finite", "is_nan"}
 _FMATH = {n: (n + "f", n) for n in (
     "exp", "exp2", "log", "log2", "log1p", "expm1", "sqrt", "tanh", "sin", "cos", "tan",
     "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "floor", "ceil",
-    "cbrt", "atan2", "pow", "nextafter", "fabs", "rint", "fmod")}
+    "cbrt", "atan2", "pow", "nextafter", "fabs", "rint", "fmod", "copysign")}
 _FMATH.update({"asin": ("asinf", "asin"), "acos": ("acosf", "acos"), "atan": ("atanf", "atan")})
 
 
@@ -414,9 +417,15 @@ class CRenderer:
             self.emit(f"{ctype} *restrict {cv} = {pv} + {off};")
             scope.views[r.into] = (cv, r.dtype, r.agg)
             acc = _cname(r.into, self.depth, "racc_")
-            self.emit(f"{COMPUTE_TYPES[r.dtype]} {acc} = {_identity(r.agg, r.dtype)};")
+            # a float sum's register accumulator starts at -0.0, the identity of IEEE
+            # addition, so the memory value it is added to decides the sign of zero
+            init = _lit(-0.0, r.dtype) if r.agg == "add" and r.dtype in _FLOAT else \
+                _identity(r.agg, r.dtype)
+            self.emit(f"{COMPUTE_TYPES[r.dtype]} {acc} = {init};")
             nan = None
             op = {"add": "+", "mul": "*", "max": "max", "min": "min"}[r.agg]
+            if r.agg == "add" and r.dtype in ("f32", "f64"):
+                op = "plait_addf" if r.dtype == "f32" else "plait_addd"
             clauses.append(f"reduction({op}:{acc})")
             if r.agg in ("max", "min") and r.dtype in _FLOAT:
                 nan = _cname(r.into, self.depth, "rnan_")

@@ -5,6 +5,7 @@ from plait.lax.elementwise import (neg, sign, floor, ceil, round, is_finite, exp
                                    atan, sinh, cosh, asinh, acosh, atanh, sqrt, rsqrt, cbrt,
                                    abs, bitwise_not, real, imag, conj, population_count, add,
                                    sub, mul, div, rem, pow, max, min, atan2, nextafter,
+                                   copysign,
                                    bitwise_and, bitwise_or, bitwise_xor, shift_left,
                                    shift_right_arithmetic, shift_right_logical, eq, ne, lt,
                                    le, gt, ge, complex, integer_pow, select, clamp,

@@ -95,6 +95,7 @@ for nm, p, mk in [("add", ew.add_p, two(-1, 1)), ("sub", ew.sub_p, two(-1, 1)),
                                                     rng.uniform(0.6, 0.9, (2, 3)).astype(dt)))]:
     case(nm, p, (lambda p: lambda x, y: p.bind(x, y))(p), mk,
          complex_ok=nm in ("add", "sub", "mul", "div"))
+case("copysign", ew.copysign_p, lambda x, y: lax.copysign(x, y), two(-1, 1))
 case("select", ew.select_p, lambda x, y: lax.select(lax.gt(x, 0.0), x, y), two(-1, 1))
 case("clamp", ew.clamp_p, lambda lo, x, hi: lax.clamp(lo, x, hi),
      lambda rng, dt: (rng.uniform(-2, -1, (2, 3)).astype(dt),
