@@ -4,7 +4,10 @@
 ``interp`` with one warning), ``PLAIT_LOG_COMPILES`` (log every trace and
 compile with the reason for the cache miss), ``PLAIT_CHECKS`` (type-check every
 graph and verify every pass), ``PLAIT_DUMP_DIR`` (write every stage to files),
-``PLAIT_PROFILE`` (native kernels time each block; see ``profile_blocks``).
+``PLAIT_PROFILE`` (native kernels time each block; see ``profile_blocks``),
+``PLAIT_CACHE_DIR`` (where compiled kernels are kept; default
+``$XDG_CACHE_HOME/plait`` or ``~/.cache/plait``), ``PLAIT_KERNEL_CACHE_SIZE`` (how many
+loaded kernel libraries the in-memory index keeps, least recently used dropped first).
 """
 from __future__ import annotations
 
@@ -24,6 +27,9 @@ class Config:
         self.checks: bool = _flag("PLAIT_CHECKS")
         self.dump_dir: str | None = os.environ.get("PLAIT_DUMP_DIR") or None
         self.profile: bool = _flag("PLAIT_PROFILE")   # native kernels time their blocks
+        # None: $PLAIT_CACHE_DIR, read at each compile, else the XDG/home default
+        self.cache_dir: str | None = None
+        self.kernel_cache_size: int = int(os.environ.get("PLAIT_KERNEL_CACHE_SIZE") or 256)
 
     def resolved_backend(self) -> str:
         """The backend ``jit`` uses: ``auto`` becomes ``native`` or ``interp``."""

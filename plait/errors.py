@@ -103,3 +103,22 @@ class StaticArgumentError(PlaitError, ValueError):
 
 class ControlFlowError(PlaitError, TypeError):
     """Branches or loop bodies whose types do not match."""
+
+
+class BuildEnvironmentError(CompileError):
+    """The C toolchain could not run because of the machine, not the program: a full or
+    read-only disk, an unwritable or ``noexec`` directory, a compiler that vanished or was
+    killed. ``storage`` is True when the cause is the directory being written to (then
+    another directory may work)."""
+
+    def __init__(self, msg: str = "", *, storage: bool = False):
+        super().__init__(msg, locate=False)
+        self.storage = storage
+
+
+class CacheFallbackWarning(UserWarning):
+    """The kernel cache directory cannot be used; kernels are compiled in a temporary one."""
+
+
+class ToolchainWarning(UserWarning):
+    """The C toolchain lacks a feature (OpenMP), so native kernels run with a fallback."""
