@@ -19,10 +19,9 @@ import subprocess
 import sysconfig
 import tempfile
 import threading
-import warnings
 from dataclasses import dataclass
 
-from plait.errors import BuildEnvironmentError, CompileError, ToolchainWarning
+from plait.errors import BuildEnvironmentError, CompileError, ToolchainWarning, warn_user
 
 TIMEOUT_S = 300
 
@@ -140,13 +139,17 @@ def find_toolchain() -> Toolchain | None:
             _FOUND.append(tc)
     if tc is not None and not tc.openmp and not _WARNED_NO_OPENMP:
         _WARNED_NO_OPENMP.append(True)
-        why = (f"its OpenMP probe could not run: {tc.openmp_note}" if tc.openmp_note
-               else "it does not support OpenMP (-fopenmp)")
-        warnings.warn(f"plait: the C compiler {tc.cc} is used without OpenMP because {why}; "
-                      f"native kernels run serially on one core. Install OpenMP support "
-                      f"(gcc: libgomp; clang: libomp) or set $CC to a compiler that has it; "
-                      f"`python -m plait doctor` shows what plait sees.",
-                      ToolchainWarning, stacklevel=3)
+        if tc.openmp_note:
+            msg = (f"plait: the OpenMP probe of the C compiler {tc.cc} could not run "
+                   f"({tc.openmp_note}), so kernels are built without OpenMP and run serially "
+                   f"on one core for now. Free space in the temporary directory (TMPDIR) or "
+                   f"point TMPDIR at a writable one.")
+        else:
+            msg = (f"plait: the C compiler {tc.cc} does not support OpenMP (-fopenmp), so "
+                   f"native kernels run serially on one core. Install OpenMP support (gcc: "
+                   f"libgomp; clang: libomp) or set $CC to a compiler that has it; "
+                   f"`python -m plait doctor` shows what plait sees.")
+        warn_user(msg, ToolchainWarning)
     return tc
 
 
@@ -222,12 +225,13 @@ def _raise_build_failure(r: subprocess.CompletedProcess, tc: Toolchain, d: str):
     if r.returncode < 0:
         raise BuildEnvironmentError(
             f"the C compiler {tc.cc} was killed by signal {-r.returncode} (out of memory?): "
-            f"{first}. Free memory and try again, or use plait.config.backend = 'interp'.")
+            f"{first}. Free memory and try again, or use plait.config.backend = 'interp'.",
+            cause=f"compiler killed by signal {-r.returncode}")
     if _storage_problem(r.stderr, d):
         raise BuildEnvironmentError(
             f"the C compiler {tc.cc} could not write its output in {d}: {first}. Free disk "
             f"space there, or point PLAIT_CACHE_DIR at a writable directory with room.",
-            storage=True)
+            storage=True, cause=first)
     raise CompileError(f"the C compiler {tc.cc} rejected generated code (a plait bug; please "
                        f"report it with this message): {first}\n{r.stderr[-4000:]}",
                        locate=False)

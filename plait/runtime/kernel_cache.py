@@ -32,10 +32,10 @@ import shutil
 import tempfile
 import threading
 import time
-import warnings
 from typing import Callable, TypeVar
 
-from plait.errors import BuildEnvironmentError, CacheFallbackWarning, CompileError
+from plait.errors import (BuildEnvironmentError, CacheFallbackWarning, CompileError,
+                          warn_user)
 from plait.runtime import metrics
 
 T = TypeVar("T")
@@ -67,15 +67,23 @@ def cache_dir() -> str:
             return _FALLBACK[0]
         d = configured_dir()
         try:
-            os.makedirs(d, mode=0o700, exist_ok=True)
-            if not os.access(d, os.W_OK | os.X_OK):
-                raise PermissionError(f"[Errno 13] not writable: {d!r}")
+            os.makedirs(d, mode=0o700, exist_ok=True)   # writes fail later if it is read-only
         except OSError as e:
             return _fall_back(d, e)
         if d not in _SWEPT:
             _SWEPT.add(d)
             _sweep_stale(d)
         return d
+
+
+def writable_problem(d: str) -> str | None:
+    """Why kernels cannot be built in ``d`` (None when a staging directory can be made)."""
+    try:
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        os.rmdir(tempfile.mkdtemp(prefix=".stage-", dir=d))
+    except OSError as e:
+        return _why(e)
+    return None
 
 
 def _fall_back(d: str, cause: BaseException) -> str:
@@ -95,16 +103,17 @@ def _fall_back(d: str, cause: BaseException) -> str:
                 f"or use plait.config.backend = 'interp'.", storage=True) from None
         _FALLBACK.append(tmp)
         atexit.register(shutil.rmtree, tmp, True)
-    warnings.warn(f"plait: the kernel cache directory {d} cannot be used ({_why(cause)}), so "
-                  f"kernels are compiled in the temporary directory {tmp} and are not kept "
-                  f"across runs. Set PLAIT_CACHE_DIR to a writable directory with room (on a "
-                  f"filesystem that allows executables) to keep them.",
-                  CacheFallbackWarning, stacklevel=4)
+    warn_user(f"plait: the kernel cache directory {d} cannot be used ({_why(cause)}), so "
+              f"kernels are compiled in the temporary directory {tmp} and are not kept "
+              f"across runs. Set PLAIT_CACHE_DIR to a writable directory with room (on a "
+              f"filesystem that allows executables) to keep them.", CacheFallbackWarning)
     return tmp
 
 
 def _why(e: BaseException) -> str:
-    return str(e).splitlines()[0] if str(e) else type(e).__name__
+    """A one-line reason: a build error's short cause, else the error's first line."""
+    text = getattr(e, "cause", None) or str(e)
+    return text.splitlines()[0] if text else type(e).__name__
 
 
 def _unusable(d: str, cause: BaseException) -> BuildEnvironmentError:
