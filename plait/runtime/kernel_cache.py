@@ -55,17 +55,26 @@ def configured_dir() -> str:
 
 
 _STATE_LOCK = threading.RLock()
-_FALLBACK: list = []          # [temporary dir] once the configured one proved unusable
+_FALLBACK: dict[str, str] = {}   # configured dir that proved unusable -> temporary dir
 _SWEPT: set = set()
+
+
+def _after_fork_in_child() -> None:
+    global _STATE_LOCK
+    _STATE_LOCK = threading.RLock()    # a lock another thread held at fork() stays held
+    _BUILDING.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def cache_dir() -> str:
     """The directory kernels are built in: the configured one, created with mode 0700,
     or (once it proved unusable) a private temporary directory."""
     with _STATE_LOCK:
-        if _FALLBACK:
-            return _FALLBACK[0]
         d = configured_dir()
+        if d in _FALLBACK:
+            return _FALLBACK[d]
         try:
             os.makedirs(d, mode=0o700, exist_ok=True)   # writes fail later if it is read-only
         except OSError as e:
@@ -89,10 +98,10 @@ def writable_problem(d: str) -> str | None:
 def _fall_back(d: str, cause: BaseException) -> str:
     """Switch this process to a temporary directory, warning once; raise if none works."""
     with _STATE_LOCK:
-        if _FALLBACK:
-            if _FALLBACK[0] != d:
-                return _FALLBACK[0]
+        if d in _FALLBACK.values():
             raise _unusable(d, cause)
+        if d in _FALLBACK:
+            return _FALLBACK[d]
         try:
             tmp = tempfile.mkdtemp(prefix="plait-kernels-")
         except OSError as e:
@@ -101,7 +110,7 @@ def _fall_back(d: str, cause: BaseException) -> str:
                 f"({_why(cause)}) and so did a temporary directory ({e}). Free disk space, "
                 f"or set PLAIT_CACHE_DIR (and TMPDIR) to a writable directory with room; "
                 f"or use plait.config.backend = 'interp'.", storage=True) from None
-        _FALLBACK.append(tmp)
+        _FALLBACK[d] = tmp
         atexit.register(shutil.rmtree, tmp, True)
     warn_user(f"plait: the kernel cache directory {d} cannot be used ({_why(cause)}), so "
               f"kernels are compiled in the temporary directory {tmp} and are not kept "
@@ -277,7 +286,7 @@ def _load_from_disk(key: str, build, open_):
             return open_(path)
         except (OSError, ImportError) as e:
             last = e                  # a noexec mount, or the entry replaced under us
-            if d != (_FALLBACK[0] if _FALLBACK else None):
+            if d not in _FALLBACK.values():
                 _fall_back(d, e)
     raise CompileError(
         f"the compiled kernels could not be loaded ({_why(last)}). If the cache directory "

@@ -57,7 +57,7 @@ def _run_fresh(x=X) -> int:
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     """A private cache directory and fresh kernel-cache state for this test."""
-    monkeypatch.setattr(kernel_cache, "_FALLBACK", [])
+    monkeypatch.setattr(kernel_cache, "_FALLBACK", {})
     monkeypatch.setattr(kernel_cache, "_INDEX", collections.OrderedDict())
     monkeypatch.setattr(kernel_cache, "_SWEPT", set())
     d = tmp_path / "cache"
@@ -193,7 +193,7 @@ def test_unusable_cache_dir_falls_back_to_a_temporary_one_with_one_warning(
     msgs = [str(m.message) for m in w if issubclass(m.category, CacheFallbackWarning)]
     assert len(msgs) == 1, msgs
     assert "PLAIT_CACHE_DIR" in msgs[0] and cause in msgs[0].lower(), msgs[0]
-    (tmp,) = kernel_cache._FALLBACK
+    (tmp,) = kernel_cache._FALLBACK.values()
     assert len(glob.glob(os.path.join(tmp, "*.so"))) == 2
 
 
@@ -221,7 +221,7 @@ def test_failing_compiler_is_reported_as_what_it_is(cache, monkeypatch, tmp_path
     # a compiler that rejects the code: a plait bug, its first error line up front
     monkeypatch.setattr(toolchain, "_run", lambda cmd, tmpdir=None: subprocess.CompletedProcess(
         cmd, 1, "", "In file included from k.c:1:\nk.c:9:3: error: 'x' undeclared\n"))
-    monkeypatch.setattr(kernel_cache, "_FALLBACK", [])
+    monkeypatch.setattr(kernel_cache, "_FALLBACK", {})
     with pytest.raises(CompileError) as e:
         plait.jit(_fn, backend="native")(X[:2])
     assert not isinstance(e.value, BuildEnvironmentError)
@@ -285,6 +285,21 @@ def test_compiler_without_openmp_runs_serially_with_one_warning(tmp_path):
                str(tmp_path / "cache"), CC=cc)
     assert r.returncode == 0, r.stderr
     assert "OpenMP     : no" in r.stdout
+
+
+def test_unwritable_tmpdir_does_not_break_builds(tmp_path):
+    bad = tmp_path / "tmp-is-a-file"
+    _write(str(bad), b"")
+    r = _child("""
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            check()
+        assert not [m for m in w if "plait" in str(m.message)], [str(m.message) for m in w]
+        from plait.codegen.toolchain import find_toolchain
+        assert find_toolchain().openmp
+        print("OK")
+    """, str(tmp_path / "cache"), TMPDIR=str(bad))
+    assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-3000:]
 
 
 def test_no_compiler_falls_back_to_interp_with_one_warning(tmp_path):
