@@ -56,6 +56,7 @@ def configured_dir() -> str:
 
 _STATE_LOCK = threading.RLock()
 _FALLBACK: dict[str, str] = {}   # configured dir that proved unusable -> temporary dir
+_WHY: dict[str, str] = {}        # configured dir -> why it proved unusable
 _SWEPT: set = set()
 
 
@@ -98,19 +99,16 @@ def writable_problem(d: str) -> str | None:
 def _fall_back(d: str, cause: BaseException) -> str:
     """Switch this process to a temporary directory, warning once; raise if none works."""
     with _STATE_LOCK:
-        if d in _FALLBACK.values():
-            raise _unusable(d, cause)
+        for conf, tmp in _FALLBACK.items():
+            if tmp == d:
+                raise _nowhere(conf, _WHY[conf], f"{d} ({_why(cause)})")
         if d in _FALLBACK:
             return _FALLBACK[d]
         try:
             tmp = tempfile.mkdtemp(prefix="plait-kernels-")
         except OSError as e:
-            raise BuildEnvironmentError(
-                f"no directory to compile kernels in: the kernel cache directory {d} failed "
-                f"({_why(cause)}) and so did a temporary directory ({e}). Free disk space, "
-                f"or set PLAIT_CACHE_DIR (and TMPDIR) to a writable directory with room; "
-                f"or use plait.config.backend = 'interp'.", storage=True) from None
-        _FALLBACK[d] = tmp
+            raise _nowhere(d, _why(cause), f"a new one ({e})") from None
+        _FALLBACK[d], _WHY[d] = tmp, _why(cause)
         atexit.register(shutil.rmtree, tmp, True)
     warn_user(f"plait: the kernel cache directory {d} cannot be used ({_why(cause)}), so "
               f"kernels are compiled in the temporary directory {tmp} and are not kept "
@@ -125,13 +123,12 @@ def _why(e: BaseException) -> str:
     return text.splitlines()[0] if text else type(e).__name__
 
 
-def _unusable(d: str, cause: BaseException) -> BuildEnvironmentError:
-    if isinstance(cause, BuildEnvironmentError):
-        return cause
+def _nowhere(conf: str, why: str, tmp_failure: str) -> BuildEnvironmentError:
     return BuildEnvironmentError(
-        f"kernels cannot be compiled in {d}: {_why(cause)}. Free disk space there or set "
-        f"PLAIT_CACHE_DIR (and TMPDIR) to a writable directory with room; or use "
-        f"plait.config.backend = 'interp'.", storage=True)
+        f"no directory to compile kernels in: the kernel cache directory {conf} cannot be "
+        f"used ({why}) and neither can the temporary directory {tmp_failure}. Free disk "
+        f"space, or set PLAIT_CACHE_DIR (and TMPDIR) to a writable directory with room; or "
+        f"use plait.config.backend = 'interp'.", storage=True, cause=why)
 
 
 def _sweep_stale(d: str) -> None:

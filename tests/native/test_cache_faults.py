@@ -217,7 +217,7 @@ def test_failing_compiler_is_reported_as_what_it_is(cache, monkeypatch, tmp_path
         plait.jit(_fn, backend="native")(X)
     msg = str(e.value)
     assert "final link failed: No space left on device" in msg and "plait bug" not in msg
-    assert "PLAIT_CACHE_DIR" in msg
+    assert "PLAIT_CACHE_DIR" in msg and str(cache) in msg and "temporary directory" in msg
     # a compiler that rejects the code: a plait bug, its first error line up front
     monkeypatch.setattr(toolchain, "_run", lambda cmd, tmpdir=None: subprocess.CompletedProcess(
         cmd, 1, "", "In file included from k.c:1:\nk.c:9:3: error: 'x' undeclared\n"))
