@@ -123,6 +123,7 @@ def test_in_memory_index_is_bounded(cache, monkeypatch):
     for n in range(3, 7):
         _run_fresh(np.linspace(-1, 1, n).astype(np.float32))
     assert kernel_cache.index_size() == 2
+    assert not [m for m in sys.modules if m.startswith("plait_k_")]   # no second index
     assert _run_fresh(np.linspace(-1, 1, 6).astype(np.float32)) == 0   # recent: kept
     assert _run_fresh(np.linspace(-1, 1, 3).astype(np.float32)) == 0   # evicted: from disk
 

@@ -369,11 +369,13 @@ def _open_library(path: str, module: str | None) -> tuple:
 
 def _load_module(name: str, path: str):
     """Import the kernels' extension module from the cached shared object (kept in the
-    kernel cache's bounded index, not in ``sys.modules``)."""
+    kernel cache's bounded index; CPython's own ``sys.modules`` entry is dropped)."""
     import importlib.machinery
     import importlib.util
+    import sys
     loader = importlib.machinery.ExtensionFileLoader(name, path)
     spec = importlib.util.spec_from_file_location(name, path, loader=loader)
     mod = importlib.util.module_from_spec(spec)
     loader.exec_module(mod)
+    sys.modules.pop(name, None)
     return mod
