@@ -19,6 +19,7 @@ import subprocess
 import sysconfig
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 
 from plait.errors import BuildEnvironmentError, CompileError, ToolchainWarning, warn_user
@@ -120,6 +121,8 @@ def _probe_openmp(cc: str) -> tuple[bool, str | None]:
 
 
 _FOUND: list = []          # the toolchain once a conclusive probe found it
+_PROVISIONAL: list = []    # [(toolchain, time)] after an inconclusive probe
+RETRY_PROBE_S = 30.0
 _FIND_LOCK = threading.Lock()
 _WARNED_NO_OPENMP: list = []
 
@@ -128,15 +131,20 @@ def find_toolchain() -> Toolchain | None:
     """The first working C compiler (``$CC``, ``cc``, ``gcc``, ``clang``), or None.
 
     The answer is kept for the process, except when the environment made the OpenMP
-    probe inconclusive (then the next call probes again)."""
+    probe inconclusive: then it is kept ``RETRY_PROBE_S`` seconds and probed again."""
     if _FOUND:
         return _FOUND[0]
     with _FIND_LOCK:
         if _FOUND:
             return _FOUND[0]
+        if _PROVISIONAL and time.monotonic() - _PROVISIONAL[0][1] < RETRY_PROBE_S:
+            return _PROVISIONAL[0][0]
         tc = _find()
+        _PROVISIONAL.clear()
         if tc is None or tc.openmp_note is None:
             _FOUND.append(tc)
+        else:
+            _PROVISIONAL.append((tc, time.monotonic()))
     if tc is not None and not tc.openmp and not _WARNED_NO_OPENMP:
         _WARNED_NO_OPENMP.append(True)
         if tc.openmp_note:
