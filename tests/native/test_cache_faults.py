@@ -43,7 +43,6 @@ def _fn(v):
 
 
 X = np.linspace(-2, 2, 7).astype(np.float32)
-WANT = np.tanh(X * 3) + 1
 
 
 def _run_fresh(x=X) -> int:
