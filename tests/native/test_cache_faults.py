@@ -4,7 +4,7 @@ Every test uses its own cache directory and checks results against NumPy. Faults
 broken entries (truncated, corrupt, unsealed, empty, a directory in place, a sealed
 object that does not load), unusable cache directories (a file in place, an unusable
 HOME, read-only, full, missing), real read-only and full filesystems (tmpfs in a private
-mount namespace, where the machine allows one), a full temporary directory, a compiler
+mount namespace, where the machine allows one; also noexec), a full temporary directory, a compiler
 that fails for lack of space or on the code, a compiler without OpenMP, no compiler,
 SIGINT during a compile, a writer/reader race across processes, and two processes of
 eight threads compiling the same and different programs at once.
@@ -458,18 +458,23 @@ _FALLBACK_CHECK = """
 """
 
 
-def test_real_read_only_and_full_cache_dirs_and_a_full_tmpdir(tmp_path):
+def test_real_read_only_noexec_and_full_cache_dirs_and_a_full_tmpdir(tmp_path):
     pre = _namespace_prefix()
     if pre is None:
         pytest.skip("no private mount namespace here (needs unshare and mount rights); the "
                     "simulated read-only and full cases above still ran")
-    ro, full, tmp = tmp_path / "ro", tmp_path / "full", tmp_path / "tmp"
-    for d in (ro, full, tmp):
+    ro, full, tmp, nx = tmp_path / "ro", tmp_path / "full", tmp_path / "tmp", tmp_path / "nx"
+    for d in (ro, full, tmp, nx):
         d.mkdir()
     fill = "head -c {n} /dev/zero > {d}/fill 2>/dev/null; true"
     r = _in_namespace(pre, f"mount -t tmpfs -o ro,size=1m tmpfs {ro}", _FALLBACK_CHECK, str(ro))
     assert r.returncode == 0, r.stderr[-3000:]
     assert "Read-only file system" in r.stdout, r.stdout
+    # objects built on a noexec mount do not load: built again in a temporary directory
+    r = _in_namespace(pre, f"mount -t tmpfs -o noexec,size=4m tmpfs {nx}", _FALLBACK_CHECK,
+                      str(nx))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "failed to map segment" in r.stdout, r.stdout
     mounts = f"mount -t tmpfs -o size=64k tmpfs {full} && " + fill.format(n=1 << 20, d=full)
     r = _in_namespace(pre, mounts, _FALLBACK_CHECK, str(full))
     assert r.returncode == 0, r.stderr[-3000:]
