@@ -3,11 +3,11 @@
 Every test uses its own cache directory and checks results against NumPy. Faults:
 broken entries (truncated, corrupt, unsealed, empty, a directory in place, a sealed
 object that does not load), unusable cache directories (a file in place, an unusable
-HOME, read-only, full, missing), real read-only and full filesystems (tmpfs in a private
-mount namespace, where the machine allows one; also noexec), a full temporary directory, a compiler
-that fails for lack of space or on the code, a compiler without OpenMP, no compiler,
-SIGINT during a compile, a writer/reader race across processes, and two processes of
-eight threads compiling the same and different programs at once.
+HOME, read-only, full, missing), real read-only, noexec and full filesystems (tmpfs in a
+private mount namespace, where the machine allows one), a full temporary directory, a
+compiler that fails for lack of space or on the code, a compiler without OpenMP, no
+compiler, SIGINT during a compile, a writer/reader race across processes, and two
+processes of eight threads compiling the same and different programs at once.
 """
 from __future__ import annotations
 
