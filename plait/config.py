@@ -6,7 +6,10 @@ compile with the reason for the cache miss), ``PLAIT_CHECKS`` (type-check every
 graph and verify every pass), ``PLAIT_DUMP_DIR`` (write every stage to files),
 ``PLAIT_PROFILE`` (native kernels time each block; see ``profile_blocks``),
 ``PLAIT_MAX_CACHE_ENTRIES`` (entries each in-process cache of compiled code keeps,
-least recently used evicted first; default 512).
+least recently used evicted first; default 512),
+``PLAIT_CACHE_DIR`` (where compiled kernels are kept; default
+``$XDG_CACHE_HOME/plait`` or ``~/.cache/plait``), ``PLAIT_KERNEL_CACHE_SIZE`` (how many
+loaded kernel libraries the in-memory index keeps, least recently used dropped first).
 """
 from __future__ import annotations
 
@@ -37,6 +40,9 @@ class Config:
         self.dump_dir: str | None = os.environ.get("PLAIT_DUMP_DIR") or None
         self.profile: bool = _flag("PLAIT_PROFILE")   # native kernels time their blocks
         self.max_cache_entries: int = _int("PLAIT_MAX_CACHE_ENTRIES", 512)   # see plait.lru
+        # None: $PLAIT_CACHE_DIR, read at each compile, else the XDG/home default
+        self.cache_dir: str | None = None
+        self.kernel_cache_size: int = _int("PLAIT_KERNEL_CACHE_SIZE", 256)
 
     def resolved_backend(self) -> str:
         """The backend ``jit`` uses: ``auto`` becomes ``native`` or ``interp``."""

@@ -66,7 +66,13 @@ def decode_status(status: int) -> tuple[int, int]:
 # scalars of these dtypes are computed in a wider type
 COMPUTE_TYPES = dict(C_TYPES, f16="float")
 
+# _POSIX_C_SOURCE first: clock_gettime needs it under -std=c11 (with -fopenmp, -pthread
+# implied an older value), and it equals what CPython's pyconfig.h defines, so including
+# Python.h after the prelude redefines nothing.
 PRELUDE = r"""
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -28,15 +28,13 @@ from plait.backends.native.target import host_target
 class NativeExecutable:
     """Runs native kernels (ctypes calls into one shared object) and host steps in order."""
 
-    def __init__(self, prepared: "Prepared", lib_path: str | None, module: str | None):
+    def __init__(self, prepared: "Prepared", loaded: "tuple | None"):
         self.prepared = prepared
         closed, steps, stripe = prepared.closed, prepared.steps, prepared.stripe
         g = closed.graph
         self.closed = closed
-        if lib_path:
-            _openmp_defaults()
-        self.lib = ctypes.CDLL(lib_path) if lib_path else None
-        self.pymod = _load_module(module, lib_path) if module and lib_path else None
+        # (ctypes library, extension module or None) of the program's shared object
+        self.lib, self.pymod = loaded if loaded is not None else (None, None)
         slot: dict = {}
         for v in g.constvars + g.invars:
             slot[v] = len(slot)
@@ -282,8 +280,10 @@ class Prepared:
                 with open(os.path.join(dump, fname), "w") as f:
                     f.write(self.as_text(stage))
 
-    def executable(self, lib: str, module: str | None = None) -> NativeExecutable:
-        return NativeExecutable(self, lib, module)
+    def executable(self, loaded: "tuple | None") -> NativeExecutable:
+        """The executable over ``loaded``, the program's ``(library, module)`` (None when
+        the program has no kernels)."""
+        return NativeExecutable(self, loaded)
 
     def as_text(self, stage: str = "c") -> str:
         """``c`` (generated source), ``kernels`` (partition), ``stripe``/``stripe-opt``, ``tile``."""
@@ -341,7 +341,7 @@ def compile_native(closed: ClosedGraph) -> NativeExecutable:
     tc = require_toolchain()
     t0 = time.perf_counter()
     prep = Prepared(closed)
-    lib = module = None
+    loaded = None
     if prep.stripe:
         # the key covers the module wrapper too (its name, which is the key, left out)
         wrapper = module_source(_MODULE_NAME, {
@@ -349,13 +349,14 @@ def compile_native(closed: ClosedGraph) -> NativeExecutable:
             if isinstance(st, (KernelStep, CallStep))}, prep.entry) if tc.python_include else ""
         key = kernel_cache.entry_key(prep.source, wrapper, tc.identity(),
                                      ",".join(sorted(cpu_info().flags)))
-        full = prep.source
+        full, module = prep.source, None
         if wrapper:
             module = f"plait_k_{key}"
             full += "\n\n" + wrapper.replace(_MODULE_NAME, module)
-        lib = kernel_cache.get_or_build(key, lambda out: build_shared_object(full, out, tc))
+        loaded = kernel_cache.load(key, lambda out: build_shared_object(full, out, tc),
+                                   lambda path: _open_library(path, module))
     metrics.bump("native_compile_s", time.perf_counter() - t0)
-    return prep.executable(lib, module)
+    return prep.executable(loaded)
 
 
 _ADVICE = ("Free memory or raise the process's memory limit (ulimit -v, RLIMIT_AS), use "
@@ -411,18 +412,23 @@ def _run_subgraph(graph, args) -> list:
     return exe(*[np.asarray(a) for a in args])
 
 
-def _load_module(name: str, path: str):
-    """Import the kernels' extension module from the cached shared object."""
+def _open_library(path: str, module: str | None) -> tuple:
+    """``(ctypes library, extension module or None)`` of a cached shared object (raises
+    OSError or ImportError when it does not load; the kernel cache then rebuilds it)."""
     _openmp_defaults()
+    lib = ctypes.CDLL(path)
+    return lib, (_load_module(module, path) if module else None)
+
+
+def _load_module(name: str, path: str):
+    """Import the kernels' extension module from the cached shared object (kept in the
+    kernel cache's bounded index; CPython's own ``sys.modules`` entry is dropped)."""
     import importlib.machinery
     import importlib.util
     import sys
-    mod = sys.modules.get(name)
-    if mod is not None:
-        return mod
     loader = importlib.machinery.ExtensionFileLoader(name, path)
     spec = importlib.util.spec_from_file_location(name, path, loader=loader)
     mod = importlib.util.module_from_spec(spec)
     loader.exec_module(mod)
-    sys.modules[name] = mod
+    sys.modules.pop(name, None)
     return mod

@@ -200,13 +200,13 @@ def _load_runtime():
     tc = require_toolchain()
     key = kernel_cache.entry_key(RUNTIME_SOURCE, tc.identity(), "runtime")
     try:
-        path = kernel_cache.get_or_build(
-            key, lambda out: build_shared_object(RUNTIME_SOURCE, out, tc, ("-pthread",)))
+        lib = kernel_cache.load(
+            key, lambda out: build_shared_object(RUNTIME_SOURCE, out, tc, ("-pthread",)),
+            ctypes.CDLL)
     except CompileError as e:
         warnings.warn(f"plait: the asynchronous launch runtime could not be built, so "
                       f"lazy steps run synchronously: {e}", RuntimeWarning, stacklevel=2)
         return None
-    lib = ctypes.CDLL(path)
     lib.plait_rt_submit.restype = ctypes.c_int64
     lib.plait_rt_submit.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                                     ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]
