@@ -118,3 +118,6 @@ from plait.numpy.index_tricks import (unravel_index, ravel_multi_index, indices,
                                       diag_indices, diag_indices_from, tril_indices,
                                       triu_indices, tril_indices_from, triu_indices_from,
                                       choose, select, compress, extract, isin)
+from plait.numpy.mathfuncs import frexp, gcd, lcm, spacing, i0, real_if_close  # noqa: E402
+from plait.numpy.signal import (convolve, correlate, interp, unwrap, gradient,  # noqa: E402
+                                trapezoid)
