@@ -121,3 +121,6 @@ from plait.numpy.index_tricks import (unravel_index, ravel_multi_index, indices,
 from plait.numpy.mathfuncs import frexp, gcd, lcm, spacing, i0, real_if_close  # noqa: E402
 from plait.numpy.signal import (convolve, correlate, interp, unwrap, gradient,  # noqa: E402
                                 trapezoid)
+from plait.numpy.setops import union1d, intersect1d, setdiff1d, setxor1d  # noqa: E402
+from plait.numpy.editing import (delete, insert, put, place, putmask,  # noqa: E402
+                                 fill_diagonal, trim_zeros, block, row_stack)
