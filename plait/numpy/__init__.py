@@ -124,3 +124,5 @@ from plait.numpy.signal import (convolve, correlate, interp, unwrap, gradient,  
 from plait.numpy.setops import union1d, intersect1d, setdiff1d, setxor1d  # noqa: E402
 from plait.numpy.editing import (delete, insert, put, place, putmask,  # noqa: E402
                                  fill_diagonal, trim_zeros, block, row_stack)
+from plait.numpy.polynomial import (vander, polyval, polyadd, polysub, polymul,  # noqa: E402
+                                    polyder, polyint, polydiv, poly, roots, polyfit)
