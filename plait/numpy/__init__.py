@@ -126,3 +126,5 @@ from plait.numpy.editing import (delete, insert, put, place, putmask,  # noqa: E
                                  fill_diagonal, trim_zeros, block, row_stack)
 from plait.numpy.polynomial import (vander, polyval, polyadd, polysub, polymul,  # noqa: E402
                                     polyder, polyint, polydiv, poly, roots, polyfit)
+from plait.numpy.windows import bartlett, blackman, hamming, hanning, kaiser  # noqa: E402
+from plait.numpy.index_grids import mgrid, ogrid, r_, c_, geomspace  # noqa: E402
