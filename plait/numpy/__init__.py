@@ -128,3 +128,6 @@ from plait.numpy.polynomial import (vander, polyval, polyadd, polysub, polymul, 
                                     polyder, polyint, polydiv, poly, roots, polyfit)
 from plait.numpy.windows import bartlett, blackman, hamming, hanning, kaiser  # noqa: E402
 from plait.numpy.index_grids import mgrid, ogrid, r_, c_, geomspace  # noqa: E402
+from plait.numpy.nanstats import (nanquantile, nanpercentile, nanmedian,  # noqa: E402,F811
+                                  quantile, percentile)
+from plait.numpy.covariance import cov, corrcoef  # noqa: E402
