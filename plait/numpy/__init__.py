@@ -131,3 +131,5 @@ from plait.numpy.index_grids import mgrid, ogrid, r_, c_, geomspace  # noqa: E40
 from plait.numpy.nanstats import (nanquantile, nanpercentile, nanmedian,  # noqa: E402,F811
                                   quantile, percentile)
 from plait.numpy.covariance import cov, corrcoef  # noqa: E402
+from plait.numpy.functional import (apply_along_axis, apply_over_axes,  # noqa: E402
+                                    vectorize, piecewise)
