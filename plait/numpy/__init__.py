@@ -133,3 +133,4 @@ from plait.numpy.nanstats import (nanquantile, nanpercentile, nanmedian,  # noqa
 from plait.numpy.covariance import cov, corrcoef  # noqa: E402
 from plait.numpy.functional import (apply_along_axis, apply_over_axes,  # noqa: E402
                                     vectorize, piecewise)
+from plait.numpy.histograms import histogram2d, histogramdd  # noqa: E402
