@@ -134,3 +134,5 @@ from plait.numpy.covariance import cov, corrcoef  # noqa: E402
 from plait.numpy.functional import (apply_along_axis, apply_over_axes,  # noqa: E402
                                     vectorize, piecewise)
 from plait.numpy.histograms import histogram2d, histogramdd  # noqa: E402
+from plait.numpy.bits import packbits, unpackbits  # noqa: E402
+from plait.numpy.fromdata import fromiter, frombuffer, fromstring  # noqa: E402
