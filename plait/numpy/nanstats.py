@@ -49,9 +49,11 @@ def _at(srt, idx):
                        (get_aval(idx).ndim,))
 
 
-def _lerp(a, b, t):
-    """NumPy's ``_lerp`` with a traced ``t`` (exact at both ends)."""
-    diff = uf.subtract(b, a)
+def _lerp(a, b, t, out_dt):
+    """NumPy's ``_lerp`` with a traced ``t`` (exact at both ends); the difference is
+    taken in the data dtype, the rest in ``out_dt``."""
+    diff = _promote.cast(uf.subtract(b, a), out_dt)
+    a, b = _promote.cast(a, out_dt), _promote.cast(b, out_dt)
     return uf.where(uf.greater_equal(t, 0.5), uf.subtract(b, uf.multiply(diff, uf.subtract(1, t))),
                     uf.add(a, uf.multiply(diff, t)))
 
@@ -68,10 +70,8 @@ def nanquantile(a, q, axis=None, out=None, overwrite_input: bool = False,
                               f"supports {', '.join(_METHODS)}")
     qa = _stats._static_q(q, "nanquantile")
     x, av, axes, flat, rest = _prepare(a, axis, "nanquantile")
-    if not dtypes.is_inexact(av.dtype):
-        return _stats.quantile(a, q, axis, method=method, keepdims=keepdims)
-    dt = av.dtype
     interpolates = method in ("linear", "midpoint")
+    dt = av.dtype if dtypes.is_inexact(av.dtype) or not interpolates else dtypes.float64
     out_dt = dt if isinstance(q, (int, float)) or not interpolates else \
         np.promote_types(dt, dtypes.float64)
     n = get_aval(flat).shape[-1]
@@ -93,14 +93,15 @@ def nanquantile(a, q, axis=None, out=None, overwrite_input: bool = False,
         elif method == "nearest":
             r = _at(srt, _promote.cast(uf.rint(v), dtypes.int64))
         else:
-            a0 = _promote.cast(_at(srt, lo_i), out_dt)
-            b0 = _promote.cast(_at(srt, hi_i), out_dt)
+            a0 = _promote.cast(_at(srt, lo_i), dt)
+            b0 = _promote.cast(_at(srt, hi_i), dt)
             if method == "midpoint":
                 t = uf.where(uf.equal(hi_i, lo_i), 0.0, 0.5)
             else:
                 t = uf.subtract(v, lo)
-            r = _lerp(a0, b0, _promote.cast(t, out_dt))
-        r = uf.where(uf.equal(count, 0), np.nan, _promote.cast(r, out_dt))
+            r = _lerp(a0, b0, _promote.cast(t, out_dt), out_dt)
+        if dtypes.is_inexact(av.dtype):
+            r = uf.where(uf.equal(count, 0), np.nan, _promote.cast(r, out_dt))
         outs.append(_promote.cast(r, out_dt))
     res = outs[0] if qa.ndim == 0 else sh.stack(outs)
     return _keep(res, av, axes, tuple(qa.shape), keepdims)

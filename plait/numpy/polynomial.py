@@ -7,11 +7,12 @@ not offer ``full=True``/``cov=True`` (those need a singular value decomposition,
 which plait lacks). ``roots`` and ``poly`` of a matrix need an eigenvalue solver,
 which plait lacks: they raise a plait error saying so.
 
-Value-dependent results: NumPy's ``polydiv`` strips leading near-zero remainder
+Value-dependent results: NumPy's ``polymul`` drops leading zero coefficients of its
+inputs, its ``polydiv`` strips leading near-zero remainder
 coefficients and ``poly`` returns a real array when complex roots come in
 conjugate pairs. Eagerly both behave as in NumPy; under ``jit`` ``polydiv``
 returns the remainder with ``len(v) - 1`` coefficients (leading ones may be
-zero) and ``poly`` keeps complex input complex.
+zero), ``polymul`` keeps leading zeros (the product has them too) and ``poly`` keeps complex input complex.
 """
 from __future__ import annotations
 
@@ -102,9 +103,21 @@ def polysub(a1, a2):
     return uf.subtract(_pad_front(a, n), _pad_front(b, n))
 
 
+def _strip_leading_zeros(p):
+    """NumPy's ``poly1d`` view of coefficients: leading zeros dropped (eagerly; under jit
+    the coefficients are kept as given, see the module docstring)."""
+    if isinstance(p, Tracer):
+        return p
+    v = concrete_value(p)
+    nz = np.nonzero(v)[0]
+    start = int(nz[0]) if nz.size else max(v.shape[0] - 1, 0)
+    return lax.slice(p, (start,), (v.shape[0],)) if v.shape[0] else p
+
+
 def polymul(a1, a2):
-    """Product of two polynomials."""
-    return convolve(_coeffs(a1, "polymul"), _coeffs(a2, "polymul"))
+    """Product of two polynomials (leading zero coefficients dropped, as NumPy does)."""
+    return convolve(_strip_leading_zeros(_coeffs(a1, "polymul")),
+                    _strip_leading_zeros(_coeffs(a2, "polymul")))
 
 
 def polyder(p, m: int = 1):

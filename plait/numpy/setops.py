@@ -125,7 +125,7 @@ def setdiff1d(ar1, ar2, assume_unique: bool = False, *, size: int | None = None,
               fill_value=None):
     """Unique values of ``ar1`` not in ``ar2`` (sorted; with ``assume_unique`` the
     values of ``ar1`` keep their order, as in NumPy)."""
-    a, b = _flat_pair(ar1, ar2, "setdiff1d")
+    a, b = _flat(ar1, "setdiff1d"), _flat(ar2, "setdiff1d")   # NumPy keeps ar1's dtype
     if assume_unique:
         s, keep = a, _promote.wrap(np.ones((get_aval(a).shape[0],), bool))
     else:

@@ -78,7 +78,9 @@ def correlate(a, v, mode: str = "valid"):
     """Cross-correlation ``c[k] = sum_n a[n + k] * conj(v[n])`` of two 1-D sequences."""
     a = _vector(a, "correlate", "a")
     v = _vector(v, "correlate", "v")
-    full = convolve(a, sh.flip(uf.conjugate(v)), "full")
+    if dtypes.is_complex(get_aval(v).dtype):
+        v = uf.conjugate(v)
+    full = convolve(a, sh.flip(v), "full")
     n, m = get_aval(a).shape[0], get_aval(v).shape[0]
     return _mode_slice(full, n, m, mode, flipped=n < m)
 
@@ -157,12 +159,12 @@ def unwrap(p, discont=None, axis: int = -1, *, period=2 * math.pi):
     correct = uf.subtract(ddmod, dd)
     correct = uf.where(uf.less(uf.absolute(dd), discont), 0, correct)
     n = get_aval(pv).shape[axis]
+    dt = np.result_type(get_aval(dd).dtype, period)   # NumPy's: the corrections are cast back
     if n == 0:
-        return _promote.cast(pv, get_aval(correct).dtype)
+        return _promote.cast(pv, dt)
     head = _slice(pv, axis, 0, 1)
     tail = uf.add(_slice(pv, axis, 1, n), red.cumsum(correct, axis=axis))
-    dt = get_aval(tail).dtype
-    return sh.concatenate([_promote.cast(head, dt), tail], axis=axis)
+    return sh.concatenate([_promote.cast(head, dt), _promote.cast(tail, dt)], axis=axis)
 
 
 def _slice(x, axis: int, start: int, stop: int):
