@@ -137,4 +137,4 @@ from plait.numpy.histograms import histogram2d, histogramdd  # noqa: E402
 from plait.numpy.bits import packbits, unpackbits  # noqa: E402
 from plait.numpy.fromdata import fromiter, frombuffer, fromstring  # noqa: E402
 from plait.numpy.pad_modes import pad  # noqa: E402,F811
-from plait.numpy.cross import cross  # noqa: E402
+from plait.numpy.vector_ops import cross  # noqa: E402

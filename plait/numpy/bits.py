@@ -10,7 +10,6 @@ from plait.errors import PlaitTypeError, PlaitValueError
 from plait.numpy import _promote
 from plait.numpy import ufuncs as uf
 from plait.numpy import reductions as red
-from plait.numpy import shapes as sh
 
 
 def _bit_weights(bitorder: str, name: str) -> np.ndarray:

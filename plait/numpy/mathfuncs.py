@@ -115,8 +115,8 @@ def spacing(x, /):
 
 
 # Asymptotic series of exp(-x) sqrt(2 pi x) I0(x): sum_k prod_{j<=k} (2j-1)^2 / (k! (8x)^k)
-_ASYM_TERMS = 18
-_SERIES_TERMS = 60
+_ASYM_TERMS = 26
+_SERIES_TERMS = 36
 _SWITCH = 20.0
 
 

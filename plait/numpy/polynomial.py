@@ -10,9 +10,10 @@ which plait lacks: they raise a plait error saying so.
 Value-dependent results: NumPy's ``polymul`` drops leading zero coefficients of its
 inputs, its ``polydiv`` strips leading near-zero remainder
 coefficients and ``poly`` returns a real array when complex roots come in
-conjugate pairs. Eagerly both behave as in NumPy; under ``jit`` ``polydiv``
+conjugate pairs. Eagerly all three behave as in NumPy; under ``jit`` ``polydiv``
 returns the remainder with ``len(v) - 1`` coefficients (leading ones may be
-zero), ``polymul`` keeps leading zeros (the product has them too) and ``poly`` keeps complex input complex.
+zero), ``polymul`` keeps leading zeros (the product has them too) and ``poly``
+keeps complex input complex.
 """
 from __future__ import annotations
 

@@ -241,7 +241,8 @@ def _gradient_axis(f, h, axis: int, edge_order: int):
         last = uf.divide(uf.subtract(s(n - 1, n), s(n - 2, n - 1)), dx[-1])
     else:
         d1, d2 = dx[0], dx[1]
-        a0 = uf.divide(uf.negative(uf.add(uf.multiply(2.0, d1), d2)), uf.multiply(d1, uf.add(d1, d2)))
+        a0 = uf.divide(uf.negative(uf.add(uf.multiply(2.0, d1), d2)),
+                       uf.multiply(d1, uf.add(d1, d2)))
         b0 = uf.divide(uf.add(d1, d2), uf.multiply(d1, d2))
         c0 = uf.divide(uf.negative(d1), uf.multiply(d2, uf.add(d1, d2)))
         first = uf.add(uf.add(uf.multiply(a0, s(0, 1)), uf.multiply(b0, s(1, 2))),
