@@ -27,6 +27,7 @@ from plait.core.pytree import tree_flatten, tree_unflatten, leaf_paths, TreeDef
 from plait.core.staging import trace_to_graph
 from plait.core.trace import Tracer, get_aval, concrete_value
 from plait.errors import StaticArgumentError, PlaitTypeError
+from plait.lru import LRUCache
 from plait.runtime import metrics
 from plait.runtime.array import Array
 
@@ -53,7 +54,7 @@ def leaf_aval(x, path: str, fname: str) -> ShapedArray:
 
 
 class _Entry:
-    __slots__ = ("closed", "out_tree", "executable", "call_graph", "out_weak", "single")
+    __slots__ = ("closed", "out_tree", "executable", "call_graph", "out_weak", "single", "key")
 
     def __init__(self, closed: ClosedGraph, out_tree: TreeDef):
         self.closed = closed
@@ -83,7 +84,7 @@ class Jitted:
         self._method_jit: "Jitted | None" = None
         self._flat_trees: dict[int, TreeDef] = {}
         self._fast: dict[tuple, _Entry] = {}   # avals of positional arrays -> compiled entry
-        self._cache: dict = {}
+        self._cache = LRUCache(on_evict=self._evicted)   # signature -> _Entry (bounded)
         self._name = _fun_name(fun)
         try:
             self._sig = inspect.signature(fun)
@@ -240,10 +241,16 @@ class Jitted:
             return f"static arguments changed from {best[2]} to {key[2]}"
         return "cache miss"
 
+    def _evicted(self, key, entry: _Entry) -> None:
+        """The signature cache dropped ``entry``: so does the fast path."""
+        for k in [k for k, e in list(self._fast.items()) if e is entry]:
+            self._fast.pop(k, None)
+
     def _entry(self, avals, in_tree, static_info, key) -> _Entry:
         entry = self._cache.get(key)
         if entry is None:
             entry = self._trace(avals, in_tree, static_info, key)
+            entry.key = key
             self._cache[key] = entry
         else:
             metrics.bump("cache_hits")
@@ -272,6 +279,7 @@ class Jitted:
                 entry = None
             if entry is not None:
                 metrics.bump("cache_hits")
+                self._cache.touch(entry.key)
                 outs = entry.executable(*[concrete_value(a) for a in args])
                 if entry.single:
                     return Array(outs[0], entry.out_weak[0])

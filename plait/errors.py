@@ -103,3 +103,8 @@ class StaticArgumentError(PlaitError, ValueError):
 
 class ControlFlowError(PlaitError, TypeError):
     """Branches or loop bodies whose types do not match."""
+
+
+class PlaitMemoryError(PlaitError, MemoryError):
+    """A native kernel's temporary, an intermediate or an output buffer could not be
+    allocated (the message names the step and the size)."""

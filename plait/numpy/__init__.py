@@ -52,7 +52,7 @@ if _dtypes.bfloat16 is not None:  # pragma: no cover - needs ml_dtypes
     bfloat16 = _dtypes.bfloat16.type
 
 from numpy import (dtype, generic, number, integer, signedinteger, unsignedinteger,  # noqa: E402
-                   inexact, floating, complexfloating, issubdtype, isdtype)
+                   inexact, floating, complexfloating, issubdtype)
 
 pi = _math.pi
 e = _math.e
@@ -118,6 +118,8 @@ from plait.numpy.index_tricks import (unravel_index, ravel_multi_index, indices,
                                       diag_indices, diag_indices_from, tril_indices,
                                       triu_indices, tril_indices_from, triu_indices_from,
                                       choose, select, compress, extract, isin)
+from plait.numpy.array_api import (__array_api_version__, __array_namespace_info__,  # noqa: E402
+                                   isdtype, from_dlpack)
 from plait.numpy.mathfuncs import frexp, gcd, lcm, spacing, i0, real_if_close  # noqa: E402
 from plait.numpy.signal import (convolve, correlate, interp, unwrap, gradient,  # noqa: E402
                                 trapezoid)

@@ -7,6 +7,7 @@ Sizes are static Python ints. Arrays made from shapes (``zeros``, ``arange``,
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable
 
@@ -16,6 +17,7 @@ from plait import lax
 from plait.core import dtypes
 from plait.core.trace import Tracer, get_aval
 from plait.errors import PlaitTypeError, PlaitValueError
+from plait.numpy.array_api import place
 from plait.numpy._promote import (arg, asarray_strong, cast, is_array, is_python_scalar,
                                   scalar_array, static_int, static_shape, broadcast_to_shape,
                                   result_type_of, normalize_axis)
@@ -61,7 +63,22 @@ def array(object, dtype=None, *, copy: bool = True, order: str = "K", ndmin: int
     return x
 
 
-def asarray(a, dtype=None, order: str | None = None, *, copy: bool | None = None):
+def _on_device(fn):
+    """Let ``fn``'s ``device=`` keyword place its result (``plait.devices()``, ``"cpu"``,
+    ``"lazy"``); None keeps the default device."""
+    @functools.wraps(fn)
+    def placed(*args, device=None, **kwargs):
+        out = fn(*args, **kwargs)
+        if device is None:
+            return out
+        if isinstance(out, tuple):          # linspace(..., retstep=True)
+            return (place(out[0], device, fn.__name__),) + out[1:]
+        return place(out, device, fn.__name__)
+    return placed
+
+
+@_on_device
+def asarray(a, dtype=None, order: str | None = None, *, device=None, copy: bool | None = None):
     """Convert ``a`` to an array (no copy for plait arrays of the right dtype)."""
     return array(a, dtype)
 
@@ -83,11 +100,13 @@ def _filled(shape, value, dt):
     return broadcast_to_shape(v, s)
 
 
+@_on_device
 def zeros(shape, dtype=None, order: str = "C", *, device=None):
     """Array of ``shape`` filled with zeros (float64 by default)."""
     return _filled(shape, 0, _dt(dtype))
 
 
+@_on_device
 def ones(shape, dtype=None, order: str = "C", *, device=None):
     """Array of ``shape`` filled with ones (float64 by default)."""
     return _filled(shape, 1, _dt(dtype))
@@ -96,6 +115,7 @@ def ones(shape, dtype=None, order: str = "C", *, device=None):
 empty = zeros
 
 
+@_on_device
 def full(shape, fill_value, dtype=None, order: str = "C", *, device=None):
     """Array of ``shape`` filled with ``fill_value`` (whose dtype is the default)."""
     v = asarray_strong(fill_value, name="full")
@@ -108,12 +128,14 @@ def _like(a, dtype, shape):
     return s, (get_aval(x).dtype if dtype is None else dtypes.canonical_dtype(dtype))
 
 
+@_on_device
 def zeros_like(a, dtype=None, order: str = "K", subok: bool = True, shape=None, *, device=None):
     """Zeros with the shape and dtype of ``a``."""
     s, dt = _like(a, dtype, shape)
     return _filled(s, 0, dt)
 
 
+@_on_device
 def ones_like(a, dtype=None, order: str = "K", subok: bool = True, shape=None, *, device=None):
     """Ones with the shape and dtype of ``a``."""
     s, dt = _like(a, dtype, shape)
@@ -123,6 +145,7 @@ def ones_like(a, dtype=None, order: str = "K", subok: bool = True, shape=None, *
 empty_like = zeros_like
 
 
+@_on_device
 def full_like(a, fill_value, dtype=None, order: str = "K", subok: bool = True, shape=None, *,
               device=None):
     """``fill_value`` with the shape and dtype of ``a``."""
@@ -140,6 +163,7 @@ def _static_number(x, name: str):
     return x
 
 
+@_on_device
 def arange(start, stop=None, step=None, dtype=None, *, device=None):
     """Evenly spaced values in ``[start, stop)`` (static arguments)."""
     start, stop, step = (_static_number(v, "arange") for v in (start, stop, step))
@@ -173,6 +197,7 @@ def _py(v):
     return complex(v) if isinstance(v, complex) or np.iscomplexobj(v) else float(v)
 
 
+@_on_device
 def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False,
              dtype=None, axis: int = 0, *, device=None):
     """``num`` evenly spaced samples over ``[start, stop]`` (NumPy's algorithm)."""
@@ -235,6 +260,7 @@ def _tri_mask(n: int, m: int, k: int):
     return lax.le(j, lax.add(i, k) if k else i)
 
 
+@_on_device
 def eye(N: int, M: int | None = None, k: int = 0, dtype=float, order: str = "C", *,
         device=None):
     """2-D array with ones on the ``k``-th diagonal."""
@@ -246,6 +272,7 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype=float, order: str = "C",
     return cast(lax.eq(j, lax.add(i, k) if k else i), _dt(dtype))
 
 
+@_on_device
 def identity(n: int, dtype=None, *, device=None):
     """The ``n x n`` identity matrix."""
     return eye(n, dtype=_dt(dtype))

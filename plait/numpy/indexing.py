@@ -387,7 +387,7 @@ def _along_axis_index(x, i, axis, name: str):
     return x, tuple(idx)
 
 
-def take_along_axis(arr, indices, axis: int | None, mode: str | None = None,
+def take_along_axis(arr, indices, axis: int | None = -1, mode: str | None = None,
                     fill_value=None):
     """``arr`` indexed by ``indices`` along ``axis`` with matching other dimensions
     (``numpy.take_along_axis``; ``axis=None`` works on the flattened array)."""

@@ -19,7 +19,7 @@ from plait.core.trace import get_aval
 from plait.errors import PlaitTypeError, PlaitValueError
 from plait.numpy._promote import (arg, asarray_strong, cast, broadcast_to_shape, scalar_array,
                                   static_axes, normalize_axis, is_python_scalar)
-from plait.numpy import ufuncs as uf
+from plait.numpy import ufuncs as uf, _complex_order
 
 
 def _x(a, name):
@@ -118,7 +118,7 @@ def _mean_dtypes(dt: np.dtype, dtype):
 
 
 def _div_count(total, n, dt):
-    if isinstance(n, int):
+    if isinstance(n, (int, float)):
         return lax.div(total, scalar_array(n, dt) if get_aval(total).shape == () else
                        broadcast_to_shape(scalar_array(n, dt), get_aval(total).shape))
     return lax.div(total, cast(n, dt))
@@ -166,8 +166,8 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *, w
     if isinstance(n, int):
         v = _div_count(total, builtins.max(n - ddof, 0), rdt)
     else:
-        dd = cast(arg(ddof), dtypes.int64)
-        v = lax.div(total, cast(uf.maximum(uf.subtract(n, dd), 0), rdt))
+        dd = cast(arg(ddof), rdt)
+        v = lax.div(total, uf.maximum(uf.subtract(cast(n, rdt), dd), 0))
     return _keep(cast(v, dtypes.real_dtype(res)), s, axes, keepdims)
 
 
@@ -181,9 +181,6 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *, w
 def _extreme(a, axis, keepdims, initial, where, name, reducer, np_name, lowest: bool):
     x = _x(a, name)
     av = get_aval(x)
-    if dtypes.is_complex(av.dtype):
-        raise PlaitTypeError(f"{name}: complex arrays are not supported (no total order "
-                             f"primitive yet)")
     s = av.shape
     axes = static_axes(axis, len(s), name)
     if initial is None and builtins.any(s[i] == 0 for i in axes) or (initial is None and not axes and
@@ -195,7 +192,15 @@ def _extreme(a, axis, keepdims, initial, where, name, reducer, np_name, lowest: 
             raise PlaitValueError(f"reduction operation '{np_name}' does not have an identity, "
                                   f"so to use a where mask one has to specify 'initial'")
         ident = _identity_extreme(av.dtype, lowest)
-        x = _apply_where(x, where, ident)
+        if dtypes.is_complex(av.dtype):      # masked-out elements act as `initial`
+            x = lax.select(_mask(where, s), x, broadcast_to_shape(
+                lax.reshape(cast(arg(initial), av.dtype), ()), s))
+        else:
+            x = _apply_where(x, where, ident)
+    if dtypes.is_complex(av.dtype):
+        init = None if initial is None else lax.reshape(cast(arg(initial), av.dtype), ())
+        y = _complex_order.extreme(x, axes, lowest, init) if axes else x
+        return _keep(y, s, axes, keepdims)
     y = reducer(x, axes)
     if initial is not None:
         y = cast((uf.maximum if lowest else uf.minimum)(y, cast(arg(initial), av.dtype)),
@@ -237,8 +242,9 @@ def ptp(a, axis=None, out=None, keepdims: bool = False):
 def _arg(a, axis, keepdims, name, fn):
     x = _x(a, name)
     s = get_aval(x).shape
-    if dtypes.is_complex(get_aval(x).dtype):
-        raise PlaitTypeError(f"{name}: complex arrays are not supported")
+    if dtypes.is_complex(get_aval(x).dtype):        # NumPy's lexicographic order
+        largest = name == "argmax"
+        fn = lambda v, ax: _complex_order.arg_extreme(v, ax, largest)  # noqa: E731
     if axis is None:
         if get_aval(x).size == 0:
             raise PlaitValueError(f"attempt to get {name} of an empty sequence")

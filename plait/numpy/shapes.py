@@ -17,8 +17,9 @@ from plait.core import dtypes
 from plait.core.trace import Tracer, get_aval
 from plait.errors import PlaitTypeError, PlaitValueError, PlaitIndexError
 from plait.numpy._promote import (arg, asarray_strong, broadcast_shapes as _bshapes,
-                                  broadcast_to_shape, cast, is_python_scalar, normalize_axis,
-                                  result_type_of, static_int, static_shape, static_axes)
+                                  broadcast_to_shape, cast, is_array, is_python_scalar,
+                                  normalize_axis, result_type_of, static_int, static_shape,
+                                  static_axes, wrap)
 from plait.numpy._basic_index import slice_axis
 
 
@@ -98,8 +99,13 @@ def finfo(dtype):
 
 
 def astype(x, dtype, /, *, copy: bool = True, device=None):
-    """``x`` converted to ``dtype`` (NumPy's casting: float to bool is ``x != 0``)."""
-    return cast(_arr(x, "astype"), dtypes.canonical_dtype(dtype), False)
+    """``x`` converted to ``dtype`` (NumPy's casting: float to bool is ``x != 0``), on
+    ``device`` when given."""
+    y = cast(_arr(x, "astype"), dtypes.canonical_dtype(dtype), False)
+    if device is None:
+        return y
+    from plait.numpy.array_api import place
+    return place(y, device, "astype")
 
 
 # --- reshaping ------------------------------------------------------------------------
@@ -450,31 +456,70 @@ def take_static(x, idx: Sequence[int], axis: int):
     return pieces[0] if len(pieces) == 1 else lax.concatenate(pieces, axis)
 
 
-def repeat(a, repeats, axis: int | None = None):
-    """Repeat elements (``repeats`` a static int or a static list, one per element)."""
+def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | None = None):
+    """Repeat elements ``repeats`` times (an int, or one count per element).
+
+    Counts may be a list or a concrete array; traced counts (under ``jit``) need the
+    static output length ``total_repeat_length`` (as in JAX: a shorter total cuts the
+    result, a longer one repeats the last element).
+    """
     x = _arr(a, "repeat")
     if axis is None:
         x = ravel(x)
         axis = 0
     s = _shape(x)
     ax = normalize_axis(axis, len(s), "repeat")
-    if isinstance(repeats, (list, tuple, np.ndarray)) and np.ndim(repeats) > 0:
-        reps = [static_int(r, "repeat", "repeats") for r in repeats]
-        if len(reps) == 1:
-            repeats = reps[0]
-        else:
+    if total_repeat_length is not None:
+        total = static_int(total_repeat_length, "repeat", "total_repeat_length")
+        return _repeat_dynamic(x, repeats, ax, total)
+    if isinstance(repeats, Tracer) and not hasattr(repeats, "_host_value"):
+        from plait.errors import ConcretizationError
+        raise ConcretizationError(
+            f"repeat: the counts are a traced value {repeats.aval.str_short()}, so the "
+            f"result length depends on the data. Pass total_repeat_length=N (the static "
+            f"length of the result), or static counts.")
+    if is_array(repeats) or isinstance(repeats, (list, tuple, np.ndarray)):
+        reps = np.asarray(repeats)
+        if reps.ndim > 1:
+            raise PlaitValueError("repeat: repeats must be an int or a 1-D sequence")
+        if reps.ndim == 1 and reps.size != 1:
+            reps = [static_int(r, "repeat", "repeats") for r in reps]
             if len(reps) != s[ax]:
                 raise PlaitValueError(f"operands could not be broadcast together with shape "
                                       f"({s[ax]},) ({len(reps)},)")
             if any(r < 0 for r in reps):
                 raise PlaitValueError("repeats may not contain negative values.")
             return take_static(x, np.repeat(np.arange(s[ax]), reps), ax)
+        repeats = reps.reshape(())[()]
     r = static_int(repeats, "repeat", "repeats")
     if r < 0:
         raise PlaitValueError("repeats may not contain negative values.")
     inter = s[:ax + 1] + (r,) + s[ax + 1:]
     y = lax.broadcast_in_dim(x, inter, tuple(i for i in range(len(inter)) if i != ax + 1))
     return lax.reshape(y, s[:ax] + (s[ax] * r,) + s[ax + 1:])
+
+
+def _repeat_dynamic(x, repeats, ax: int, total: int):
+    """``repeat`` with (possibly traced) counts into a result of static length ``total``:
+    output position ``j`` takes the element whose running count first exceeds ``j``."""
+    n = _shape(x)[ax]
+    reps = cast(_arr(repeats, "repeat"), dtypes.int64)
+    rs = _shape(reps)
+    if rs not in ((), (1,), (n,)):
+        raise PlaitValueError(f"operands could not be broadcast together with shape ({n},) "
+                              f"{_fmt(rs)}")
+    reps = lax.broadcast_in_dim(lax.reshape(reps, ()), (n,), ()) if rs != (n,) else reps
+    if n == 0 or total == 0:
+        return take_static(x, [0] * total, ax) if n else \
+            lax.reshape(x, _shape(x)[:ax] + (0,) + _shape(x)[ax + 1:])
+    ends = lax.cumsum(reps, 0)
+    pos = lax.iota(dtypes.int64, total)
+    full = (total, n)
+    passed = lax.le(lax.broadcast_in_dim(ends, full, (1,)), lax.broadcast_in_dim(pos, full, (0,)))
+    src = lax.reduce_sum(lax.convert_element_type(passed, dtypes.int64), (1,))
+    src = lax.min(src, lax.broadcast_in_dim(wrap(np.asarray(n - 1, np.int64)), (total,), ()))
+    from plait.numpy.indexing import take
+    return take(x, src, axis=ax)
 
 
 def tile(A, reps):
@@ -677,6 +722,8 @@ def unstack(x, /, *, axis: int = 0) -> tuple:
     """Split an array into a tuple of arrays along ``axis`` (removing it)."""
     x = _arr(x, "unstack")
     ax = normalize_axis(axis, len(_shape(x)), "unstack")
+    if _shape(x)[ax] == 0:
+        return ()
     return tuple(squeeze(p, ax) for p in array_split(x, _shape(x)[ax], ax))
 
 

@@ -11,6 +11,8 @@ points to the ``size=``/``length=`` arguments that fix the shape.
 """
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import numpy as np
 
 from plait import lax
@@ -296,24 +298,49 @@ def _unique_sized(x, size, fill_value, ret_index, ret_inverse, ret_counts, equal
     return results[0] if len(results) == 1 else tuple(results)
 
 
-def unique_values(x, *, size: int | None = None, fill_value=None):
+class UniqueAllResult(NamedTuple):
+    """``unique_all``'s result (Array API field names)."""
+    values: Any
+    indices: Any
+    inverse_indices: Any
+    counts: Any
+
+
+class UniqueCountsResult(NamedTuple):
+    """``unique_counts``'s result (Array API field names)."""
+    values: Any
+    counts: Any
+
+
+class UniqueInverseResult(NamedTuple):
+    """``unique_inverse``'s result (Array API field names)."""
+    values: Any
+    inverse_indices: Any
+
+
+# The Array API's unique_* treat every NaN as distinct (NumPy's unique_* do too).
+def unique_values(x, /, *, size: int | None = None, fill_value=None):
     """Sorted unique values of the flattened ``x`` (array API; ``size=`` as in unique)."""
-    return unique(x, size=size, fill_value=fill_value)
+    return unique(x, size=size, fill_value=fill_value, equal_nan=False)
 
 
-def unique_counts(x, *, size: int | None = None, fill_value=None):
+def unique_counts(x, /, *, size: int | None = None, fill_value=None) -> UniqueCountsResult:
     """``(values, counts)`` of the flattened ``x`` (array API)."""
-    return unique(x, return_counts=True, size=size, fill_value=fill_value)
+    return UniqueCountsResult(*unique(x, return_counts=True, size=size, fill_value=fill_value,
+                                      equal_nan=False))
 
 
-def unique_inverse(x, *, size: int | None = None, fill_value=None):
+def unique_inverse(x, /, *, size: int | None = None,
+                   fill_value=None) -> UniqueInverseResult:
     """``(values, inverse_indices)``; the inverse has ``x``'s shape (array API)."""
-    return unique(x, return_inverse=True, size=size, fill_value=fill_value)
+    return UniqueInverseResult(*unique(x, return_inverse=True, size=size,
+                                       fill_value=fill_value, equal_nan=False))
 
 
-def unique_all(x, *, size: int | None = None, fill_value=None):
+def unique_all(x, /, *, size: int | None = None, fill_value=None) -> UniqueAllResult:
     """``(values, indices, inverse_indices, counts)`` (array API)."""
-    return unique(x, True, True, True, size=size, fill_value=fill_value)
+    return UniqueAllResult(*unique(x, True, True, True, size=size, fill_value=fill_value,
+                                   equal_nan=False))
 
 
 def bincount(x, weights=None, minlength: int = 0, *, length: int | None = None):

@@ -25,7 +25,8 @@ from plait.core import dtypes
 from plait.core.array_methods import ArrayMethods
 from plait.core.trace import Tracer, get_aval, concrete_value, find_top_trace, full_raise
 from plait.errors import PlaitTypeError, PlaitValueError
-from plait.numpy._promote import (arg, is_python_scalar, cast, broadcast_shapes,
+from plait.lru import LRUCache
+from plait.numpy._promote import (arg, asarray_strong, is_python_scalar, cast, broadcast_shapes,
                                   broadcast_to_shape, scalar_array, promote_args, wrap,
                                   static_int)
 
@@ -65,7 +66,7 @@ def _is_weak(v) -> bool:
     return is_python_scalar(v) or get_aval(v).weak_type
 
 
-_PLANS: dict = {}   # (ufunc, per-argument aval or Python scalar type) -> _Plan
+_PLANS = LRUCache()   # (ufunc, per-argument aval or Python scalar type) -> _Plan
 
 
 class _Plan:
@@ -693,13 +694,24 @@ def round(a, decimals: int = 0):
 around = round
 
 
-def clip(a, a_min=None, a_max=None, /, *, min=None, max=None):
-    """Limit values to ``[a_min, a_max]`` (either may be None); NaN propagates."""
+def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None):
+    """Limit values to ``[a_min, a_max]`` (either may be None); NaN propagates.
+
+    The bounds go positionally, as ``a_min=``/``a_max=`` or as ``min=``/``max=``
+    (NumPy 2 and the Array API), not both ways at once. With no bound at all the
+    input comes back unchanged (the Array API standard; NumPy wants an explicit None).
+    """
+    if out is not None:
+        raise PlaitTypeError("clip: out= is not supported (plait arrays are immutable); "
+                             "use the returned array")
+    if (a_min is not None or a_max is not None) and (min is not None or max is not None):
+        raise PlaitTypeError("clip: pass the bounds either as a_min/a_max or as min/max, "
+                             "not both")
     lo = a_min if a_min is not None else min
     hi = a_max if a_max is not None else max
-    if lo is None and hi is None:
-        raise PlaitValueError("One of max or min must be given")
     x0 = arg(a, "clip")
+    if lo is None and hi is None:
+        return asarray_strong(x0) if is_python_scalar(x0) else x0
     if not is_python_scalar(x0) and _kind(x0) in "iu":   # NumPy clamps out-of-range int bounds
         info = np.iinfo(get_aval(x0).dtype)
         lo, hi = (builtins.min(builtins.max(b, int(info.min)), int(info.max))

@@ -6,41 +6,12 @@ import numpy as np
 from plait.core.aval import ShapedArray
 from plait.core.array_methods import ArrayMethods
 from plait.core.dtypes import canonical_dtype
+from plait.core.device import Device, devices, register_devices  # noqa: F401 (re-exported)
 from plait.core.trace import register_concrete_type
 from plait.errors import PlaitTypeError
 
 
-class Device:
-    """A place arrays live on. plait's arrays live on ``cpu:0``."""
-
-    def __init__(self, platform: str, id: int = 0):
-        self.platform = platform
-        self.id = id
-
-    def __repr__(self):
-        return f"{self.platform}:{self.id}"
-
-
 _CPU = Device("cpu", 0)
-
-
-_DEVICES: dict[str, list[Device]] = {"cpu": [_CPU]}
-
-
-def register_devices(platform: str, devs: list[Device]) -> None:
-    """Make ``devices(platform)`` return ``devs`` (used by ``plait.lazy`` for "lazy")."""
-    _DEVICES[platform] = list(devs)
-
-
-def devices(backend: str | None = None) -> list[Device]:
-    """The devices of a platform: ``devices()`` is the CPU, ``devices("lazy")`` the lazy device."""
-    if backend is None:
-        return [_CPU]
-    if backend not in _DEVICES:
-        from plait.errors import PlaitValueError
-        raise PlaitValueError(f"unknown device platform {backend!r}; available: "
-                              f"{', '.join(repr(k) for k in _DEVICES)}")
-    return list(_DEVICES[backend])
 
 
 class Array(ArrayMethods):
@@ -89,10 +60,12 @@ class Array(ArrayMethods):
         view.flags.writeable = False
         return view
 
-    def __dlpack__(self, *args, **kwargs):
-        return self._value.__dlpack__(*args, **kwargs)
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """Export the (read-only) buffer through DLPack, as the Array API standard says."""
+        return self._value.__dlpack__(stream=stream, max_version=max_version,
+                                      dl_device=dl_device, copy=copy)
 
-    def __dlpack_device__(self):
+    def __dlpack_device__(self) -> tuple:
         return self._value.__dlpack_device__()
 
     def __repr__(self):
@@ -190,3 +163,6 @@ def _to_array(x) -> Array:
     reject_tracer(x, "device_put")
     v = np.asarray(x)
     return Array(np.array(v, dtype=canonical_dtype(v.dtype)))
+
+
+register_devices("cpu", [_CPU], _to_array)
