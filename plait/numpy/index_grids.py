@@ -14,7 +14,7 @@ import numpy as np
 
 from plait import lax
 from plait.core import dtypes
-from plait.core.trace import get_aval
+from plait.core.trace import Tracer, get_aval, concrete_value
 from plait.errors import PlaitTypeError, PlaitValueError
 from plait.numpy import _promote
 from plait.numpy import ufuncs as uf
@@ -171,6 +171,9 @@ def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axi
         raise PlaitValueError(f"Number of samples, {num}, must be non-negative.")
     s = _promote.asarray_strong(start, name="geomspace")
     e = _promote.asarray_strong(stop, name="geomspace")
+    for v in (s, e):   # traced endpoints cannot be checked: a zero gives NaN there
+        if not isinstance(v, Tracer) and np.any(concrete_value(v) == 0):
+            raise PlaitValueError("Geometric sequence cannot include zero")
     dt = dtypes.canonical_dtype(np.result_type(get_aval(s).dtype, get_aval(e).dtype,
                                                np.float64))
     out_dt = dt if dtype is None else dtypes.canonical_dtype(dtype)

@@ -293,7 +293,8 @@ ENTRIES = [
     E("geomspace_arrays", lambda a, b: (pnp.geomspace(a, b, 5, axis=1), pnp.geomspace(a[0], 100, 3)),
       lambda a, b: (np.geomspace(a, b, 5, axis=1), np.geomspace(a[0], 100, 3)),
       [(np.array([1.0, 2.0]), np.array([10.0, 32.0])), (np.array([1.0, 3.0], np.float32),
-                                                       np.array([8.0, 9.0], np.float32))],
+                                                       np.array([8.0, 9.0], np.float32)),
+       (np.array([0.0, 1.0]), np.array([1.0, 2.0]))],
       group="grids"),
     # --- statistics ---------------------------------------------------------------------------
     *[E(f"nanquantile_{m}", lambda a, m=m: (pnp.nanquantile(a, 0.3, method=m),
