@@ -72,14 +72,9 @@ def vander(x, N: int | None = None, increasing: bool = False):
 
 def polyval(p, x):
     """Value of the polynomial ``p`` at ``x`` (Horner's scheme, NumPy's dtype rules)."""
-    pv = _promote.arg(p, "polyval")
-    if not _promote.is_python_scalar(pv) and get_aval(pv).ndim > 1:
-        raise PlaitValueError("polyval: p must be a 1-D sequence of coefficients")
-    pv = _coeffs(pv, "polyval")
-    xv = _promote.arg(x, "polyval")
-    xv = _promote.asarray_strong(xv) if _promote.is_python_scalar(xv) else xv
-    y = uf.multiply(xv, 0)
-    y = _promote.cast(y, get_aval(xv).dtype)
+    pv = _coeffs(p, "polyval")
+    xv = _promote.asarray_strong(x, name="polyval")
+    y = _promote.cast(uf.multiply(xv, 0), get_aval(xv).dtype)   # NumPy: zeros_like(x)
     for k in range(get_aval(pv).shape[0]):
         y = uf.add(uf.multiply(y, xv), pv[k])
     return y

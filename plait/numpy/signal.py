@@ -180,11 +180,10 @@ def _spacings(varargs, f_shape, axes, name):
     """One spacing per axis: a Python/0-d scalar or a 1-D coordinate array."""
     if len(varargs) == 0:
         return [1.0] * len(axes)
-    if len(varargs) == 1 and (_promote.is_python_scalar(varargs[0])
-                              or np.ndim(varargs[0]) == 0 and not _promote.is_array(varargs[0])
-                              or _promote.is_array(varargs[0])
-                              and get_aval(varargs[0]).ndim == 0):
-        return [varargs[0]] * len(axes)
+    if len(varargs) == 1:
+        h = _promote.arg(varargs[0], name)
+        if _promote.is_python_scalar(h) or get_aval(h).ndim == 0:
+            return [h] * len(axes)
     if len(varargs) != len(axes):
         raise PlaitValueError(f"{name}: invalid number of arguments")
     out = []
