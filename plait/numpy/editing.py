@@ -108,14 +108,15 @@ def insert(arr, obj, values, axis: int | None = None):
     vshape = get_aval(v).shape
     if len(vshape) < nd:
         v = lax.reshape(v, (1,) * (nd - len(vshape)) + vshape)
+    pos = np.where(pos < 0, pos + n, pos)   # NumPy: a negative position counts from the end
     if pos.size == 1:
         if pos.ndim == 0:
             v = sh.moveaxis(v, 0, axis)
         numnew = get_aval(v).shape[axis]
-        where = np.full(numnew, int(pos.reshape(-1)[0]) % (n + 1) if n else 0)
+        where = np.full(numnew, int(pos.reshape(-1)[0]))
     else:
         numnew = pos.size
-        where = pos % (n + 1) if n else pos
+        where = pos
     target = list(shape)
     target[axis] = numnew
     v = _promote.broadcast_to_shape(v, tuple(target))
