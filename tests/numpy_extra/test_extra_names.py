@@ -72,7 +72,8 @@ def _nan_free_rows(a, w, q):
     """NumPy 2.4's weighted nanquantile along an axis fails (IndexError); the oracle drops
     each row's NaNs and their weights and takes the weighted quantile of the rest."""
     return np.array([np.quantile(r[~np.isnan(r)], q, method="inverted_cdf",
-                                 weights=w[~np.isnan(r)]) for r in a])
+                                 weights=w[~np.isnan(r)]) if (~np.isnan(r)).any() else np.nan
+                     for r in a])
 
 
 F32, F64, I8, I32, U8, C128 = "float32", "float64", "int8", "int32", "uint8", "complex128"
@@ -332,7 +333,9 @@ ENTRIES = [
       [(rn(5, 2), RNG.uniform(0, 1, 5))], group="stats"),
     E("nanquantile_weights", lambda a, w: pnp.nanquantile(a, 0.5, 1, method="inverted_cdf", weights=w),
       lambda a, w: _nan_free_rows(a, w, 0.5),
-      [(np.where(RNG.random((4, 5)) < 0.3, np.nan, rn(4, 5)), RNG.uniform(0, 1, 5))], group="stats"),
+      [(np.where(RNG.random((4, 5)) < 0.3, np.nan, rn(4, 5)), RNG.uniform(0, 1, 5)),
+       (np.array([[np.nan, np.nan, np.nan], [1.0, np.nan, 3.0]]), np.array([1.0, 2.0, 0.5]))],
+      group="stats"),
     E("cov", pnp.cov, np.cov,
       [(rn(3, 7),), (rn(7),), (rn(2, 5, dtype=F32),), (rn(2, 4, dtype=I8, hi=5),), (rn(2, 4, dtype=C128),),
        (np.ones((1, 1)),), (np.zeros((0, 3)),)], group="stats"),
