@@ -304,7 +304,7 @@ def _freq_dtype(dtype, name: str):
     if dtype is None:
         return dtypes.float64
     dt = dtypes.canonical_dtype(dtype)
-    if not dtypes.is_floating(dt):
+    if not dtypes.is_float(dt):
         raise PlaitTypeError(f"{name}: dtype must be a real floating dtype, got {dt}")
     return dt
 
