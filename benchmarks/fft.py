@@ -52,10 +52,13 @@ def _per_call(fn, reps: int) -> float:
     return best
 
 
-def host_step_overhead(quick: bool) -> str:
+def host_step_overhead(cfg: Config) -> str:
     """Seconds per call of ``plait.jit(fft)`` vs ``numpy.fft.fft`` (best of 5 loops)."""
-    lines = ["fft host step vs numpy.fft directly (best of 5, per call):"]
-    for n, reps in ((1 << 20, 3 if quick else 10), (16, 2000 if quick else 20000)):
+    quick = cfg.quick
+    lines = [f"fft host step (backend {cfg.backend}) vs numpy.fft directly (best of 5, "
+             f"per call):"]
+    big = 1 << (10 if cfg.smoke else 20)
+    for n, reps in ((big, 3 if quick else 10), (16, 2000 if quick else 20000)):
         x = (np.random.default_rng(0).standard_normal(n)
              + 1j * np.random.default_rng(1).standard_normal(n)).astype(np.complex64)
         f = plait.jit(pnp.fft.fft)
@@ -84,7 +87,7 @@ def run(cfg: Config):
         _row(f"rfft2 float32[{m}x{m}]", x, np.fft.rfft2, pnp.fft.rfft2,
              lambda jnp: jnp.fft.rfft2, cfg),
     ]
-    return rows, host_step_overhead(cfg.quick)
+    return rows, host_step_overhead(cfg)
 
 
 if __name__ == "__main__":
