@@ -243,3 +243,20 @@ def test_errors_name_the_problem_and_the_line():
         with pytest.raises(exc, match=text) as info:
             fn()
         assert "test_extra_fft.py" in str(info.value), str(info.value)
+
+
+def test_numpy_fallback_matches_scipy_impl(monkeypatch):
+    """The impl without SciPy (numpy.fft axis by axis) agrees with the SciPy one."""
+    import sys
+    mod = sys.modules["plait.lax.fft"]   # the module (the attribute plait.lax.fft is the function)
+    for fft_type, shape, lengths in PRIM + [("IFFT", (2, 3, 4, 5), (3, 4, 5)),
+                                            ("RFFT", (2, 3, 4, 5), (3, 4, 5)),
+                                            ("IRFFT", (2, 3, 4, 3), (3, 4, 5))]:
+        for dt in (np.float32, np.float64):
+            x = _operand(fft_type, shape, dt, 9)
+            params = dict(fft_type=mod.FftType[fft_type], fft_lengths=lengths)
+            with_default = mod.fft_p.impl(x, **params)
+            monkeypatch.setattr(mod, "_SCIPY_FFT", [None])
+            fallback = mod.fft_p.impl(x, **params)
+            monkeypatch.undo()
+            assert_same(fallback, with_default, rtol=1e-5 if dt == np.float32 else 1e-12)
