@@ -47,6 +47,11 @@ class FftType(enum.IntEnum):
     RFFT = 2
     IRFFT = 3
 
+    def __repr__(self) -> str:
+        return f"FftType.{self.name}"
+
+    __str__ = __repr__
+
 
 _COMPLEX_OF = {np.dtype(np.float32): np.dtype(np.complex64),
                np.dtype(np.float64): np.dtype(np.complex128)}

@@ -78,19 +78,22 @@ def _axis(axis, ndim: int, name: str) -> int:
     return _promote.normalize_axis(axis, ndim, name)
 
 
-def _resize(x, axis: int, n: int):
-    """``x`` truncated or zero-padded at the end of ``axis`` to length ``n``."""
+def _resize(x, axes, sizes):
+    """``x`` truncated or zero-padded at the end of each of ``axes`` to ``sizes``
+    (one ``slice`` and one ``pad`` at most)."""
+    if isinstance(axes, int):
+        axes, sizes = (axes,), (sizes,)
     a = get_aval(x)
-    have = a.shape[axis]
-    if have == n:
-        return x
-    if have > n:
-        limit = list(a.shape)
-        limit[axis] = n
-        return lax.slice(x, (0,) * a.ndim, tuple(limit))
-    cfg = [(0, 0, 0)] * a.ndim
-    cfg[axis] = (0, n - have, 0)
-    return lax.pad(x, _promote.scalar_array(0, a.dtype, weak=False), cfg)
+    limit, extra = list(a.shape), [0] * a.ndim
+    for ax, n in zip(axes, sizes):
+        limit[ax] = min(a.shape[ax], n)
+        extra[ax] = max(n - a.shape[ax], 0)
+    if tuple(limit) != a.shape:
+        x = lax.slice(x, (0,) * a.ndim, tuple(limit))
+    if any(extra):
+        x = lax.pad(x, _promote.scalar_array(0, a.dtype, weak=False),
+                    [(0, e, 0) for e in extra])
+    return x
 
 
 def _scale(x, norm: str, n: int, inverse: bool):
@@ -221,9 +224,7 @@ def _c2c_nd(x, s, axes, norm, inverse: bool, name: str):
         for n, ax in reversed(list(zip(s, axes))):
             x = _c2c(x, n, ax, norm, inverse, name)
         return x
-    for n, ax in zip(s, axes):
-        x = _resize(x, ax, n)
-    y = _transform(x, FftType.IFFT if inverse else FftType.FFT, axes, s)
+    y = _transform(_resize(x, axes, s), FftType.IFFT if inverse else FftType.FFT, axes, s)
     return _scale(y, norm, math.prod(s), inverse)
 
 
@@ -238,8 +239,7 @@ def _r2c_nd(x, s, axes, norm, name: str):
         for n, ax in reversed(list(zip(s[:-1], axes[:-1]))):
             y = _c2c(y, n, ax, norm, False, name)
         return y
-    for n, ax in zip(s, axes):
-        x = _resize(x, ax, n)
+    x = _resize(x, axes, s)
     return _scale(_transform(x, FftType.RFFT, axes, s), norm, math.prod(s), False)
 
 
@@ -253,9 +253,7 @@ def _c2r_nd(x, s, axes, norm, name: str):
         for n, ax in zip(s[:-1], axes[:-1]):
             x = _c2c(x, n, ax, norm, True, name)
         return _c2r(x, s[-1], axes[-1], norm, name)
-    for n, ax in zip(s[:-1], axes[:-1]):
-        x = _resize(x, ax, n)
-    x = _resize(x, axes[-1], s[-1] // 2 + 1)
+    x = _resize(x, axes, s[:-1] + (s[-1] // 2 + 1,))
     return _scale(_transform(x, FftType.IRFFT, axes, s), norm, math.prod(s), True)
 
 
