@@ -89,6 +89,7 @@ def _batched(cases):
     return f
 
 
+@pytest.mark.filterwarnings("ignore:`axes` should not be `None`:DeprecationWarning")  # NumPy's
 @pytest.mark.parametrize("group", ["1d", "nd"])
 def test_against_numpy_eager_and_native_jit(group):
     cases = CASES_1D if group == "1d" else CASES_ND
