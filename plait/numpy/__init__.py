@@ -114,6 +114,7 @@ from plait.numpy.sorting import (sort, argsort, lexsort, partition, argpartition
                                  unique_counts, unique_inverse, unique_all, bincount,
                                  histogram, histogram_bin_edges)
 from plait.numpy import linalg  # noqa: E402
+from plait.numpy import fft  # noqa: E402
 from plait.numpy.index_tricks import (unravel_index, ravel_multi_index, indices,  # noqa: E402
                                       diag_indices, diag_indices_from, tril_indices,
                                       triu_indices, tril_indices_from, triu_indices_from,

@@ -16,6 +16,7 @@ import numpy as np
 import plait.lax as lax
 from plait.lax import elementwise as ew, shape_ops as so, reductions as red, cumulative as cu
 from plait.lax import contractions as ct, windowed as wi, indexing as ix, sorting as srt
+from plait.lax.fft import fft_p, FftType   # (plait.lax.fft itself is the function)
 from plait.core.primitive import Primitive
 
 import references as ref
@@ -821,3 +822,50 @@ for dt in (BOOL, I8, U32, F32, F64, C64):
                 _sort_args([(shape, d) for d in dts], nan=True, ties=True), p,
                 lambda *xs, _d=dim, _k=nk: list(lax.sort(xs, _d, True, _k)),
                 lambda *xs, _d=dim, _k=nk: ref.naive_sort(xs, _d, _k))
+
+
+# --- fft -------------------------------------------------------------------------------------
+def _dft(x, axis, inverse=False):
+    """The DFT along ``axis`` as a product with the naive DFT matrix (complex128)."""
+    n = x.shape[axis]
+    k = np.arange(n)
+    m = np.exp((2j if inverse else -2j) * np.pi * np.outer(k, k) / n)
+    if inverse:
+        m /= n
+    return np.moveaxis(np.tensordot(np.moveaxis(x, axis, -1), m, axes=([-1], [0])), -1, axis)
+
+
+def _naive_fft(x, fft_type, lengths):
+    """The ``fft`` primitive by DFT matrices: complex transforms axis by axis, the real
+    inverse through the Hermitian extension of the last axis (real part of the sum)."""
+    k = len(lengths)
+    axes = range(x.ndim - k, x.ndim)
+    wide = x.astype(np.complex128)
+    if fft_type in ("FFT", "IFFT", "RFFT"):
+        for a in axes:
+            wide = _dft(wide, a, fft_type == "IFFT")
+        if fft_type == "RFFT":
+            return wide[..., :lengths[-1] // 2 + 1].astype(C64 if x.dtype == F32 else C128)
+        return wide.astype(x.dtype)
+    for a in list(axes)[:-1]:
+        wide = _dft(wide, a, inverse=True)
+    n = lengths[-1]
+    full = np.concatenate([wide, np.conj(wide[..., 1:(n + 1) // 2][..., ::-1])], axis=-1)
+    return np.real(_dft(full, x.ndim - 1, inverse=True)).astype(F32 if x.dtype == C64 else F64)
+
+
+FFT_CASES = [  # fft_type, operand shape, fft_lengths
+    ("FFT", (8,), (8,)), ("FFT", (3, 5), (5,)), ("FFT", (2, 3, 4), (3, 4)), ("FFT", (1,), (1,)),
+    ("FFT", (0, 4), (4,)), ("FFT", (2, 2, 3), (2, 2, 3)),
+    ("IFFT", (6,), (6,)), ("IFFT", (2, 3, 5), (3, 5)), ("IFFT", (3, 1), (1,)),
+    ("RFFT", (8,), (8,)), ("RFFT", (2, 7), (7,)), ("RFFT", (2, 3, 4), (3, 4)), ("RFFT", (1,), (1,)),
+    ("IRFFT", (5,), (8,)), ("IRFFT", (2, 4), (7,)), ("IRFFT", (2, 3, 3), (3, 4)),
+    ("IRFFT", (2, 1), (1,)), ("IRFFT", (3, 2), (2,)),
+]
+for fft_type, shape, lengths in FFT_CASES:
+    for dt in ((F32, F64) if fft_type == "RFFT" else COMPLEX):
+        add(f"fft-{fft_type}-{sig(dt, shape)}-{'x'.join(map(str, lengths))}", fft_p,
+            gen((shape, dt, {})), dict(fft_type=FftType[fft_type], fft_lengths=lengths),
+            lambda x, _t=fft_type, _l=lengths: lax.fft(x, _t, _l),
+            lambda x, _t=fft_type, _l=lengths: _naive_fft(x, _t, _l),
+            rtol=1e-4 if dt in (F32, C64) else 1e-12)
