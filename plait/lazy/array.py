@@ -12,13 +12,20 @@ Nodes point at their inputs' *nodes* (or constants), never at the ``LazyArray``
 objects: a ``LazyArray`` that still exists is therefore referenced by user code,
 and that is the liveness test materialization uses (weak references in
 ``Node.outs`` and in the live registry).
+
+The lazy graph is shared by all threads. Recording a node only reads its inputs,
+so threads record concurrently; cutting the graph (a materialization, or a region
+for differentiation) rewrites nodes and holds ``GRAPH_LOCK``.
 """
 from __future__ import annotations
 
 import itertools
 import os
 import sys
+import threading
 import weakref
+from contextlib import contextmanager
+from typing import Iterator
 
 import numpy as np
 
@@ -105,6 +112,21 @@ class Node:
 
 _NODE_SEQ = itertools.count()
 RECORDING = [0]     # > 0 while a function of lazy arrays is recorded for differentiation
+_RECORDING_LOCK = threading.Lock()
+GRAPH_LOCK = threading.RLock()  # held while a thread cuts the graph (materializes, differentiates)
+
+
+@contextmanager
+def recording() -> Iterator[None]:
+    """Keep every node's inputs while the block runs (in any thread: nodes are shared),
+    so the function being recorded for differentiation can be cut out whole."""
+    with _RECORDING_LOCK:
+        RECORDING[0] += 1
+    try:
+        yield
+    finally:
+        with _RECORDING_LOCK:
+            RECORDING[0] -= 1
 
 
 # --- user source lines (cheap: cached per file name) ------------------------------

@@ -1,0 +1,299 @@
+"""Threads: each thread has its own trace stack, and jit, the lazy runtime and the lazy
+switches are safe when several threads (or asyncio tasks) use them at once.
+
+Every value is checked against NumPy. Traced functions sleep a little now and then so
+that the other threads really run while a trace is in progress (the GIL would otherwise
+let a short trace finish in one time slice).
+"""
+import asyncio
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import plait
+import plait.numpy as pnp
+from plait import lazy
+from plait.errors import UnexpectedTracerError
+from plait.runtime import metrics
+from plait.runtime.array import Array
+
+TIMEOUT = 60.0      # seconds any test's threads may take before the test fails
+
+
+def run_threads(targets, timeout=TIMEOUT):
+    """Run each callable in its own thread; re-raise the first exception; fail on a hang."""
+    errors = []
+
+    def wrap(fn):
+        def run():
+            try:
+                fn()
+            except BaseException as e:      # noqa: BLE001  (re-raised in the test)
+                errors.append(e)
+        return run
+    threads = [threading.Thread(target=wrap(fn), daemon=True) for fn in targets]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + timeout
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    assert not any(t.is_alive() for t in threads), "threads did not finish (deadlock?)"
+    if errors:
+        raise errors[0]
+
+
+def eager_loop(stop: threading.Event, x: np.ndarray, results: list):
+    """Eager ``cos`` and ``add`` until ``stop``; record (type, value ok) of each result."""
+    want_cos, want_add = np.cos(x), x + x
+    while not stop.is_set():
+        r = pnp.cos(x)
+        s = pnp.add(x, x)
+        results.append(type(r) is Array and type(s) is Array
+                       and np.array_equal(np.asarray(r), want_cos)
+                       and np.array_equal(np.asarray(s), want_add))
+
+
+def test_eager_ops_of_other_threads_never_join_a_trace():
+    # the issue's reproducer: eager ops in the main thread while another thread traces
+    x = np.linspace(-1, 1, 8, dtype=np.float32)
+    n_ops = 600
+    tracing, traced = threading.Event(), threading.Event()
+
+    def long_fn(v):
+        tracing.set()
+        for i in range(n_ops):
+            v = pnp.sin(v)
+            if i % 50 == 0:
+                time.sleep(0.002)       # let the eager thread run mid-trace
+        traced.set()
+        return v
+    out = []
+    results = []
+
+    def eager():
+        assert tracing.wait(TIMEOUT)
+        eager_loop(traced, x, results)
+    run_threads([lambda: out.append(plait.jit(long_fn, backend="interp")(x)), eager])
+    want = x
+    for _ in range(n_ops):
+        want = np.sin(want)
+    np.testing.assert_allclose(np.asarray(out[0]), want, rtol=1e-6, atol=1e-6)
+    assert len(results) > 10            # the eager thread did run during the trace
+    assert all(results), f"{results.count(False)} of {len(results)} eager results were wrong"
+
+
+def test_different_functions_trace_concurrently():
+    n = 4
+    x = np.arange(1, 7, dtype=np.float32).reshape(2, 3) / 7
+    barrier = threading.Barrier(n, timeout=TIMEOUT)
+
+    def make(k):
+        def f(v, w):
+            barrier.wait()              # every thread is tracing at this point
+            for i in range(40):
+                v = pnp.tanh(v * (k + 1) + w) - w
+                if i % 10 == 0:
+                    time.sleep(0.001)
+            return pnp.sum(v, axis=0) + k, v
+        return f
+
+    def oracle(k, v, w):
+        for _ in range(40):
+            v = np.tanh(v * np.float32(k + 1) + w) - w
+        return v.sum(axis=0) + np.float32(k), v
+    outs = {}
+
+    def call(k):
+        outs[k] = plait.jit(make(k), backend="interp")(x, x[0])
+    run_threads([lambda k=k: call(k) for k in range(n)])
+    for k in range(n):
+        for got, want in zip(outs[k], oracle(k, x, x[0])):
+            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-6)
+
+
+def test_eight_threads_calling_one_jit_trace_and_compile_it_once():
+    n = 8
+    x = np.linspace(0, 2, 12, dtype=np.float32).reshape(3, 4)
+    body_runs = []
+    barrier = threading.Barrier(n, timeout=TIMEOUT)
+
+    @plait.jit
+    def f(v):
+        body_runs.append(1)
+        time.sleep(0.2)                 # the other threads arrive while this one traces
+        return pnp.exp(v) * 2.0 + pnp.sum(v)
+    before = metrics.counters()
+    outs = [None] * n
+
+    def call(i):
+        barrier.wait()
+        outs[i] = f(x)
+    run_threads([lambda i=i: call(i) for i in range(n)])
+    after = metrics.counters()
+    assert len(body_runs) == 1
+    assert after.get("traces", 0) - before.get("traces", 0) == 1
+    assert after.get("compiles", 0) - before.get("compiles", 0) == 1
+    want = np.exp(x) * 2 + x.sum()
+    for o in outs:
+        assert type(o) is Array
+        np.testing.assert_allclose(np.asarray(o), want, rtol=1e-6)
+
+
+def test_eager_ops_while_another_thread_runs_grad_and_vmap():
+    x = np.linspace(-2, 2, 6).astype(np.float32)
+    xs = np.stack([x, 2 * x, -x])
+    stop = threading.Event()
+    results = [[], []]
+    grads, batched = [], []
+
+    def transforms():
+        try:
+            for _ in range(15):
+                grads.append(plait.grad(lambda v: pnp.sum(pnp.sin(v) * v))(x))
+                batched.append(plait.vmap(lambda v: pnp.cumsum(v * v) - pnp.max(v))(xs))
+                time.sleep(0.001)
+        finally:
+            stop.set()
+    run_threads([transforms, lambda: eager_loop(stop, x, results[0]),
+                 lambda: eager_loop(stop, 2 * x, results[1])])
+    for r in results:
+        assert r and all(r), f"{r.count(False)} of {len(r)} eager results were wrong"
+    for g in grads:
+        np.testing.assert_allclose(np.asarray(g), np.cos(x) * x + np.sin(x), rtol=1e-5,
+                                   atol=1e-6)
+    want_b = np.cumsum(xs * xs, axis=1) - xs.max(axis=1, keepdims=True)
+    for b in batched:
+        np.testing.assert_allclose(np.asarray(b), want_b, rtol=1e-5, atol=1e-6)
+
+
+def test_tracer_used_in_another_thread_is_an_error():
+    x = np.ones(3, np.float32)
+    leaked, used, errors = [], threading.Event(), []
+
+    def f(v):
+        leaked.append(v)
+        assert used.wait(TIMEOUT)       # stay tracing while the other thread uses it
+        return v * 2
+
+    def other():
+        while not leaked:
+            time.sleep(0.001)
+        try:
+            pnp.sin(leaked[0])
+        except UnexpectedTracerError as e:
+            errors.append(str(e))
+        finally:
+            used.set()
+    out = []
+    run_threads([lambda: out.append(plait.jit(f, backend="interp")(x)), other])
+    assert len(errors) == 1 and "another thread" in errors[0]
+    np.testing.assert_array_equal(np.asarray(out[0]), 2 * x)
+
+
+@pytest.fixture
+def interp_lazy():
+    saved = plait.config.backend
+    plait.config.backend = "interp"
+    lazy.step()
+    yield
+    lazy.step()
+    plait.config.backend = saved
+
+
+def test_lazy_arrays_from_two_threads(interp_lazy):
+    # one thread traces a jitted function (slowly) while two threads run lazy code on a
+    # shared weight and materialize, and one thread holds forbid_materialization()
+    rng = np.random.default_rng(0)
+    w_np = rng.standard_normal((4, 4)).astype(np.float32)
+    w = lazy.asarray(w_np)
+    stop = threading.Event()
+    failures = []
+
+    def slow_trace():
+        def f(v):
+            for i in range(200):
+                v = pnp.cos(v)
+                if i % 20 == 0:
+                    time.sleep(0.002)
+            return v
+        try:
+            out = plait.jit(f, backend="interp")(w_np)
+            want = w_np
+            for _ in range(200):
+                want = np.cos(want)
+            np.testing.assert_allclose(np.asarray(out), want, rtol=1e-5, atol=1e-6)
+        finally:
+            stop.set()
+
+    def lazy_worker(seed):
+        x_np = np.random.default_rng(seed).standard_normal((3, 4)).astype(np.float32)
+        x, want = lazy.asarray(x_np), x_np
+        steps = 0
+        while not stop.is_set() or steps < 5:
+            x = pnp.tanh(x @ w) + 0.5
+            want = np.tanh(want @ w_np) + np.float32(0.5)
+            if not isinstance(x, lazy.LazyArray):
+                failures.append(type(x).__name__)
+                return
+            got = np.asarray(x)         # materializes
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+            steps += 1
+
+    def forbidding():
+        with lazy.forbid_materialization():
+            y = pnp.exp(w) * 3.0        # recorded, never observed inside the block
+            stop.wait(TIMEOUT)
+        np.testing.assert_allclose(np.asarray(y), np.exp(w_np) * 3, rtol=1e-6)
+    run_threads([slow_trace, lambda: lazy_worker(1), lambda: lazy_worker(2), forbidding])
+    assert not failures, f"lazy operations returned {failures}"
+
+
+def test_lazy_switches_are_per_thread(interp_lazy):
+    inside, done = threading.Event(), threading.Event()
+    seen = []
+
+    def holder():
+        with lazy.eager_mode(), lazy.forbid_materialization():
+            inside.set()
+            done.wait(TIMEOUT)
+
+    def other():
+        assert inside.wait(TIMEOUT)
+        try:
+            seen.append(lazy.is_eager())
+            x = lazy.asarray(np.arange(4.0))
+            y = pnp.sin(x) + 1.0
+            seen.append(y.is_concrete)                  # recorded, not run eagerly
+            np.testing.assert_allclose(np.asarray(y), np.sin(np.arange(4.0)) + 1)
+        finally:
+            done.set()
+    run_threads([holder, other])
+    assert seen == [False, False]
+
+
+def test_asyncio_tasks_have_their_own_lazy_switches(interp_lazy):
+    async def forbids(entered, release):
+        with lazy.forbid_materialization():
+            entered.set()
+            await release.wait()        # another task runs here
+            with pytest.raises(lazy.MaterializationForbiddenError):
+                np.asarray(pnp.cos(lazy.asarray(np.ones(2))))
+
+    async def materializes(entered, release):
+        await entered.wait()
+        try:
+            x = lazy.asarray(np.arange(3.0))
+            y = np.asarray(pnp.exp(x) * 2.0)    # not forbidden in this task
+            np.testing.assert_allclose(y, np.exp(np.arange(3.0)) * 2)
+            z = plait.grad(lambda v: pnp.sum(v * v))(np.arange(3.0))
+            np.testing.assert_allclose(np.asarray(z), 2 * np.arange(3.0))
+        finally:
+            release.set()
+
+    async def main():
+        entered, release = asyncio.Event(), asyncio.Event()
+        await asyncio.wait_for(asyncio.gather(forbids(entered, release),
+                                              materializes(entered, release)), TIMEOUT)
+    asyncio.run(main())
