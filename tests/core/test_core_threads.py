@@ -297,3 +297,27 @@ def test_asyncio_tasks_have_their_own_lazy_switches(interp_lazy):
         await asyncio.wait_for(asyncio.gather(forbids(entered, release),
                                               materializes(entered, release)), TIMEOUT)
     asyncio.run(main())
+
+
+def test_lazy_trace_of_one_structure_compiles_once_across_threads(interp_lazy, monkeypatch):
+    from plait.lazy import cache
+    compile_ = cache._compile
+
+    def slow_compile(*args):
+        time.sleep(0.2)                 # the other threads materialize meanwhile
+        return compile_(*args)
+    monkeypatch.setattr(cache, "_compile", slow_compile)
+    n = 4
+    barrier = threading.Barrier(n, timeout=TIMEOUT)
+    xs = [np.arange(6, dtype=np.float32).reshape(2, 3) * (k + 1) for k in range(n)]
+    outs = [None] * n
+    before = lazy.metrics()["compiles"]
+
+    def worker(k):
+        y = pnp.exp(pnp.sin(lazy.asarray(xs[k]))) * 2.0 - 1.0
+        barrier.wait()
+        outs[k] = np.asarray(y)
+    run_threads([lambda k=k: worker(k) for k in range(n)])
+    assert lazy.metrics()["compiles"] - before == 1
+    for k in range(n):
+        np.testing.assert_allclose(outs[k], np.exp(np.sin(xs[k])) * 2 - 1, rtol=1e-6)
