@@ -64,8 +64,9 @@ class Const:
 
     def wait(self) -> np.ndarray:
         """The value, once the launch computing it (if any) has completed."""
-        if self.launch is not None:
-            self.launch.wait()
+        launch = self.launch        # (read once: another thread may clear it)
+        if launch is not None:
+            launch.wait()
             self.launch = None
         return self.value
 

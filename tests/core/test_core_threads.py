@@ -192,19 +192,29 @@ def test_tracer_used_in_another_thread_is_an_error():
     np.testing.assert_array_equal(np.asarray(out[0]), 2 * x)
 
 
-@pytest.fixture
-def interp_lazy():
+def _lazy_backend(backend):
     saved = plait.config.backend
-    plait.config.backend = "interp"
+    plait.config.backend = backend
     lazy.step()
     yield
     lazy.step()
     plait.config.backend = saved
 
 
-def test_lazy_arrays_from_two_threads(interp_lazy):
+@pytest.fixture
+def interp_lazy():
+    yield from _lazy_backend("interp")
+
+
+@pytest.fixture(params=["interp", "native"])
+def lazy_backend(request):
+    yield from _lazy_backend(request.param)
+
+
+def test_lazy_arrays_from_two_threads(lazy_backend):
     # one thread traces a jitted function (slowly) while two threads run lazy code on a
-    # shared weight and materialize, and one thread holds forbid_materialization()
+    # shared weight and materialize (native: launched on the worker thread, waited for
+    # by whichever thread observes first), and one thread holds forbid_materialization()
     rng = np.random.default_rng(0)
     w_np = rng.standard_normal((4, 4)).astype(np.float32)
     w = lazy.asarray(w_np)
@@ -237,16 +247,28 @@ def test_lazy_arrays_from_two_threads(interp_lazy):
             if not isinstance(x, lazy.LazyArray):
                 failures.append(type(x).__name__)
                 return
+            shared.append(x)
             got = np.asarray(x)         # materializes
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
             steps += 1
+
+    def observer():                     # reads the workers' results as they appear
+        seen = 0
+        while not stop.is_set() or seen < len(shared):
+            if seen < len(shared):
+                assert np.all(np.isfinite(np.asarray(shared[seen])))
+                seen += 1
+            else:
+                time.sleep(0.0005)
 
     def forbidding():
         with lazy.forbid_materialization():
             y = pnp.exp(w) * 3.0        # recorded, never observed inside the block
             stop.wait(TIMEOUT)
         np.testing.assert_allclose(np.asarray(y), np.exp(w_np) * 3, rtol=1e-6)
-    run_threads([slow_trace, lambda: lazy_worker(1), lambda: lazy_worker(2), forbidding])
+    shared = []
+    run_threads([slow_trace, lambda: lazy_worker(1), lambda: lazy_worker(2), forbidding,
+                 observer])
     assert not failures, f"lazy operations returned {failures}"
 
 
