@@ -113,6 +113,41 @@ def test_different_functions_trace_concurrently():
             np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-6)
 
 
+def test_autograph_functions_trace_concurrently():
+    n = 3
+    barrier = threading.Barrier(n, timeout=TIMEOUT)
+
+    def make(k):
+        def f(v):
+            barrier.wait()
+            s = v * 0
+            i = 0
+            while pnp.sum(s) < 10.0 * (k + 1):  # converted to a while_loop
+                if pnp.max(v) > 2.0:            # converted to a cond
+                    s = s + v
+                else:
+                    s = s + 2.0 * v
+                i += 1
+                time.sleep(0.001)
+            return s
+        return f
+
+    def oracle(k, v):
+        s = v * 0
+        while s.sum() < 10.0 * (k + 1):
+            s = s + v if v.max() > 2.0 else s + 2.0 * v
+        return s
+    xs = [np.array([0.5, 1.0, 1.5], np.float32), np.array([1.0, 3.0, 0.0], np.float32),
+          np.array([0.25, 0.25, 0.5], np.float32)]
+    outs = {}
+
+    def call(k):
+        outs[k] = plait.jit(make(k), autograph=True, backend="interp")(xs[k])
+    run_threads([lambda k=k: call(k) for k in range(n)])
+    for k in range(n):
+        np.testing.assert_allclose(np.asarray(outs[k]), oracle(k, xs[k]), rtol=1e-6)
+
+
 def test_eight_threads_calling_one_jit_trace_and_compile_it_once():
     n = 8
     x = np.linspace(0, 2, 12, dtype=np.float32).reshape(3, 4)
