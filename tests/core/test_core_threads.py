@@ -378,3 +378,61 @@ def test_lazy_trace_of_one_structure_compiles_once_across_threads(interp_lazy, m
     assert lazy.metrics()["compiles"] - before == 1
     for k in range(n):
         np.testing.assert_allclose(outs[k], np.exp(np.sin(xs[k])) * 2 - 1, rtol=1e-6)
+
+
+def test_a_failing_trace_fails_in_every_waiting_thread():
+    n = 4
+    barrier = threading.Barrier(n, timeout=TIMEOUT)
+    runs = []
+
+    @plait.jit
+    def f(v):
+        runs.append(1)
+        time.sleep(0.05)
+        return "not an array"
+    errors = []
+
+    def call():
+        barrier.wait()
+        try:
+            f(np.ones(2))
+        except plait.errors.PlaitTypeError as e:
+            errors.append(e)
+    run_threads([call] * n)
+    assert len(errors) == n and all("returned a str" in str(e) for e in errors)
+    assert len(runs) == n       # a waiter retraces after a failed trace: its own error
+
+
+def test_a_trace_that_calls_itself_on_the_same_signature_does_not_wait_for_itself():
+    # kept behaviour (no deadlock): the inner call traces again, as a single thread did
+    depth = []
+
+    @plait.jit
+    def f(v):
+        depth.append(1)
+        if len(depth) < 3:
+            return f(v) + 1.0
+        return v
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(np.asarray(f(x)), x + 2)
+
+
+def test_once_builds_instead_of_waiting_in_a_cycle():
+    from plait.runtime.once import Once
+    once = Once()
+    store = {}
+    a_building, b_building = threading.Event(), threading.Event()
+
+    def build(key, other, mine, theirs):
+        def run():
+            mine.set()
+            assert theirs.wait(TIMEOUT)
+            time.sleep(0.05)            # the other thread is now waiting or about to
+            once.run(other, lambda: store.get(other), lambda: store.setdefault(other, other))
+            return store.setdefault(key, key)
+        return run
+    run_threads([
+        lambda: once.run("a", lambda: store.get("a"), build("a", "b", a_building, b_building)),
+        lambda: once.run("b", lambda: store.get("b"), build("b", "a", b_building, a_building)),
+    ])
+    assert store == {"a": "a", "b": "b"}
