@@ -263,12 +263,18 @@ class EvalTrace(Trace):
 _EVAL_MAIN = MainTrace(0, EvalTrace, description="eager evaluation")
 
 
+class _Stack(list):
+    """One thread's trace stack; ``dynamic`` is its innermost dynamic main (``jit``)."""
+
+    __slots__ = ("dynamic",)
+
+
 class _ThreadStack(threading.local):
-    """The running thread's trace stack and its dynamic main (``jit`` staging)."""
+    """Holds the running thread's stack (made on the thread's first use)."""
 
     def __init__(self):
-        self.stack: list[MainTrace] = [_EVAL_MAIN]
-        self.dynamic: MainTrace = _EVAL_MAIN
+        self.stack = _Stack([_EVAL_MAIN])
+        self.stack.dynamic = _EVAL_MAIN
 
 
 _LOCAL = _ThreadStack()
@@ -285,22 +291,21 @@ def cur_stack() -> list[MainTrace]:
 def new_main(trace_type: type, payload: Any = None, dynamic: bool = False,
              description: str = ""):
     """Push a new transformation on this thread's stack for the duration of the block."""
-    local = _LOCAL
-    stack = local.stack
+    stack = _LOCAL.stack
     main = MainTrace(len(stack), trace_type, payload, description)
     main.owner = stack
     with _NESTED_LOCK:      # before the push: a thread with a main always sees _NESTED > 0
         _NESTED[0] += 1
     stack.append(main)
-    prev_dynamic = local.dynamic
+    prev_dynamic = stack.dynamic
     if dynamic:
-        local.dynamic = main
+        stack.dynamic = main
     try:
         yield main
     finally:
         main.alive = False
         main.payload = None     # break builder <-> tracer cycles: garbage dies by refcount
-        local.dynamic = prev_dynamic
+        stack.dynamic = prev_dynamic
         stack.pop()
         with _NESTED_LOCK:
             _NESTED[0] -= 1
@@ -325,14 +330,13 @@ def _foreign_error(t: Tracer):
         f"concrete arrays between threads, or return values out of the traced function.")
 
 
-def _check_main(t: Tracer, stack: list) -> MainTrace:
-    """The main of tracer ``t``, which must be alive and this thread's (or permanent)."""
+def _check_main(t: Tracer, stack: list) -> None:
+    """Raise unless the main of tracer ``t`` is alive and this thread's (or permanent)."""
     m = t._trace.main
     if not m.alive:
         _leak_error(t)
     if m.owner is not None and m.owner is not stack:
         _foreign_error(t)
-    return m
 
 
 def at_top_level() -> bool:
@@ -341,12 +345,17 @@ def at_top_level() -> bool:
 
 
 def find_top_trace(args) -> Trace:
-    local = _LOCAL
-    top = local.dynamic
-    stack = local.stack
+    """The trace of the innermost main among ``args``' tracers and the dynamic main."""
+    return _top_trace(args, _LOCAL.stack)
+
+
+def _top_trace(args, stack: _Stack) -> Trace:
+    top = stack.dynamic
     for a in args:
         if isinstance(a, Tracer):
-            m = _check_main(a, stack)
+            m = a._trace.main
+            if not m.alive or (m.owner is not stack and m.owner is not None):
+                _check_main(a, stack)       # raises
             if m.level > top.level:
                 top = m
     return top.with_trace()
@@ -359,7 +368,8 @@ def full_raise(trace: Trace, val):
     main = val._trace.main
     if main is trace.main:
         return val
-    _check_main(val, _LOCAL.stack)
+    if not main.alive or (main.owner is not None and main.owner is not _LOCAL.stack):
+        _check_main(val, _LOCAL.stack)      # raises
     if main.level < trace.main.level:
         return trace.lift(val)
     _leak_error(val)
@@ -386,7 +396,8 @@ def _eval_primitive(prim, vals, params):
 
 def bind(prim, args, params) -> Any:
     """Apply ``prim`` to ``args`` under the innermost active trace."""
-    if not _NESTED[0] or len(_LOCAL.stack) == 1:     # no transformation in this thread
+    stack = _LOCAL.stack if _NESTED[0] else None
+    if stack is None or len(stack) == 1:        # no transformation in this thread
         trace = None
         for a in args:
             if isinstance(a, Tracer):
@@ -402,12 +413,12 @@ def bind(prim, args, params) -> Any:
             if trace.main.owner is None and trace.main.alive:
                 # no transformation is active, so these tracers belong to a permanent
                 # interpreter (lazy arrays) whose values are already fully lowered
-                # (others: leaked or another thread's, an error from find_top_trace)
+                # (others: leaked or another thread's, an error from _top_trace)
                 outs = trace.process_primitive(
                     prim, [a if isinstance(a, Tracer) else trace.pure(a) for a in args],
                     params)
                 return outs if prim.multiple_results else outs[0]
-    trace = find_top_trace(args)
+    trace = _top_trace(args, _LOCAL.stack if stack is None else stack)
     tracers = [full_raise(trace, a) for a in args]
     outs = trace.process_primitive(prim, tracers, params)
     if prim.multiple_results:
