@@ -20,6 +20,7 @@ type with :func:`register_concrete_type`.
 """
 from __future__ import annotations
 
+import os
 import threading
 from contextlib import contextmanager
 from typing import Any
@@ -280,6 +281,16 @@ class _ThreadStack(threading.local):
 _LOCAL = _ThreadStack()
 _NESTED = [0]       # mains pushed in all threads together; 0: every thread is eager
 _NESTED_LOCK = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    """Only the forking thread lives on in a child: count its mains alone."""
+    global _NESTED_LOCK
+    _NESTED_LOCK = threading.Lock()     # another thread may have held it at the fork
+    _NESTED[0] = len(_LOCAL.stack) - 1
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def cur_stack() -> list[MainTrace]:

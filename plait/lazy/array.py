@@ -15,7 +15,7 @@ and that is the liveness test materialization uses (weak references in
 
 The lazy graph is shared by all threads. Recording a node only reads its inputs,
 so threads record concurrently; cutting the graph (a materialization, or a region
-for differentiation) rewrites nodes and holds ``GRAPH_LOCK``.
+for differentiation) rewrites nodes and holds :func:`graph_lock`.
 """
 from __future__ import annotations
 
@@ -114,7 +114,21 @@ class Node:
 _NODE_SEQ = itertools.count()
 RECORDING = [0]     # > 0 while a function of lazy arrays is recorded for differentiation
 _RECORDING_LOCK = threading.Lock()
-GRAPH_LOCK = threading.RLock()  # held while a thread cuts the graph (materializes, differentiates)
+_GRAPH_LOCK = threading.RLock()
+
+
+def graph_lock() -> "threading.RLock":
+    """The lock a thread holds while it cuts the graph (materializes, differentiates)."""
+    return _GRAPH_LOCK
+
+
+def _after_fork_in_child() -> None:
+    global _GRAPH_LOCK, _RECORDING_LOCK
+    _GRAPH_LOCK = threading.RLock()     # another thread may have held them at the fork
+    _RECORDING_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @contextmanager

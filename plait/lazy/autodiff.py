@@ -25,7 +25,7 @@ from plait.core.trace import Tracer, at_top_level
 from plait.errors import PlaitTypeError
 from plait.lax.elementwise import convert_element_type_p
 from plait.lazy import modes
-from plait.lazy.array import (GRAPH_LOCK, Const, LazyArray, Node, format_site, recording,
+from plait.lazy.array import (Const, LazyArray, Node, format_site, graph_lock, recording,
                               symbolic, user_code_line)
 
 MAX_REGIONS = 512           # oldest backward graphs are forgotten beyond this
@@ -155,7 +155,7 @@ def record_vjp(trace, flat, primals: list, description: str):
     with recording():
         outs = flat(*markers)
     main = [_as_lazy(trace, o, f"an output of {description}") for o in outs[:flat.num_out]]
-    with GRAPH_LOCK:
+    with graph_lock():
         region = _Region([o._ref for o in main], marker_nodes, start)
     marker_avals = [a._aval for a in lazy_primals]
     key = (region.key, tuple(marker_avals))
@@ -164,7 +164,7 @@ def record_vjp(trace, flat, primals: list, description: str):
     out_avals = [o._aval.strip_weak() for o in main]
 
     def pullback(cts: list) -> list:
-        with GRAPH_LOCK:    # one thread derives a region's backward graph
+        with graph_lock():  # one thread derives a region's backward graph
             entry = _BACKWARD.get(key)
             if entry is None:
                 if len(_BACKWARD) >= MAX_REGIONS:

@@ -18,7 +18,7 @@ import time
 from plait.config import config
 from plait.core.graph import ClosedGraph, Graph, Eqn, Literal, Var
 from plait.lazy import autodiff, modes
-from plait.lazy.array import GRAPH_LOCK, format_site
+from plait.lazy.array import format_site, graph_lock
 from plait.lazy.extract import Extracted
 
 
@@ -49,7 +49,7 @@ _N_TRACES = [0]
 
 def clear() -> None:
     """Forget every cached trace, the widening history and the cached backward graphs."""
-    with GRAPH_LOCK:
+    with graph_lock():
         _HISTORY.clear()
         autodiff.clear()
 

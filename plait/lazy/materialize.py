@@ -11,7 +11,7 @@ import time
 import numpy as np
 
 from plait.lazy import modes
-from plait.lazy.array import (GRAPH_LOCK, Const, LazyArray, RECORDING, live_arrays,
+from plait.lazy.array import (Const, LazyArray, RECORDING, graph_lock, live_arrays,
                               user_code_line, format_site)
 from plait.lazy.cache import lookup
 from plait.lazy.extract import extract
@@ -24,7 +24,7 @@ def materialize(arrays: list[LazyArray]) -> None:
         return
     site = format_site(user_code_line())
     modes.check_allowed(site)
-    with GRAPH_LOCK:
+    with graph_lock():
         # another thread may have computed them while this one waited
         arrays = [a for a in arrays if a._ref.__class__ is not Const]
         if arrays:

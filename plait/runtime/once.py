@@ -7,11 +7,14 @@ on its own instead, which is what a single thread would do.
 """
 from __future__ import annotations
 
+import os
 import threading
+import weakref
 from typing import Any, Callable, Hashable
 
 _LOCK = threading.RLock()       # RLock: keys hash and compare with user code (statics)
 _WAITING: dict[int, "_Job"] = {}     # thread ident -> the job that thread waits for
+_INSTANCES: "weakref.WeakSet[Once]" = weakref.WeakSet()
 
 
 class _Job:
@@ -44,6 +47,7 @@ class Once:
 
     def __init__(self):
         self._jobs: dict[Hashable, _Job] = {}
+        _INSTANCES.add(self)
 
     def run(self, key: Hashable, find: Callable[[], Any],
             build: Callable[[], Any]) -> tuple[Any, bool]:
@@ -76,10 +80,22 @@ class Once:
                     return build(), True
                 finally:
                     with _LOCK:
-                        del self._jobs[key]
+                        self._jobs.pop(key, None)   # (gone if a fork cleared it)
                     job.done.set()
             try:
                 job.done.wait()
             finally:
                 with _LOCK:
-                    del _WAITING[me]
+                    _WAITING.pop(me, None)
+
+
+def _after_fork_in_child() -> None:
+    """A child has only the forking thread: builds of other threads never finish there."""
+    global _LOCK
+    _LOCK = threading.RLock()
+    _WAITING.clear()
+    for once in list(_INSTANCES):
+        once._jobs.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

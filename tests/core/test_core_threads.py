@@ -6,6 +6,8 @@ that the other threads really run while a trace is in progress (the GIL would ot
 let a short trace finish in one time slice).
 """
 import asyncio
+import os
+import signal
 import threading
 import time
 
@@ -436,3 +438,54 @@ def test_once_builds_instead_of_waiting_in_a_cycle():
         lambda: once.run("b", lambda: store.get("b"), build("b", "a", b_building, a_building)),
     ])
     assert store == {"a": "a", "b": "b"}
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_fork_while_other_threads_trace_and_materialize(interp_lazy, monkeypatch):
+    # the child has only the forking thread: a trace, a jit build and a lazy
+    # materialization that other threads had in progress must neither leak into it
+    # nor block it
+    from plait.lazy import cache
+    x = np.arange(4.0)
+    in_trace, in_compile, release = threading.Event(), threading.Event(), threading.Event()
+
+    def f(v):
+        if threading.current_thread().name == "tracer":
+            in_trace.set()
+            assert release.wait(TIMEOUT)
+        return v * 3.0
+    jf = plait.jit(f, backend="interp")
+    compile_ = cache._compile
+
+    def held_compile(*args):
+        if threading.current_thread().name == "materializer":
+            in_compile.set()
+            assert release.wait(TIMEOUT)
+        return compile_(*args)
+    monkeypatch.setattr(cache, "_compile", held_compile)
+    bg = [threading.Thread(target=lambda: jf(x), name="tracer", daemon=True),
+          threading.Thread(target=lambda: np.asarray(pnp.tan(lazy.asarray(x))),
+                           name="materializer", daemon=True)]
+    for t in bg:
+        t.start()
+    assert in_trace.wait(TIMEOUT) and in_compile.wait(TIMEOUT)
+    pid = os.fork()
+    if pid == 0:                                    # the child
+        signal.alarm(30)                            # a hang ends the child
+        ok = False
+        try:
+            e = pnp.cos(x)
+            y = jf(x)
+            z = np.asarray(pnp.exp(lazy.asarray(x)) + 1.0)
+            ok = (type(e) is Array and np.allclose(np.asarray(e), np.cos(x))
+                  and type(y) is Array and np.allclose(np.asarray(y), 3 * x)
+                  and np.allclose(z, np.exp(x) + 1))
+        finally:
+            os._exit(0 if ok else 1)
+    try:
+        _, status = os.waitpid(pid, 0)
+    finally:
+        release.set()
+        for t in bg:
+            t.join(TIMEOUT)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, f"child status {status}"
