@@ -27,9 +27,11 @@ from plait.lax.elementwise import convert_element_type_p
 from plait.lazy import modes
 from plait.lazy.array import (Const, LazyArray, Node, format_site, graph_lock, recording,
                               symbolic, user_code_line)
+from plait.runtime.once import Once
 
 MAX_REGIONS = 512           # oldest backward graphs are forgotten beyond this
 _BACKWARD: dict = {}        # region structure -> backward ClosedGraph
+_DERIVING = Once()          # backward graphs being derived
 
 
 def clear() -> None:
@@ -163,16 +165,19 @@ def record_vjp(trace, flat, primals: list, description: str):
                else LazyArray(r, r[0].out_avals[r[1]]) for r in region.outside]
     out_avals = [o._aval.strip_weak() for o in main]
 
+    def derive():
+        if len(_BACKWARD) >= MAX_REGIONS:
+            _BACKWARD.pop(next(iter(_BACKWARD), None), None)
+        closed = region.graph(marker_avals, f"region of {description}")
+        backward = graph_transform("vjp_graph")(closed, len(markers))
+        entry = _BACKWARD[key] = (closure_convert(backward), tuple(backward.consts))
+        modes.bump("lazy_backward_graphs")
+        return entry
+
     def pullback(cts: list) -> list:
-        with graph_lock():  # one thread derives a region's backward graph
-            entry = _BACKWARD.get(key)
-            if entry is None:
-                if len(_BACKWARD) >= MAX_REGIONS:
-                    del _BACKWARD[next(iter(_BACKWARD))]
-                closed = region.graph(marker_avals, f"region of {description}")
-                backward = graph_transform("vjp_graph")(closed, len(markers))
-                entry = _BACKWARD[key] = (closure_convert(backward), tuple(backward.consts))
-                modes.bump("lazy_backward_graphs")
+        entry = _BACKWARD.get(key)
+        if entry is None:       # one thread derives a region's backward graph
+            entry, _ = _DERIVING.run(key, lambda: _BACKWARD.get(key), derive)
         graph, consts = entry
         cts = [c if c._aval.dtype == a.dtype else c.astype(a.dtype)
                for c, a in zip((_as_lazy(trace, c, "a cotangent") for c in cts), out_avals)]

@@ -489,3 +489,30 @@ def test_fork_while_other_threads_trace_and_materialize(interp_lazy, monkeypatch
         for t in bg:
             t.join(TIMEOUT)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, f"child status {status}"
+
+
+def test_lazy_grad_from_threads_derives_one_backward_graph(interp_lazy, monkeypatch):
+    from plait.lazy import autodiff
+    transform = autodiff.graph_transform
+
+    def slow_transform(name):
+        def run(*args):
+            time.sleep(0.2)             # the other threads reach the pullback meanwhile
+            return transform(name)(*args)
+        return run
+    monkeypatch.setattr(autodiff, "graph_transform", slow_transform)
+    n = 3
+    barrier = threading.Barrier(n, timeout=TIMEOUT)
+    xs = [np.linspace(-1, 1, 5) * (k + 1) for k in range(n)]
+    outs = [None] * n
+    before = lazy.metrics()["backward_graphs"]
+
+    def worker(k):
+        x = lazy.asarray(xs[k])
+        barrier.wait()
+        g = plait.grad(lambda v: pnp.sum(pnp.sin(v) * v))(x)
+        outs[k] = np.asarray(g)
+    run_threads([lambda k=k: worker(k) for k in range(n)])
+    assert lazy.metrics()["backward_graphs"] - before == 1
+    for k in range(n):
+        np.testing.assert_allclose(outs[k], np.cos(xs[k]) * xs[k] + np.sin(xs[k]), rtol=1e-12)
