@@ -24,3 +24,4 @@ from plait.lax.indexing import (gather, scatter, scatter_add, scatter_mul, scatt
                                 scatter_max, GatherDimensionNumbers, ScatterDimensionNumbers)
 from plait.lax.sorting import sort, sort_key_val, top_k
 from plait.lax.control_flow import cond, switch, while_loop, fori_loop, scan, map
+from plait.lax import linalg  # noqa: E402  (plait.lax.linalg: decompositions and solves)
