@@ -322,27 +322,39 @@ def _trsolve_impl(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diag
                                          lower=lower, transpose_a=not transpose_a,
                                          conjugate_a=conjugate_a,
                                          unit_diagonal=unit_diagonal), -1, -2)
+    t = np.tril(a) if lower else np.triu(a)
+    if unit_diagonal:
+        t = t.copy()
+        t[..., np.arange(a.shape[-1]), np.arange(a.shape[-1])] = 1
     if _has_scipy():
         from scipy.linalg import solve_triangular
         out = np.empty(b.shape, b.dtype)
         if conjugate_a and not transpose_a:
             a, conjugate_a = np.conj(a), False
         trans = (2 if conjugate_a else 1) if transpose_a else 0
-        with np.errstate(all="ignore"):
-            for i in _each(a.shape[:-2]):
+        for i in _each(a.shape[:-2]):
+            try:
                 out[i] = solve_triangular(a[i], b[i], trans=trans, lower=lower,
                                           unit_diagonal=unit_diagonal, check_finite=False)
+            except np.linalg.LinAlgError:   # a zero on the diagonal: inf/NaN, as in JAX
+                out[i] = _substitute(_op(t[i], transpose_a, conjugate_a), b[i],
+                                     lower != transpose_a)
         return out
-    t = np.tril(a) if lower else np.triu(a)
-    if unit_diagonal:
-        n = a.shape[-1]
-        t = t.copy()
-        t[..., np.arange(n), np.arange(n)] = 1
+    out = np.empty(b.shape, b.dtype)
+    op = _op(t, transpose_a, conjugate_a)
+    for i in _each(a.shape[:-2]):
+        out[i] = _substitute(op[i], b[i], lower != transpose_a)
+    return out
+
+
+def _substitute(t, b, lower: bool):
+    """Forward/back substitution with IEEE semantics (a zero pivot gives inf/NaN)."""
+    n = t.shape[-1]
+    x = np.zeros(b.shape, np.result_type(t, b))
     with np.errstate(all="ignore"):
-        try:
-            return np.linalg.solve(_op(t, transpose_a, conjugate_a), b).astype(b.dtype)
-        except np.linalg.LinAlgError:
-            return np.full(b.shape, np.nan, b.dtype)
+        for i in (range(n) if lower else range(n - 1, -1, -1)):
+            x[i] = (b[i] - t[i] @ x) / t[i, i]
+    return x.astype(b.dtype, copy=False)
 
 
 triangular_solve_p = standard_primitive("triangular_solve", _trsolve_abstract, _trsolve_impl)
