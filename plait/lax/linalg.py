@@ -52,7 +52,7 @@ from plait.lax.contractions import dot_general
 from plait.lax.reductions import reduce_sum
 
 __all__ = ["cholesky", "triangular_solve", "lu", "qr", "eigh", "eig", "svd",
-           "tridiagonal_solve", "lu_pivots_to_permutation"]
+           "tridiagonal_solve", "lu_pivots_to_permutation", "lu_solve"]
 
 _F16_HINT = "LAPACK has no half precision; convert to float32 first"
 
@@ -703,12 +703,19 @@ def _eig_impl(a, *, compute_left_eigenvectors, compute_right_eigenvectors):
 eig_p = standard_primitive("eig", _eig_abstract, _eig_impl, multiple_results=True)
 
 
+def lu_solve(lu_, permutation, b):
+    """``a⁻¹ b`` from ``lu(a)``'s ``lu`` and ``permutation``; ``b`` of shape
+    ``(..., n, k)`` with ``a``'s batch dims. The rows are permuted by a product with
+    the permutation matrix (a native contraction; a gather would be a host step)."""
+    pb = _mm(_perm_matrix(permutation, _dtype(b)), b)
+    y = triangular_solve(lu_, pb, left_side=True, lower=True, unit_diagonal=True)
+    return triangular_solve(lu_, y, left_side=True, lower=False)
+
+
 def _solve(a, b):
     """``a⁻¹ b`` by LU with partial pivoting (differentiable through ``lu``)."""
     lu_, _, perm = lu_p.bind(a)
-    pb = _mm(_perm_matrix(perm, _dtype(a)), b)
-    y = triangular_solve(lu_, pb, left_side=True, lower=True, unit_diagonal=True)
-    return triangular_solve(lu_, y, left_side=True, lower=False)
+    return lu_solve(lu_, perm, b)
 
 
 def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eigenvectors):

@@ -139,14 +139,7 @@ def _check_finite_result(x, what: str):
 
 
 # --- solves -------------------------------------------------------------------------------
-def _lu_solve(lu, perm, b):
-    """``A⁻¹ b`` from ``A``'s LU factors; ``b`` of shape ``(..., n, k)``."""
-    from plait.numpy.indexing import take_along_axis
-    nd = len(_shape(b))
-    idx = lax.broadcast_in_dim(perm, _shape(perm) + (1,), tuple(range(nd - 1)))
-    pb = take_along_axis(b, idx, axis=nd - 2)
-    y = lla.triangular_solve(lu, pb, left_side=True, lower=True, unit_diagonal=True)
-    return lla.triangular_solve(lu, y, left_side=True, lower=False)
+_lu_solve = lla.lu_solve
 
 
 def _singular(lu) -> bool:

@@ -9,6 +9,7 @@ import weakref
 import numpy as np
 
 from plait.backends.native import control  # noqa: F401  (registers the native rules)
+from plait.backends.native import lapack  # noqa: F401  (linalg native rules)
 from plait.backends.native.cprogram import CProgram, CallStep, step_buffers, driver_source
 from plait.backends.native.launch import Launch, launch
 from plait.backends.native.partition import KernelStep, partition
@@ -35,6 +36,8 @@ class NativeExecutable:
         if lib_path:
             _openmp_defaults()
         self.lib = ctypes.CDLL(lib_path) if lib_path else None
+        if self.lib is not None:
+            lapack.init_library(self.lib)
         self.pymod = _load_module(module, lib_path) if module and lib_path else None
         slot: dict = {}
         for v in g.constvars + g.invars:
@@ -239,7 +242,8 @@ class Prepared:
         self.stripe = cprog.stripe
         self.source = PRELUDE + "\n\n" + cprog.source()
         self.entry = None     # the whole program as one C function, when fully native
-        if self.stripe and all(isinstance(s, (KernelStep, CallStep)) for s in self.steps):
+        self.native = any(isinstance(s, (KernelStep, CallStep)) for s in self.steps)
+        if self.native and all(isinstance(s, (KernelStep, CallStep)) for s in self.steps):
             self.entry = "plait_run"
             self.source += ("\n\n" + driver_source("plait_main", closure_convert(self.closed),
                                                self.steps, self.stripe)
@@ -311,7 +315,7 @@ def compile_native(closed: ClosedGraph) -> NativeExecutable:
     t0 = time.perf_counter()
     prep = Prepared(closed)
     lib = module = None
-    if prep.stripe:
+    if prep.native:
         # the key covers the module wrapper too (its name, which is the key, left out)
         wrapper = module_source(_MODULE_NAME, {
             st.name: (len(st.inputs), len(st.outputs)) for st in prep.steps

@@ -1,0 +1,179 @@
+"""``native`` rules of the linalg primitives: generated C calling LAPACK/BLAS directly.
+
+No new system dependency: the routines are the ones SciPy already loads. Their
+addresses come from the capsules of ``scipy.linalg.cython_lapack``/``cython_blas``
+(``__pyx_capi__``) and are handed to each shared object that calls them through its
+``plait_lapack_init(void **)`` when the executable loads it (:func:`init_library`).
+A rule renders ``void name(void **bufs)`` (inputs, then outputs) looping over the
+stack; plait's arrays are row-major and LAPACK's column-major, so each call either
+reads the transposed problem (``trsm``: side and triangle swap; ``potrf``: the other
+triangle) or copies through a transposed work buffer (``getrf``). Without SciPy, or
+for dtypes the generated code does not handle (complex, empty arrays), a rule
+returns False and the equation stays a host step running its ``impl``. Inside a
+``while``/``scan``/``cond`` body these calls keep the loop one C loop.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+
+import numpy as np
+
+from plait.backends.native.cprogram import CProgram
+from plait.lax.linalg import cholesky_p, lu_p, triangular_solve_p
+
+# The routines a program may call, in the order plait_lapack_init receives them.
+NAMES = ("sgetrf", "dgetrf", "spotrf", "dpotrf", "strsm", "dtrsm")
+_INDEX = {n: i for i, n in enumerate(NAMES)}
+_CTYPE = {np.dtype(np.float32): ("float", "s"), np.dtype(np.float64): ("double", "d")}
+
+_DECLS = f"""
+static void *plait_lapack[{len(NAMES)}];
+void plait_lapack_init(void **p) {{ for (int i = 0; i < {len(NAMES)}; ++i) plait_lapack[i] = p[i]; }}
+typedef void (*plait_getrf_t)(int *, int *, void *, int *, int *, int *);
+typedef void (*plait_potrf_t)(char *, int *, void *, int *, int *);
+typedef void (*plait_trsm_t)(char *, char *, char *, char *, int *, int *, void *, void *, int *,
+                             void *, int *);
+"""
+
+_POINTERS: list | None = None
+
+
+def _capsule_address(cap) -> int:
+    api = ctypes.pythonapi
+    api.PyCapsule_GetName.restype = ctypes.c_char_p
+    api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    return api.PyCapsule_GetPointer(cap, api.PyCapsule_GetName(cap))
+
+
+def pointers() -> list | None:
+    """Addresses of :data:`NAMES` in SciPy's LAPACK/BLAS, or None without SciPy."""
+    global _POINTERS
+    if _POINTERS is None:
+        try:
+            from scipy.linalg import cython_blas, cython_lapack
+        except ImportError:
+            return None
+        caps = {**cython_blas.__pyx_capi__, **cython_lapack.__pyx_capi__}
+        _POINTERS = [_capsule_address(caps[n]) for n in NAMES]
+    return _POINTERS
+
+
+def init_library(lib) -> None:
+    """Give a loaded shared object its LAPACK pointers (if it calls LAPACK)."""
+    try:
+        fn = lib.plait_lapack_init
+    except AttributeError:
+        return
+    ptrs = pointers()
+    fn.restype = None
+    fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
+    fn((ctypes.c_void_p * len(ptrs))(*ptrs))
+
+
+def _ready(cp: CProgram, eqn) -> tuple | None:
+    """``(C type, LAPACK prefix)`` when this equation can be rendered, declaring the
+    pointer table once per program; None otherwise."""
+    dt = np.dtype(eqn.inputs[0].aval.dtype)
+    if dt not in _CTYPE or pointers() is None:
+        return None
+    if any(0 in a.aval.shape for a in list(eqn.inputs) + list(eqn.outputs)):
+        return None
+    if not getattr(cp, "_lapack_declared", False):
+        cp.parts.insert(0, _DECLS)
+        cp._lapack_declared = True
+    return _CTYPE[dt]
+
+
+def _fn(prefix: str, routine: str, kind: str) -> str:
+    return f"((plait_{kind}_t)plait_lapack[{_INDEX[prefix + routine]}])"
+
+
+def _cholesky(cp: CProgram, eqn, name: str) -> bool:
+    r = _ready(cp, eqn)
+    if r is None:
+        return False
+    ct, p = r
+    shape = eqn.inputs[0].aval.shape
+    n, batch = shape[-1], math.prod(shape[:-2])
+    # row-major lower triangle = column-major upper: potrf('U') leaves Lᵀ (column-major),
+    # which is L row-major
+    cp.parts.append(f"""void {name}(void **bufs) {{
+  const {ct} *a = bufs[0]; {ct} *l = bufs[1];
+  int n = {n}, info = 0; char uplo = 'U';
+  for (int64_t b = 0; b < {batch}; ++b) {{
+    {ct} *o = l + b * {n * n};
+    memcpy(o, a + b * {n * n}, sizeof({ct}) * {n * n});
+    {_fn(p, "potrf", "potrf")}(&uplo, &n, o, &n, &info);
+    for (int i = 0; i < n; ++i) for (int j = i + 1; j < n; ++j) o[i * n + j] = 0;
+    if (info != 0) for (int k = 0; k < {n * n}; ++k) o[k] = NAN;
+  }}
+}}""")
+    return True
+
+
+def _triangular_solve(cp: CProgram, eqn, name: str) -> bool:
+    r = _ready(cp, eqn)
+    if r is None:
+        return False
+    ct, p = r
+    prm = eqn.params
+    ashape, bshape = eqn.inputs[0].aval.shape, eqn.inputs[1].aval.shape
+    m = ashape[-1]
+    rows, cols = bshape[-2:]
+    batch = math.prod(ashape[:-2])
+    # column-major view: Xc = Xᵀ; op(A) X = B  <=>  Xc op(A)ᵀ = Bc (side R), and
+    # X op(A) = B  <=>  op(A)ᵀ Xc = Bc (side L); A's lower triangle is Ac's upper
+    side = "R" if prm["left_side"] else "L"
+    uplo = "U" if prm["lower"] else "L"
+    trans = "T" if prm["transpose_a"] else "N"
+    diag = "U" if prm["unit_diagonal"] else "N"
+    mm, nn = cols, rows     # Xc is cols x rows either way
+    cp.parts.append(f"""void {name}(void **bufs) {{
+  const {ct} *a = bufs[0]; const {ct} *bb = bufs[1]; {ct} *x = bufs[2];
+  char side = '{side}', uplo = '{uplo}', trans = '{trans}', diag = '{diag}';
+  int m = {mm}, n = {nn}, lda = {m}, ldb = {cols};
+  {ct} one = 1;
+  memcpy(x, bb, sizeof({ct}) * {batch * rows * cols});
+  for (int64_t b = 0; b < {batch}; ++b)
+    {_fn(p, "trsm", "trsm")}(&side, &uplo, &trans, &diag, &m, &n, &one,
+        (void *)(a + b * {m * m}), &lda, x + b * {rows * cols}, &ldb);
+}}""")
+    return True
+
+
+def _lu(cp: CProgram, eqn, name: str) -> bool:
+    r = _ready(cp, eqn)
+    if r is None:
+        return False
+    ct, p = r
+    shape = eqn.inputs[0].aval.shape
+    m, n = shape[-2:]
+    k = min(m, n)
+    batch = math.prod(shape[:-2])
+    cp.parts.append(f"""void {name}(void **bufs) {{
+  const {ct} *a = bufs[0]; {ct} *lu = bufs[1]; int32_t *piv = bufs[2], *perm = bufs[3];
+  int m = {m}, n = {n}, info = 0;
+  {ct} *w = malloc(sizeof({ct}) * {m * n}); int *ip = malloc(sizeof(int) * {max(k, 1)});
+  for (int64_t b = 0; b < {batch}; ++b) {{
+    const {ct} *ab = a + b * {m * n}; {ct} *lb = lu + b * {m * n};
+    for (int i = 0; i < m; ++i) for (int j = 0; j < n; ++j) w[i + j * m] = ab[i * n + j];
+    {_fn(p, "getrf", "getrf")}(&m, &n, w, &m, ip, &info);
+    for (int i = 0; i < m; ++i) for (int j = 0; j < n; ++j) lb[i * n + j] = w[i + j * m];
+    int32_t *pb = piv + b * {k}, *qb = perm + b * {m};
+    for (int i = 0; i < m; ++i) qb[i] = i;
+    for (int t = 0; t < {k}; ++t) {{
+      int s = ip[t] - 1; pb[t] = s;
+      int32_t tmp = qb[t]; qb[t] = qb[s]; qb[s] = tmp;
+    }}
+  }}
+  free(w); free(ip);
+}}""")
+    return True
+
+
+cholesky_p.def_rule("native", _cholesky)
+triangular_solve_p.def_rule("native", _triangular_solve)
+lu_p.def_rule("native", _lu)
