@@ -35,6 +35,7 @@ WORKLOADS = [
     ("w6", "benchmarks.lazy_training", "run"),
     ("w7", "benchmarks.eager_overhead", "run_w7"),
     ("k", "benchmarks.kernels", "run"),
+    ("la", "benchmarks.linalg", "run"),
 ]
 FULL_ONLY = {"k"}            # kernel-level report: in the full run or with --only k
 
