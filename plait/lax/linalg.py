@@ -105,6 +105,21 @@ def _each(batch: tuple):
     return np.ndindex(*batch) if batch else [()]
 
 
+def _scipy_each(a, routine: str, kwargs: dict, picks: tuple, shapes: tuple) -> list:
+    """SciPy's LAPACK ``routine(matrix, **kwargs)`` on each matrix of the stack ``a``
+    (the library the native backend calls, so both backends agree bit for bit); the
+    results at positions ``picks`` are stacked into arrays of ``shapes``, NaN where
+    LAPACK reported failure (its last result, ``info``)."""
+    from scipy.linalg import get_lapack_funcs
+    (fn,) = get_lapack_funcs((routine,), (a,))
+    outs = [np.empty(sh, a.dtype) for sh in shapes]
+    for i in _each(a.shape[:-2]):
+        res = fn(a[i], **kwargs)
+        for o, k in zip(outs, picks):
+            o[i] = res[k] if res[-1] == 0 else np.nan
+    return outs
+
+
 # --- small matrix helpers written with lax (so rules differentiate and stage) -----------
 def _ndim(x) -> int:
     return get_aval(x).ndim
@@ -614,7 +629,11 @@ def _eigh_impl(a, *, lower, sort_eigenvalues, subset_by_index):
     if a.size == 0:
         return [np.zeros(a.shape[:-1] + (hi - lo,), a.dtype),
                 np.zeros(a.shape[:-2] + (hi - lo,), _real_dtype(a.dtype))]
-    w, v = np.linalg.eigh(a, UPLO="L" if lower else "U")
+    if _has_scipy() and a.dtype.kind == "f":
+        w, v = _scipy_each(a, "syevd", dict(compute_v=1, lower=int(lower)), (0, 1),
+                           (a.shape[:-1], a.shape))
+    else:
+        w, v = np.linalg.eigh(a, UPLO="L" if lower else "U")
     return [v[..., lo:hi].astype(a.dtype, copy=False),
             w[..., lo:hi].astype(_real_dtype(a.dtype), copy=False)]
 
@@ -791,9 +810,19 @@ def _svd_impl(a, *, full_matrices, compute_uv, subset_by_index):
                 outs.append(e)
         return outs
     if not compute_uv:
-        return [np.linalg.svd(a, compute_uv=False)[..., lo:hi].astype(rd, copy=False)]
+        if _has_scipy() and a.dtype.kind == "f":
+            (s,) = _scipy_each(a, "gesdd", dict(compute_uv=0), (1,), (a.shape[:-2] + (k,),))
+        else:
+            s = np.linalg.svd(a, compute_uv=False)
+        return [s[..., lo:hi].astype(rd, copy=False)]
     full = full_matrices and subset_by_index is None
-    u, s, vt = np.linalg.svd(a, full_matrices=full)
+    if _has_scipy() and a.dtype.kind == "f":
+        ku, kv = (m, n) if full else (k, k)
+        u, s, vt = _scipy_each(a, "gesdd", dict(compute_uv=1, full_matrices=int(full)),
+                               (0, 1, 2), (a.shape[:-2] + (m, ku), a.shape[:-2] + (k,),
+                                           a.shape[:-2] + (kv, n)))
+    else:
+        u, s, vt = np.linalg.svd(a, full_matrices=full)
     if subset_by_index is not None:
         u, s, vt = u[..., :, lo:hi], s[..., lo:hi], vt[..., lo:hi, :]
     return [s.astype(rd, copy=False), u.astype(a.dtype, copy=False),

@@ -1,4 +1,5 @@
-"""The linalg primitives on the native backend: generated C calling LAPACK/BLAS
+"""The linalg primitives on the native backend (cholesky, lu, triangular_solve, eigh,
+svd): generated C calling LAPACK/BLAS
 through pointers from SciPy's capsules, inside compiled loops too."""
 import numpy as np
 import pytest
@@ -67,7 +68,10 @@ def test_native_calls_match_interp():
 
     def f(spd, a, tri, b, rect):
         out = [L.cholesky(spd), L.cholesky(-spd), *L.lu(a), *L.lu(rect), *L.lu(rect.mT),
-               pnp.linalg.solve(a, b), pnp.linalg.solve(a * 0, b)]
+               pnp.linalg.solve(a, b), pnp.linalg.solve(a * 0, b),
+               *L.eigh(spd, symmetrize_input=False), *L.eigh(spd, lower=False),
+               *L.svd(rect), *L.svd(rect.mT, full_matrices=False),
+               L.svd(rect, compute_uv=False)]
         for left in (True, False):
             for lower in (True, False):
                 for tr in (True, False):

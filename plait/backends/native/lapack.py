@@ -20,10 +20,11 @@ import math
 import numpy as np
 
 from plait.backends.native.cprogram import CProgram
-from plait.lax.linalg import cholesky_p, lu_p, triangular_solve_p
+from plait.lax.linalg import cholesky_p, eigh_p, lu_p, svd_p, triangular_solve_p
 
 # The routines a program may call, in the order plait_lapack_init receives them.
-NAMES = ("sgetrf", "dgetrf", "spotrf", "dpotrf", "strsm", "dtrsm")
+NAMES = ("sgetrf", "dgetrf", "spotrf", "dpotrf", "strsm", "dtrsm", "ssyevd", "dsyevd",
+         "sgesdd", "dgesdd")
 _INDEX = {n: i for i, n in enumerate(NAMES)}
 _CTYPE = {np.dtype(np.float32): ("float", "s"), np.dtype(np.float64): ("double", "d")}
 
@@ -32,6 +33,10 @@ static void *plait_lapack[{len(NAMES)}];
 void plait_lapack_init(void **p) {{ for (int i = 0; i < {len(NAMES)}; ++i) plait_lapack[i] = p[i]; }}
 typedef void (*plait_getrf_t)(int *, int *, void *, int *, int *, int *);
 typedef void (*plait_potrf_t)(char *, int *, void *, int *, int *);
+typedef void (*plait_syevd_t)(char *, char *, int *, void *, int *, void *, void *, int *,
+                              int *, int *, int *);
+typedef void (*plait_gesdd_t)(char *, int *, int *, void *, int *, void *, void *, int *, void *,
+                              int *, void *, int *, int *, int *);
 typedef void (*plait_trsm_t)(char *, char *, char *, char *, int *, int *, void *, void *, int *,
                              void *, int *);
 """
@@ -174,6 +179,91 @@ def _lu(cp: CProgram, eqn, name: str) -> bool:
     return True
 
 
+def _eigh(cp: CProgram, eqn, name: str) -> bool:
+    if eqn.params["subset_by_index"] is not None:
+        return False
+    r = _ready(cp, eqn)
+    if r is None:
+        return False
+    ct, p = r
+    shape = eqn.inputs[0].aval.shape
+    n, batch = shape[-1], math.prod(shape[:-2])
+    uplo = "L" if eqn.params["lower"] else "U"
+    # NumPy's call exactly: a column-major copy, syevd on the same triangle
+    cp.parts.append(f"""void {name}(void **bufs) {{
+  const {ct} *a = bufs[0]; {ct} *v = bufs[1]; {ct} *w = bufs[2];
+  char jobz = 'V', uplo = '{uplo}';
+  int n = {n}, info = 0, lwork = -1, liwork = -1, iq = 0; {ct} q = 0;
+  {ct} *m = malloc(sizeof({ct}) * {n * n});
+  {_fn(p, "syevd", "syevd")}(&jobz, &uplo, &n, m, &n, w, &q, &lwork, &iq, &liwork, &info);
+  lwork = (int)q; liwork = iq;
+  {ct} *work = malloc(sizeof({ct}) * (lwork > 1 ? lwork : 1));
+  int *iwork = malloc(sizeof(int) * (liwork > 1 ? liwork : 1));
+  for (int64_t b = 0; b < {batch}; ++b) {{
+    const {ct} *ab = a + b * {n * n}; {ct} *vb = v + b * {n * n}; {ct} *wb = w + b * {n};
+    for (int i = 0; i < n; ++i) for (int j = 0; j < n; ++j) m[i + j * n] = ab[i * n + j];
+    {_fn(p, "syevd", "syevd")}(&jobz, &uplo, &n, m, &n, wb, work, &lwork, iwork, &liwork, &info);
+    for (int i = 0; i < n; ++i) for (int j = 0; j < n; ++j) vb[i * n + j] = m[i + j * n];
+    if (info != 0) {{ for (int k = 0; k < {n * n}; ++k) vb[k] = NAN;
+                      for (int k = 0; k < n; ++k) wb[k] = NAN; }}
+  }}
+  free(m); free(work); free(iwork);
+}}""")
+    return True
+
+
+def _svd(cp: CProgram, eqn, name: str) -> bool:
+    prm = eqn.params
+    if prm["subset_by_index"] is not None:
+        return False
+    r = _ready(cp, eqn)
+    if r is None:
+        return False
+    ct, p = r
+    shape = eqn.inputs[0].aval.shape
+    m, n = shape[-2:]
+    k = min(m, n)
+    batch = math.prod(shape[:-2])
+    uv = prm["compute_uv"]
+    full = prm["full_matrices"]
+    ucols, vrows = (m, n) if full else (k, k)
+    jobz = "N" if not uv else ("A" if full else "S")
+    ldu, ldvt = (m, vrows) if uv else (1, 1)
+    outs = ("{ct} *s = bufs[1]; {ct} *u = bufs[2]; {ct} *vt = bufs[3];" if uv
+            else "{ct} *s = bufs[1];").format(ct=ct)
+    back = f"""
+    {ct} *ub = u + b * {m * ucols}, *vb = vt + b * {vrows * n};
+    for (int i = 0; i < {m}; ++i) for (int j = 0; j < {ucols}; ++j) ub[i * {ucols} + j] = uc[i + j * {m}];
+    for (int i = 0; i < {vrows}; ++i) for (int j = 0; j < {n}; ++j) vb[i * {n} + j] = vc[i + j * {vrows}];
+    if (info != 0) {{ for (int t = 0; t < {m * ucols}; ++t) ub[t] = NAN;
+                      for (int t = 0; t < {vrows * n}; ++t) vb[t] = NAN; }}""" if uv else ""
+    # NumPy's call exactly: gesdd on a column-major copy
+    cp.parts.append(f"""void {name}(void **bufs) {{
+  const {ct} *a = bufs[0]; {outs}
+  char jobz = '{jobz}';
+  int m = {m}, n = {n}, lda = {m}, ldu = {ldu}, ldvt = {ldvt}, info = 0, lwork = -1;
+  {ct} q = 0;
+  {ct} *w = malloc(sizeof({ct}) * {m * n});
+  {ct} *uc = malloc(sizeof({ct}) * {max(ldu * (ucols if uv else 1), 1)});
+  {ct} *vc = malloc(sizeof({ct}) * {max(ldvt * (n if uv else 1), 1)});
+  int *iwork = malloc(sizeof(int) * {8 * max(k, 1)});
+  {_fn(p, "gesdd", "gesdd")}(&jobz, &m, &n, w, &lda, s, uc, &ldu, vc, &ldvt, &q, &lwork, iwork, &info);
+  lwork = (int)q;
+  {ct} *work = malloc(sizeof({ct}) * (lwork > 1 ? lwork : 1));
+  for (int64_t b = 0; b < {batch}; ++b) {{
+    const {ct} *ab = a + b * {m * n}; {ct} *sb = s + b * {k};
+    for (int i = 0; i < m; ++i) for (int j = 0; j < n; ++j) w[i + j * m] = ab[i * n + j];
+    {_fn(p, "gesdd", "gesdd")}(&jobz, &m, &n, w, &lda, sb, uc, &ldu, vc, &ldvt, work, &lwork, iwork,
+        &info);
+    if (info != 0) for (int t = 0; t < {k}; ++t) sb[t] = NAN;{back}
+  }}
+  free(w); free(uc); free(vc); free(iwork); free(work);
+}}""")
+    return True
+
+
 cholesky_p.def_rule("native", _cholesky)
+eigh_p.def_rule("native", _eigh)
+svd_p.def_rule("native", _svd)
 triangular_solve_p.def_rule("native", _triangular_solve)
 lu_p.def_rule("native", _lu)
