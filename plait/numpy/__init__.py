@@ -107,7 +107,7 @@ if _ilu.find_spec("plait.numpy.indexing") is not None:
 from plait.numpy.indexing import (take, take_along_axis, put_along_axis,  # noqa: E402,F811
                                   nonzero, flatnonzero, argwhere, diagonal, ix_)
 from plait.numpy.linalg_ops import (dot, vdot, inner, outer, tensordot, matmul,  # noqa: E402
-                                    vecdot, matvec, vecmat, kron, trace)
+                                    vecdot, matvec, vecmat, kron, trace, cross)
 from plait.numpy.einsum import einsum, einsum_path  # noqa: E402
 from plait.numpy.sorting import (sort, argsort, lexsort, partition, argpartition,  # noqa: E402
                                  sort_complex, searchsorted, digitize, unique, unique_values,

@@ -28,7 +28,7 @@ from plait.core import dtypes
 from plait.core.trace import Tracer, get_aval
 from plait.errors import LinAlgError, PlaitValueError, PlaitTypeError
 from plait.numpy import _promote
-from plait.numpy.linalg_ops import matmul
+from plait.numpy.linalg_ops import matmul, cross as _cross
 
 
 class EighResult(NamedTuple):
@@ -428,33 +428,12 @@ def tensorinv(a, ind: int = 2):
 
 
 def cross(x1, x2, /, *, axis: int = -1):
-    """Cross product of 3-element vectors along ``axis`` (stacks broadcast)."""
-    a, b = _promote.promote_args("cross", _promote.asarray_strong(x1),
-                                 _promote.asarray_strong(x2))
-    nd = len(_shape(a))
-    if nd == 0:
-        raise PlaitValueError("linalg.cross: inputs must have at least one dimension")
-    ax = _promote.normalize_axis(axis, nd, "cross")
-    if _shape(a)[ax] != 3:
-        raise PlaitValueError(f"linalg.cross: both inputs must have 3 elements along axis "
-                              f"{axis}, got shape {_shape(a)}")
-    return _cross3(a, b, ax)
-
-
-def _component(x, ax: int, k: int):
-    s = _shape(x)
-    start = [0] * len(s)
-    limit = list(s)
-    start[ax], limit[ax] = k, k + 1
-    return lax.slice(x, tuple(start), tuple(limit))
-
-
-def _cross3(a, b, ax: int):
-    if dtypes.is_bool(_dtype(a)):
-        raise PlaitTypeError("cross: boolean inputs are not supported (NumPy raises too)")
-    a0, a1, a2 = (_component(a, ax, k) for k in range(3))
-    b0, b1, b2 = (_component(b, ax, k) for k in range(3))
-    c0 = lax.sub(lax.mul(a1, b2), lax.mul(a2, b1))
-    c1 = lax.sub(lax.mul(a2, b0), lax.mul(a0, b2))
-    c2 = lax.sub(lax.mul(a0, b1), lax.mul(a1, b0))
-    return lax.concatenate([c0, c1, c2], ax)
+    """Cross product of 3-element vectors along ``axis`` (the other axes broadcast)."""
+    a, b = _promote.promote_dtypes("cross", _promote.asarray_strong(x1),
+                                   _promote.asarray_strong(x2))
+    for x in (a, b):
+        nd = len(_shape(x))
+        if nd == 0 or _shape(x)[_promote.normalize_axis(axis, nd, "cross")] != 3:
+            raise PlaitValueError(f"linalg.cross: both inputs must have 3 elements along axis "
+                                  f"{axis}, got shapes {_shape(a)} and {_shape(b)}")
+    return _cross(a, b, axis=axis)
