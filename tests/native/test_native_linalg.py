@@ -1,5 +1,5 @@
 """The linalg primitives on the native backend (cholesky, lu, triangular_solve, eigh,
-svd): generated C calling LAPACK/BLAS
+svd, qr, tridiagonal_solve): generated C calling LAPACK/BLAS
 through pointers from SciPy's capsules, inside compiled loops too."""
 import numpy as np
 import pytest
@@ -71,7 +71,9 @@ def test_native_calls_match_interp():
                pnp.linalg.solve(a, b), pnp.linalg.solve(a * 0, b),
                *L.eigh(spd, symmetrize_input=False), *L.eigh(spd, lower=False),
                *L.svd(rect), *L.svd(rect.mT, full_matrices=False),
-               L.svd(rect, compute_uv=False)]
+               L.svd(rect, compute_uv=False), *L.qr(rect), *L.qr(rect.mT),
+               *L.qr(rect, full_matrices=False),
+               L.tridiagonal_solve(a[..., 0], a[..., 1] + 5, a[..., 2], b)]
         for left in (True, False):
             for lower in (True, False):
                 for tr in (True, False):

@@ -20,11 +20,12 @@ import math
 import numpy as np
 
 from plait.backends.native.cprogram import CProgram
-from plait.lax.linalg import cholesky_p, eigh_p, lu_p, svd_p, triangular_solve_p
+from plait.lax.linalg import (cholesky_p, eigh_p, lu_p, qr_p, svd_p, triangular_solve_p,
+                              tridiagonal_solve_p)
 
 # The routines a program may call, in the order plait_lapack_init receives them.
 NAMES = ("sgetrf", "dgetrf", "spotrf", "dpotrf", "strsm", "dtrsm", "ssyevd", "dsyevd",
-         "sgesdd", "dgesdd")
+         "sgesdd", "dgesdd", "sgeqrf", "dgeqrf", "sorgqr", "dorgqr", "sgtsv", "dgtsv")
 _INDEX = {n: i for i, n in enumerate(NAMES)}
 _CTYPE = {np.dtype(np.float32): ("float", "s"), np.dtype(np.float64): ("double", "d")}
 
@@ -37,6 +38,9 @@ typedef void (*plait_syevd_t)(char *, char *, int *, void *, int *, void *, void
                               int *, int *, int *);
 typedef void (*plait_gesdd_t)(char *, int *, int *, void *, int *, void *, void *, int *, void *,
                               int *, void *, int *, int *, int *);
+typedef void (*plait_geqrf_t)(int *, int *, void *, int *, void *, void *, int *, int *);
+typedef void (*plait_orgqr_t)(int *, int *, int *, void *, int *, void *, void *, int *, int *);
+typedef void (*plait_gtsv_t)(int *, int *, void *, void *, void *, void *, int *, int *);
 typedef void (*plait_trsm_t)(char *, char *, char *, char *, int *, int *, void *, void *, int *,
                              void *, int *);
 """
@@ -262,7 +266,73 @@ def _svd(cp: CProgram, eqn, name: str) -> bool:
     return True
 
 
+def _qr(cp: CProgram, eqn, name: str) -> bool:
+    r = _ready(cp, eqn)
+    if r is None:
+        return False
+    ct, p = r
+    shape = eqn.inputs[0].aval.shape
+    m, n = shape[-2:]
+    k = min(m, n)
+    kq = m if eqn.params["full_matrices"] else k
+    cols = max(kq, n)
+    batch = math.prod(shape[:-2])
+    # NumPy's calls: geqrf on a column-major copy, then orgqr for kq columns of Q
+    cp.parts.append(f"""void {name}(void **bufs) {{
+  const {ct} *a = bufs[0]; {ct} *q = bufs[1]; {ct} *r = bufs[2];
+  int m = {m}, n = {n}, k = {k}, kq = {kq}, lda = {m}, info = 0, lwork = -1;
+  {ct} q1 = 0, q2 = 0;
+  {ct} *w = calloc({m * cols}, sizeof({ct})); {ct} *tau = malloc(sizeof({ct}) * {max(k, 1)});
+  {_fn(p, "geqrf", "geqrf")}(&m, &n, w, &lda, tau, &q1, &lwork, &info);
+  {_fn(p, "orgqr", "orgqr")}(&m, &kq, &k, w, &lda, tau, &q2, &lwork, &info);
+  lwork = (int)(q1 > q2 ? q1 : q2);
+  {ct} *work = malloc(sizeof({ct}) * (lwork > 1 ? lwork : 1));
+  for (int64_t b = 0; b < {batch}; ++b) {{
+    const {ct} *ab = a + b * {m * n}; {ct} *qb = q + b * {m * kq}, *rb = r + b * {kq * n};
+    memset(w, 0, sizeof({ct}) * {m * cols});
+    for (int i = 0; i < m; ++i) for (int j = 0; j < n; ++j) w[i + j * m] = ab[i * n + j];
+    {_fn(p, "geqrf", "geqrf")}(&m, &n, w, &lda, tau, work, &lwork, &info);
+    for (int i = 0; i < kq; ++i) for (int j = 0; j < n; ++j)
+      rb[i * n + j] = i <= j ? w[i + j * m] : 0;
+    {_fn(p, "orgqr", "orgqr")}(&m, &kq, &k, w, &lda, tau, work, &lwork, &info);
+    for (int i = 0; i < m; ++i) for (int j = 0; j < kq; ++j) qb[i * kq + j] = w[i + j * m];
+  }}
+  free(w); free(tau); free(work);
+}}""")
+    return True
+
+
+def _tridiagonal_solve(cp: CProgram, eqn, name: str) -> bool:
+    r = _ready(cp, eqn)
+    if r is None:
+        return False
+    ct, p = r
+    bshape = eqn.inputs[3].aval.shape
+    m, k = bshape[-2:]
+    batch = math.prod(bshape[:-2])
+    cp.parts.append(f"""void {name}(void **bufs) {{
+  const {ct} *dl = bufs[0], *d = bufs[1], *du = bufs[2], *bb = bufs[3]; {ct} *x = bufs[4];
+  int n = {m}, nrhs = {k}, ldb = {m}, info = 0;
+  {ct} *l = malloc(sizeof({ct}) * {m}), *c = malloc(sizeof({ct}) * {m});
+  {ct} *u = malloc(sizeof({ct}) * {m}), *w = malloc(sizeof({ct}) * {m * k});
+  for (int64_t b = 0; b < {batch}; ++b) {{
+    const {ct} *bi = bb + b * {m * k}; {ct} *xb = x + b * {m * k};
+    memcpy(l, dl + b * {m} + 1, sizeof({ct}) * {m - 1});
+    memcpy(c, d + b * {m}, sizeof({ct}) * {m});
+    memcpy(u, du + b * {m}, sizeof({ct}) * {m - 1});
+    for (int i = 0; i < {m}; ++i) for (int j = 0; j < {k}; ++j) w[i + j * {m}] = bi[i * {k} + j];
+    {_fn(p, "gtsv", "gtsv")}(&n, &nrhs, l, c, u, w, &ldb, &info);
+    for (int i = 0; i < {m}; ++i) for (int j = 0; j < {k}; ++j)
+      xb[i * {k} + j] = info == 0 ? w[i + j * {m}] : NAN;
+  }}
+  free(l); free(c); free(u); free(w);
+}}""")
+    return True
+
+
 cholesky_p.def_rule("native", _cholesky)
+qr_p.def_rule("native", _qr)
+tridiagonal_solve_p.def_rule("native", _tridiagonal_solve)
 eigh_p.def_rule("native", _eigh)
 svd_p.def_rule("native", _svd)
 triangular_solve_p.def_rule("native", _triangular_solve)
