@@ -258,8 +258,15 @@ case("eig_values", la.eig_p,
      _gen((3, 3), 0.0))
 case("eig_vectors_abs", la.eig_p,
      lambda a: lax.abs(la.eig(a, compute_left_eigenvectors=False)[1]), _spd(3))
-case("svd", la.svd_p, lambda a: la.svd(a, full_matrices=False), _sv(4, 3))
-case("svd_wide", la.svd_p, lambda a: la.svd(a, full_matrices=False), _sv(2, 4))
+def _svd_gauge_free(a):
+    """Singular values and sign-invariant functions of the singular vectors (each
+    vector's sign is arbitrary, so finite differences of raw vectors can jump)."""
+    s, u, vt = la.svd(a, full_matrices=False)
+    return s, (u * s ** 2) @ vt, (u * s) @ u.T, (vt.T * s) @ vt
+
+
+case("svd", la.svd_p, _svd_gauge_free, _sv(4, 3))
+case("svd_wide", la.svd_p, _svd_gauge_free, _sv(2, 4))
 case("svd_values", la.svd_p, lambda a: la.svd(a, compute_uv=False), _sv(3, 4),
      complex_ok=True)
 case("tridiagonal_solve", la.tridiagonal_solve_p, la.tridiagonal_solve,
