@@ -13,7 +13,7 @@ from plait.lax.contractions import dot_general_p
 from plait.core import dtypes
 from plait.core.array_methods import ArrayMethods, install_methods
 from plait.core.trace import get_aval
-from plait.errors import PlaitValueError
+from plait.errors import PlaitTypeError, PlaitValueError
 from plait.numpy import _promote
 
 
@@ -241,7 +241,8 @@ def _component(x, k: int):
 def cross3_last(a, b):
     """Cross product of two same-shape arrays of 3-vectors in the last axis."""
     if dtypes.is_bool(get_aval(a).dtype):
-        raise PlaitValueError("cross: boolean inputs are not supported (as in NumPy)")
+        raise PlaitTypeError("cross: boolean inputs are not supported (NumPy refuses boolean "
+                             "subtraction too); convert them to integers first")
     a0, a1, a2 = (_component(a, k) for k in range(3))
     b0, b1, b2 = (_component(b, k) for k in range(3))
     c = [lax.sub(lax.mul(a1, b2), lax.mul(a2, b1)), lax.sub(lax.mul(a2, b0), lax.mul(a0, b2)),
