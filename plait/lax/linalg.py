@@ -292,10 +292,11 @@ def _cholesky_batch(vals, dims, **params):
 cholesky_p.def_rule("batch", _cholesky_batch)
 
 
-def cholesky(x, *, symmetrize_input: bool = False):
+def cholesky(x, *, symmetrize_input: bool = True):
     """The lower Cholesky factor ``L`` (``L Lᴴ = x``) of Hermitian positive-definite
-    matrices; only the lower triangle is read. ``symmetrize_input`` first replaces
-    ``x`` by ``(x + xᴴ)/2``. NaNs where ``x`` is not positive definite."""
+    matrices. ``symmetrize_input`` (JAX's default) first replaces ``x`` by
+    ``(x + xᴴ)/2``; without it only the lower triangle is read. NaNs where ``x`` is
+    not positive definite."""
     x = as_operand(x)
     if symmetrize_input:
         _check_matrix("cholesky", get_aval(x))

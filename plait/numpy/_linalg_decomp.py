@@ -225,7 +225,7 @@ def cholesky(a, /, *, upper: bool = False):
     """Cholesky factor of Hermitian positive-definite matrices (the lower triangle is
     read): ``L`` with ``L Lᴴ = a``, or ``U = Lᴴ`` with ``upper=True``."""
     a = _stack_of_matrices(a, "cholesky")
-    L = lla.cholesky(a)
+    L = lla.cholesky(a, symmetrize_input=False)
     _check_finite_result(L, "Matrix is not positive definite")
     return _H(L) if upper else L
 
