@@ -1,11 +1,11 @@
 """``plait.lax.linalg``: matrix decompositions and solves (like ``jax.lax.linalg``).
 
 Primitives: ``cholesky``, ``triangular_solve``, ``lu``, ``qr``, ``eigh``, ``eig``,
-``svd`` and ``tridiagonal_solve``. Every one works on stacks: the last two axes
+``svd``, ``schur`` and ``tridiagonal_solve``. Every one works on stacks: the last two axes
 are the matrix, any leading axes are batch axes. The impls call LAPACK through
 NumPy, or through SciPy where NumPy has no entry point (``triangular_solve`` and
-``lu`` fall back to NumPy code without SciPy; ``tridiagonal_solve`` and the left
-eigenvectors of ``eig`` need SciPy and say so).
+``lu`` fall back to NumPy code without SciPy; ``tridiagonal_solve``, ``schur`` and
+the left eigenvectors of ``eig`` need SciPy and say so).
 
 Values, as in JAX: a failed factorization does not raise here (values are unknown
 under ``jit``); ``cholesky`` of a matrix that is not positive definite gives NaNs,
@@ -31,6 +31,7 @@ Derivatives (standard matrix calculus; ``plait/transforms/RULES.md``):
   eigenvalues; not the left eigenvectors.
 - ``qr``: needs ``m >= n`` (and ``m == n`` for ``full_matrices=True``), as in JAX.
 - ``lu``: square matrices; the permutation is piecewise constant (zero tangent).
+- ``schur`` has no derivative (as in JAX): its jvp rule raises a clear error.
 - ``triangular_solve`` and ``tridiagonal_solve`` are linear in the right-hand side
   (transposes are solves with the transposed matrix).
 """
@@ -51,7 +52,7 @@ from plait.lax.shape_ops import (broadcast_in_dim, transpose, broadcasted_iota, 
 from plait.lax.contractions import dot_general
 from plait.lax.reductions import reduce_sum
 
-__all__ = ["cholesky", "triangular_solve", "lu", "qr", "eigh", "eig", "svd",
+__all__ = ["cholesky", "triangular_solve", "lu", "qr", "eigh", "eig", "svd", "schur",
            "tridiagonal_solve", "lu_pivots_to_permutation", "lu_solve"]
 
 _F16_HINT = "LAPACK has no half precision; convert to float32 first"
@@ -897,6 +898,46 @@ def svd(x, *, full_matrices: bool = True, compute_uv: bool = True, subset_by_ind
     outs = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv),
                       subset_by_index=sub)
     return outs if compute_uv else outs[0]
+
+
+# --- schur -------------------------------------------------------------------------------
+def _schur_abstract(a: ShapedArray, *, compute_schur_vectors: bool) -> list:
+    _check_matrix("schur", a)
+    out = ShapedArray(a.shape, a.dtype, False)
+    return [out, out] if compute_schur_vectors else [out]
+
+
+def _schur_impl(a, *, compute_schur_vectors: bool):
+    a = np.asarray(a)
+    if a.size == 0:
+        return [np.zeros(a.shape, a.dtype)] * (2 if compute_schur_vectors else 1)
+    sl = _scipy_linalg("schur")
+    t = np.empty_like(a)
+    z = np.empty_like(a)
+    kind = "complex" if a.dtype.kind == "c" else "real"
+    for i in _each(a.shape[:-2]):
+        t[i], z[i] = sl.schur(a[i], output=kind, check_finite=False)
+    return [t, z] if compute_schur_vectors else [t]
+
+
+schur_p = standard_primitive("schur", _schur_abstract, _schur_impl, multiple_results=True)
+
+
+def _schur_jvp(primals, tangents, **params):
+    raise PlaitValueError("schur is not differentiable (JAX has no derivative for it "
+                          "either); for eigenvalues use eig or eigh")
+
+
+schur_p.def_rule("jvp", _schur_jvp)
+_batch_unary(schur_p)
+
+
+def schur(x, *, compute_schur_vectors: bool = True):
+    """Schur decomposition ``x = z t zᴴ``: ``t`` quasi-upper-triangular (real input,
+    2x2 blocks for complex conjugate eigenvalue pairs) or upper triangular (complex
+    input), ``z`` unitary; ``[t, z]``, or ``[t]`` without vectors. Needs SciPy."""
+    outs = schur_p.bind(as_operand(x), compute_schur_vectors=bool(compute_schur_vectors))
+    return tuple(outs)
 
 
 # --- tridiagonal_solve --------------------------------------------------------------------

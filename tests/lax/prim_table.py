@@ -953,3 +953,22 @@ add("eig-left", la.eig_p, lambda rng: [_mat(rng, (2, 4, 4), F64)],
     lambda a: list(la.eig(a)),
     lambda a: [np.stack(v) for v in zip(*[__import__("scipy.linalg").linalg.eig(m, left=True)
                                           for m in a])])
+
+def _np_schur(a, vecs):
+    import scipy.linalg
+    t, z = np.zeros_like(a), np.zeros_like(a)
+    if a.size:
+        for i in np.ndindex(*a.shape[:-2]):
+            t[i], z[i] = scipy.linalg.schur(a[i], output="complex" if a.dtype.kind == "c"
+                                            else "real")
+    return [t, z] if vecs else [t]
+
+
+for dt in LA_DTYPES:
+    for shape in ((4, 4), (2, 3, 3), (0, 0)):
+        for vecs in (True, False):
+            add(f"schur-{sig(dt, shape)}-{vecs}", la.schur_p,
+                lambda rng, _s=shape, _d=dt: [_mat(rng, _s, _d)],
+                dict(compute_schur_vectors=vecs),
+                lambda a, _v=vecs: list(la.schur(a, compute_schur_vectors=_v)),
+                lambda a, _v=vecs: _np_schur(a, _v), 2e-4 if dt in (F32, C64) else 1e-10)

@@ -47,3 +47,14 @@ def test_jit_stages_shapes_of_every_primitive():
     got = plait.jit(f, backend="interp")(a)
     assert [np.shape(g) for g in got] == want
     assert np.asarray(got[12]).dtype == np.complex128 and np.asarray(got[2]).dtype == np.int32
+
+
+def test_schur_is_not_differentiable_and_reconstructs():
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((2, 4, 4))
+    t, z = (np.asarray(v) for v in L.schur(a))
+    np.testing.assert_allclose(z @ t @ z.swapaxes(-1, -2), a, atol=1e-12)
+    assert np.allclose(np.tril(t, -2), 0)
+    with pytest.raises(PlaitValueError, match="not differentiable") as e:
+        plait.jvp(lambda x: L.schur(x)[0], (a,), (a,))
+    assert HERE in str(e.value)
