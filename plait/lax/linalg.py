@@ -37,6 +37,8 @@ Derivatives (standard matrix calculus; ``plait/transforms/RULES.md``):
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from plait.core import dtypes
@@ -94,6 +96,14 @@ def _scipy_linalg(what: str):
     return scipy.linalg
 
 
+@functools.lru_cache(maxsize=None)
+def _lapack_fn(routine: str, dtype: np.dtype):
+    """SciPy's LAPACK ``routine`` for ``dtype`` (looked up once: the lookup costs more
+    than a small call)."""
+    from scipy.linalg import get_lapack_funcs
+    return get_lapack_funcs((routine,), dtype=dtype)[0]
+
+
 def _has_scipy() -> bool:
     try:
         import scipy.linalg  # noqa: F401
@@ -111,8 +121,7 @@ def _scipy_each(a, routine: str, kwargs: dict, picks: tuple, shapes: tuple) -> l
     (the library the native backend calls, so both backends agree bit for bit); the
     results at positions ``picks`` are stacked into arrays of ``shapes``, NaN where
     LAPACK reported failure (its last result, ``info``)."""
-    from scipy.linalg import get_lapack_funcs
-    (fn,) = get_lapack_funcs((routine,), (a,))
+    fn = _lapack_fn(routine, a.dtype)
     outs = [np.empty(sh, a.dtype) for sh in shapes]
     for i in _each(a.shape[:-2]):
         res = fn(a[i], **kwargs)
@@ -339,29 +348,34 @@ def _trsolve_impl(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diag
                                          lower=lower, transpose_a=not transpose_a,
                                          conjugate_a=conjugate_a,
                                          unit_diagonal=unit_diagonal), -1, -2)
-    t = np.tril(a) if lower else np.triu(a)
-    if unit_diagonal:
-        t = t.copy()
-        t[..., np.arange(a.shape[-1]), np.arange(a.shape[-1])] = 1
     if _has_scipy():
-        from scipy.linalg import solve_triangular
+        trtrs = _lapack_fn("trtrs", a.dtype)
         out = np.empty(b.shape, b.dtype)
         if conjugate_a and not transpose_a:
             a, conjugate_a = np.conj(a), False
         trans = (2 if conjugate_a else 1) if transpose_a else 0
         for i in _each(a.shape[:-2]):
-            try:
-                out[i] = solve_triangular(a[i], b[i], trans=trans, lower=lower,
-                                          unit_diagonal=unit_diagonal, check_finite=False)
-            except np.linalg.LinAlgError:   # a zero on the diagonal: inf/NaN, as in JAX
-                out[i] = _substitute(_op(t[i], transpose_a, conjugate_a), b[i],
-                                     lower != transpose_a)
+            x, info = trtrs(a[i], b[i], lower=int(lower), trans=trans,
+                            unitdiag=int(unit_diagonal))
+            if info != 0:   # a zero on the diagonal: substitution gives inf/NaN, as in JAX
+                x = _substitute(_op(_triangle(a[i], lower, unit_diagonal), transpose_a,
+                                    conjugate_a), b[i], lower != transpose_a)
+            out[i] = x
         return out
     out = np.empty(b.shape, b.dtype)
-    op = _op(t, transpose_a, conjugate_a)
+    op = _op(_triangle(a, lower, unit_diagonal), transpose_a, conjugate_a)
     for i in _each(a.shape[:-2]):
         out[i] = _substitute(op[i], b[i], lower != transpose_a)
     return out
+
+
+def _triangle(a, lower: bool, unit_diagonal: bool):
+    """The triangle of ``a`` a triangular solve reads (ones on a unit diagonal)."""
+    t = np.tril(a) if lower else np.triu(a)
+    if unit_diagonal:
+        n = a.shape[-1]
+        t[..., np.arange(n), np.arange(n)] = 1
+    return t
 
 
 def _substitute(t, b, lower: bool):
@@ -485,8 +499,7 @@ def _lu_impl(a):
         return [np.zeros(a.shape, a.dtype), np.zeros(batch + (k,), np.int32),
                 np.broadcast_to(np.arange(m, dtype=np.int32), batch + (m,)).copy()]
     if _has_scipy():
-        from scipy.linalg import get_lapack_funcs
-        (getrf,) = get_lapack_funcs(("getrf",), (a,))
+        getrf = _lapack_fn("getrf", a.dtype)
         lu = np.empty_like(a)
         piv = np.empty(batch + (k,), np.int32)
         for i in _each(batch):
@@ -964,8 +977,8 @@ def _tds_impl(dl, d, du, b):
     if b.shape[-2] == 1:     # gtsv's wrapper rejects empty off-diagonals
         with np.errstate(all="ignore"):
             return (b / np.asarray(d)[..., None]).astype(b.dtype)
-    sl = _scipy_linalg("tridiagonal_solve")
-    (gtsv,) = sl.get_lapack_funcs(("gtsv",), (b,))
+    _scipy_linalg("tridiagonal_solve")
+    gtsv = _lapack_fn("gtsv", b.dtype)
     out = np.empty_like(b)
     for i in _each(b.shape[:-2]):
         *_, x, info = gtsv(dl[i][1:], d[i], du[i][:-1], b[i])
