@@ -1,6 +1,7 @@
 """The benchmark suite: ``python -m benchmarks [--quick] [--backend native|interp]``.
 
-Runs the workloads of /work/shared/WORKLOADS.md (W1-W7) in one process, each
+Runs the workloads of /work/shared/WORKLOADS.md (W1-W7, plus the FFT rows of
+issue 18) in one process, each
 system interleaved with the others, checks that all systems compute the same
 numbers (each row states its tolerance) and prints a markdown table of median
 times with ratios to ``plait.jit``, the first-call (trace + compile) times, the
@@ -34,6 +35,7 @@ WORKLOADS = [
     ("w5", "benchmarks.w5_vgg19", "run"),
     ("w6", "benchmarks.lazy_training", "run"),
     ("w7", "benchmarks.eager_overhead", "run_w7"),
+    ("fft", "benchmarks.fft", "run"),
     ("k", "benchmarks.kernels", "run"),
     ("la", "benchmarks.linalg", "run"),
 ]

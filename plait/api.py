@@ -27,6 +27,7 @@ from plait.core.pytree import tree_flatten, tree_unflatten, leaf_paths, TreeDef
 from plait.core.staging import trace_to_graph
 from plait.core.trace import Tracer, get_aval, concrete_value
 from plait.errors import StaticArgumentError, PlaitTypeError
+from plait.lru import LRUCache
 from plait.runtime import metrics
 from plait.runtime.array import Array
 
@@ -53,7 +54,7 @@ def leaf_aval(x, path: str, fname: str) -> ShapedArray:
 
 
 class _Entry:
-    __slots__ = ("closed", "out_tree", "executable", "call_graph", "out_weak", "single")
+    __slots__ = ("closed", "out_tree", "executable", "call_graph", "out_weak", "single", "key")
 
     def __init__(self, closed: ClosedGraph, out_tree: TreeDef):
         self.closed = closed
@@ -83,7 +84,7 @@ class Jitted:
         self._method_jit: "Jitted | None" = None
         self._flat_trees: dict[int, TreeDef] = {}
         self._fast: dict[tuple, _Entry] = {}   # avals of positional arrays -> compiled entry
-        self._cache: dict = {}
+        self._cache = LRUCache(on_evict=self._evicted)   # signature -> _Entry (bounded)
         self._name = _fun_name(fun)
         try:
             self._sig = inspect.signature(fun)
@@ -240,10 +241,16 @@ class Jitted:
             return f"static arguments changed from {best[2]} to {key[2]}"
         return "cache miss"
 
+    def _evicted(self, key, entry: _Entry) -> None:
+        """The signature cache dropped ``entry``: so does the fast path."""
+        for k in [k for k, e in list(self._fast.items()) if e is entry]:
+            self._fast.pop(k, None)
+
     def _entry(self, avals, in_tree, static_info, key) -> _Entry:
         entry = self._cache.get(key)
         if entry is None:
             entry = self._trace(avals, in_tree, static_info, key)
+            entry.key = key
             self._cache[key] = entry
         else:
             metrics.bump("cache_hits")
@@ -272,7 +279,8 @@ class Jitted:
                 entry = None
             if entry is not None:
                 metrics.bump("cache_hits")
-                outs = entry.executable(*[concrete_value(a) for a in args])
+                self._cache.touch(entry.key)
+                outs = _unaliased(entry.executable(*[concrete_value(a) for a in args]), args)
                 if entry.single:
                     return Array(outs[0], entry.out_weak[0])
                 return tree_unflatten(entry.out_tree, [Array(o, w) for o, w in
@@ -284,7 +292,7 @@ class Jitted:
             if not kwargs and not self.static_argnums and all(
                     type(a) in (Array, np.ndarray) for a in args):
                 self._fast[tuple(avals)] = entry
-            outs = exe(*[concrete_value(x) for x in leaves])
+            outs = _unaliased(exe(*[concrete_value(x) for x in leaves]), leaves)
             outs = [Array(o, a.weak_type) for o, a in zip(outs, entry.closed.out_avals)]
             if entry.out_tree.kind == "leaf":
                 return outs[0]
@@ -307,6 +315,26 @@ class Jitted:
 
 
 _LEAF_TYPES = (Array, np.ndarray, float, int, bool, complex)
+
+
+def _unaliased(outs, args):
+    """``outs`` with a copy of every output that shares memory with a NumPy argument
+    (an output forwarded from an input, or a view of one): the caller may mutate that
+    argument later, and plait arrays are immutable. A fresh output (no ``base``, not an
+    argument itself) needs no further look, so the common case costs a few checks."""
+    for o in outs:
+        if o.base is not None:
+            break
+        for a in args:
+            if o is a:
+                break
+        else:
+            continue
+        break
+    else:
+        return outs
+    return [o.copy() if any(type(a) is np.ndarray and np.may_share_memory(o, a) for a in args)
+            else o for o in outs]
 
 
 def _np_aval(a: np.ndarray) -> ShapedArray:

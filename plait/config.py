@@ -4,7 +4,12 @@
 ``interp`` with one warning), ``PLAIT_LOG_COMPILES`` (log every trace and
 compile with the reason for the cache miss), ``PLAIT_CHECKS`` (type-check every
 graph and verify every pass), ``PLAIT_DUMP_DIR`` (write every stage to files),
-``PLAIT_PROFILE`` (native kernels time each block; see ``profile_blocks``).
+``PLAIT_PROFILE`` (native kernels time each block; see ``profile_blocks``),
+``PLAIT_MAX_CACHE_ENTRIES`` (entries each in-process cache of compiled code keeps,
+least recently used evicted first; default 512),
+``PLAIT_CACHE_DIR`` (where compiled kernels are kept; default
+``$XDG_CACHE_HOME/plait`` or ``~/.cache/plait``), ``PLAIT_KERNEL_CACHE_SIZE`` (how many
+loaded kernel libraries the in-memory index keeps, least recently used dropped first).
 """
 from __future__ import annotations
 
@@ -13,6 +18,16 @@ import os
 
 def _flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _int(name: str, default: int) -> int:
+    v = os.environ.get(name, "").strip()
+    try:
+        return max(int(v), 1) if v else default
+    except ValueError:
+        import warnings
+        warnings.warn(f"plait: ${name}={v!r} is not an integer; using {default}", stacklevel=3)
+        return default
 
 
 class Config:
@@ -24,6 +39,10 @@ class Config:
         self.checks: bool = _flag("PLAIT_CHECKS")
         self.dump_dir: str | None = os.environ.get("PLAIT_DUMP_DIR") or None
         self.profile: bool = _flag("PLAIT_PROFILE")   # native kernels time their blocks
+        self.max_cache_entries: int = _int("PLAIT_MAX_CACHE_ENTRIES", 512)   # see plait.lru
+        # None: $PLAIT_CACHE_DIR, read at each compile, else the XDG/home default
+        self.cache_dir: str | None = None
+        self.kernel_cache_size: int = _int("PLAIT_KERNEL_CACHE_SIZE", 256)
 
     def resolved_backend(self) -> str:
         """The backend ``jit`` uses: ``auto`` becomes ``native`` or ``interp``."""

@@ -107,3 +107,37 @@ class StaticArgumentError(PlaitError, ValueError):
 
 class ControlFlowError(PlaitError, TypeError):
     """Branches or loop bodies whose types do not match."""
+
+
+class PlaitMemoryError(PlaitError, MemoryError):
+    """A native kernel's temporary, an intermediate or an output buffer could not be
+    allocated (the message names the step and the size)."""
+
+
+class BuildEnvironmentError(CompileError):
+    """The C toolchain could not run because of the machine, not the program: a full or
+    read-only disk, an unwritable or ``noexec`` directory, a compiler that vanished or was
+    killed. ``storage`` is True when the cause is the directory being written to (then
+    another directory may work)."""
+
+    def __init__(self, msg: str = "", *, storage: bool = False, cause: str | None = None):
+        super().__init__(msg, locate=False)
+        self.storage = storage
+        self.cause = cause or (msg.splitlines()[0] if msg else "")     # the short reason
+
+
+class CacheFallbackWarning(UserWarning):
+    """The kernel cache directory cannot be used; kernels are compiled in a temporary one."""
+
+
+class ToolchainWarning(UserWarning):
+    """The C toolchain lacks a feature (OpenMP), so native kernels run with a fallback."""
+
+
+def warn_user(msg: str, category: type) -> None:
+    """``warnings.warn`` attributed to the user's line (the first frame outside plait)."""
+    import warnings
+    f, level = sys._getframe(1), 2
+    while f is not None and _is_internal(f.f_code.co_filename):
+        f, level = f.f_back, level + 1
+    warnings.warn(msg, category, stacklevel=level)

@@ -51,7 +51,7 @@ class InterpExecutable:
         self.out = [("lit", a.val) if isinstance(a, Literal) else
                     ("lit", known[a]) if a in known else ("var", slot[a]) for a in g.outvars]
 
-    def launch(self, *args) -> None:
+    def launch(self, *args, deps: tuple = ()) -> None:
         """Reference executables run only on the calling thread: always None (call it)."""
         return None
 

@@ -1,9 +1,10 @@
 """A CPython extension-module wrapper around generated kernel functions.
 
-Each kernel ``void kN(void **bufs)`` gets a method ``kN(list_of_arrays)`` that takes
+Each kernel ``int64_t kN(void **bufs)`` gets a method ``kN(list_of_arrays)`` that takes
 the buffers' addresses through the buffer protocol (inputs read-only, outputs
-writable; all C-contiguous), releases the GIL and runs the kernel. Calling a
-method of an extension module costs far less than a ctypes call.
+writable; all C-contiguous), releases the GIL, runs the kernel and returns its
+status (0, or an allocation failure the caller turns into ``MemoryError``). Calling
+a method of an extension module costs far less than a ctypes call.
 """
 from __future__ import annotations
 
@@ -12,11 +13,13 @@ def module_source(module: str, kernels: dict[str, tuple[int, int]],
                   entry: str | None = None) -> str:
     """C source of the module; ``kernels`` maps name -> (number of inputs, of outputs).
 
-    With ``entry`` (a ``void entry(void **ins, void **outs)`` running the whole
-    program) the module also has ``launch(submit, arrays, n_in)``: it hands ``entry``
-    and the arrays' addresses to ``submit`` (the address of an
-    ``int64_t submit(fn, ins, n_in, outs, n_out)`` queueing function) and returns
-    what it returns. The caller keeps the arrays alive until the launch completes.
+    With ``entry`` (an ``int64_t entry(void **ins, void **outs)`` running the whole
+    program) the module also has ``launch(submit, arrays, n_in, status)``: it hands
+    ``entry``, the arrays' addresses and ``status`` (the address of an ``int64_t`` the
+    worker stores ``entry``'s result in) to ``submit`` (the address of an
+    ``int64_t submit(fn, ins, n_in, outs, n_out, status)`` queueing function) and
+    returns what it returns. The caller keeps the arrays and the status word alive
+    until the launch completes.
     """
     out = ["#define PY_SSIZE_T_CLEAN", "#include <Python.h>", ""]
     for name, (n_in, n_out) in kernels.items():
@@ -37,15 +40,16 @@ def module_source(module: str, kernels: dict[str, tuple[int, int]],
     if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, got), &views[got], flags) < 0) break;
     ptrs[got] = views[got].buf;
   }}
+  long long status = 0;
   if (got == {n}) {{
     Py_BEGIN_ALLOW_THREADS
-    {name}(ptrs);
+    status = {name}(ptrs);
     Py_END_ALLOW_THREADS
   }}
   for (int i = 0; i < got; ++i) PyBuffer_Release(&views[i]);
   Py_DECREF(seq);
   if (got != {n}) return NULL;
-  Py_RETURN_NONE;
+  return PyLong_FromLongLong(status);
 }}
 """)
     table = "".join(f'  {{"{n}", py_{n}, METH_O, NULL}},\n' for n in kernels)
@@ -60,13 +64,13 @@ def module_source(module: str, kernels: dict[str, tuple[int, int]],
 
 
 _LAUNCH = r"""
-typedef long long (*plait_submit_fn)(void (*)(void **, void **), void **, long long,
-                                     void **, long long);
+typedef long long (*plait_submit_fn)(int64_t (*)(void **, void **), void **, long long,
+                                     void **, long long, int64_t *);
 static PyObject *py_launch(PyObject *self, PyObject *args) {
-  unsigned long long submit;
+  unsigned long long submit, status;
   PyObject *list;
   Py_ssize_t n_in;
-  if (!PyArg_ParseTuple(args, "KOn", &submit, &list, &n_in)) return NULL;
+  if (!PyArg_ParseTuple(args, "KOnK", &submit, &list, &n_in, &status)) return NULL;
   PyObject *seq = PySequence_Fast(list, "launch: expected a list of arrays");
   if (!seq) return NULL;
   Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
@@ -87,7 +91,8 @@ static PyObject *py_launch(PyObject *self, PyObject *args) {
   }
   long long ticket = -1;
   if (got == n)
-    ticket = ((plait_submit_fn)(uintptr_t)submit)(ENTRY, ptrs, n_in, ptrs + n_in, n - n_in);
+    ticket = ((plait_submit_fn)(uintptr_t)submit)(ENTRY, ptrs, n_in, ptrs + n_in, n - n_in,
+                                                  (int64_t *)(uintptr_t)status);
   free(ptrs);
   Py_DECREF(seq);
   if (got != n) return NULL;

@@ -1,7 +1,12 @@
 """Render a Stripe program as one C function (loops, OpenMP pragmas, scalar code).
 
-The function is ``void <name>(void **bufs)`` with one pointer per program buffer,
-in the program's buffer order. Semantics follow ``plait.stripe.ir``: a block is a
+The function is ``int64_t <name>(void **bufs)`` with one pointer per program buffer,
+in the program's buffer order. It returns 0, or an allocation-failure status
+(:func:`oom_status`) when a temporary could not be allocated: every ``malloc`` is
+checked, a block whose temporaries are missing skips its statements, and a failure
+inside an OpenMP loop is recorded in a shared status word (the loop runs to its end
+and frees what it allocated; the results are then garbage and the caller discards
+them). Semantics follow ``plait.stripe.ir``: a block is a
 loop nest over its indexes, skipping iterations that fail a constraint; a
 refinement is a pointer offset into its parent view; a ``none`` refinement is a
 fresh allocation filled with the identity of its aggregation op (unless tagged
@@ -43,10 +48,31 @@ VECMATH = (
 # local allocations up to this size live on the stack (OpenMP threads have >= 2 MB)
 STACK_BYTES = 32 * 1024
 
+# an allocation-failure status is bytes * OOM_WHERE + where (1-based function number,
+# 0 for a driver's intermediate buffer); 0 means success
+OOM_WHERE = 4096
+
+
+def oom_status(nbytes: int, where: int) -> int:
+    """The status a generated function returns when ``nbytes`` cannot be allocated in
+    function number ``where`` (0: a driver's intermediate buffer)."""
+    return max(int(nbytes), 1) * OOM_WHERE + min(max(int(where), 0), OOM_WHERE - 1)
+
+
+def decode_status(status: int) -> tuple[int, int]:
+    """``(bytes, where)`` of a nonzero status returned by generated code."""
+    return status // OOM_WHERE, status % OOM_WHERE
+
 # scalars of these dtypes are computed in a wider type
 COMPUTE_TYPES = dict(C_TYPES, f16="float")
 
+# _POSIX_C_SOURCE first: clock_gettime needs it under -std=c11 (with -fopenmp, -pthread
+# implied an older value), and it equals what CPython's pyconfig.h defines, so including
+# Python.h after the prelude redefines nothing.
 PRELUDE = r"""
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,11 +90,16 @@ static inline int64_t plait_floordiv(int64_t a, int64_t b) { int64_t q = a / b; 
 static inline int64_t plait_ceildiv(int64_t a, int64_t b) { return -plait_floordiv(-a, b); }
 static inline int64_t plait_imax(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t plait_imin(int64_t a, int64_t b) { return a < b ? a : b; }
+/* record a failed allocation (any thread, inside or outside an OpenMP region) */
+static inline void plait_oom(int64_t *status, int64_t code) { __atomic_store_n(status, code, __ATOMIC_RELAXED); }
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define PLAIT_KERNEL __attribute__((target("prefer-vector-width=512")))
 #else
 #define PLAIT_KERNEL
 #endif
+/* float register sums start at -0.0, the identity of IEEE addition (OpenMP's + uses +0.0) */
+#pragma omp declare reduction(plait_addf : float : omp_out = omp_out + omp_in) initializer(omp_priv = -0.0f)
+#pragma omp declare reduction(plait_addd : double : omp_out = omp_out + omp_in) initializer(omp_priv = -0.0)
 """ + VECMATH
 
 
@@ -82,7 +113,7 @@ _BOOL_RESULT = set(_CMP) | {"is_finite", "is_nan"}
 _FMATH = {n: (n + "f", n) for n in (
     "exp", "exp2", "log", "log2", "log1p", "expm1", "sqrt", "tanh", "sin", "cos", "tan",
     "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "floor", "ceil",
-    "cbrt", "atan2", "pow", "nextafter", "fabs", "rint", "fmod")}
+    "cbrt", "atan2", "pow", "nextafter", "fabs", "rint", "fmod", "copysign")}
 _FMATH.update({"asin": ("asinf", "asin"), "acos": ("acosf", "acos"), "atan": ("atanf", "atan")})
 
 
@@ -131,10 +162,12 @@ class _Scope:
 class CRenderer:
     """Renders one Stripe program to C source."""
 
-    def __init__(self, program: ir.Program, fn_name: str, timed: bool = False):
+    def __init__(self, program: ir.Program, fn_name: str, timed: bool = False,
+                 where: int = 0):
         self.p = program
         self.fn = fn_name
         self.timed = timed     # accumulate each top-level block's time in <fn>_t[]
+        self.where = where     # this function's number in allocation-failure statuses
         self.lines: list[str] = []
         self.depth = 0
 
@@ -309,21 +342,25 @@ class CRenderer:
                 conds = " && ".join(f"{self.affine(c, scope)} >= 0" for c in checks[k + 1])
                 self.emit(f"if (!({conds})) continue;")
         frees = []
+        fills = []
         for r in blk.refs:
             if r.into in scope.reductions:
                 continue
             cv = _cname(r.into, self.depth, "v_")
             ctype = C_TYPES[r.dtype]
             if r.from_ is None:
-                size = 1 + sum((s - 1) * st for s, st in zip(r.shape, r.strides) if s > 0)
-                if size * np.dtype(ir.np_dtype(r.dtype)).itemsize <= STACK_BYTES:
+                size = temp_elements(r)
+                nbytes = size * np.dtype(ir.np_dtype(r.dtype)).itemsize
+                if nbytes <= STACK_BYTES:
                     self.emit(f"{ctype} {cv}[{size}];")
                 else:
                     self.emit(f"{ctype} *{cv} = ({ctype} *)malloc(sizeof({ctype}) * {size});")
+                    self.emit(f"if (!{cv}) plait_oom(&plait_status, "
+                              f"{oom_status(nbytes, self.where)}LL);")
                     frees.append(cv)
                 if "overwritten" not in r.tags:
-                    self.emit(f"for (int64_t z = 0; z < {size}; ++z) {cv}[z] = "
-                              f"{_identity(r.agg, r.dtype)};")
+                    fills.append(f"for (int64_t z = 0; z < {size}; ++z) {cv}[z] = "
+                                 f"{_identity(r.agg, r.dtype)};")
             else:
                 if r.from_ not in scope.outer:
                     raise CompileError(f"refinement {r.into!r} refines unknown view {r.from_!r}",
@@ -333,6 +370,11 @@ class CRenderer:
                                  for a, st in zip(r.access, r.strides)) or "0"
                 self.emit(f"{ctype} *restrict {cv} = {pv} + {off};")
             scope.views[r.into] = (cv, r.dtype, r.agg)
+        if frees:      # a block whose temporaries are missing does nothing
+            self.emit(f"if ({' && '.join(frees)}) {{")
+            self.depth += 1
+        for line in fills:
+            self.emit(line)
         timer = 0
         for st in blk.stmts:
             if self.timed and blk is self.p.entry and isinstance(st, ir.Block):
@@ -342,6 +384,9 @@ class CRenderer:
                 timer += 1
             else:
                 self.stmt(st, scope)
+        if frees:
+            self.depth -= 1
+            self.emit("}")
         for cv in frees:
             self.emit(f"free({cv});")
         for k in range(opened):
@@ -378,9 +423,15 @@ class CRenderer:
             self.emit(f"{ctype} *restrict {cv} = {pv} + {off};")
             scope.views[r.into] = (cv, r.dtype, r.agg)
             acc = _cname(r.into, self.depth, "racc_")
-            self.emit(f"{COMPUTE_TYPES[r.dtype]} {acc} = {_identity(r.agg, r.dtype)};")
+            # a float sum's register accumulator starts at -0.0, the identity of IEEE
+            # addition, so the memory value it is added to decides the sign of zero
+            init = _lit(-0.0, r.dtype) if r.agg == "add" and r.dtype in _FLOAT else \
+                _identity(r.agg, r.dtype)
+            self.emit(f"{COMPUTE_TYPES[r.dtype]} {acc} = {init};")
             nan = None
             op = {"add": "+", "mul": "*", "max": "max", "min": "min"}[r.agg]
+            if r.agg == "add" and r.dtype in ("f32", "f64"):
+                op = "plait_addf" if r.dtype == "f32" else "plait_addd"
             clauses.append(f"reduction({op}:{acc})")
             if r.agg in ("max", "min") and r.dtype in _FLOAT:
                 nan = _cname(r.into, self.depth, "rnan_")
@@ -534,8 +585,9 @@ class CRenderer:
             n = sum(isinstance(st, ir.Block) for st in self.p.entry.stmts)
             self.emit(f"static double {self.fn}_t[{max(n, 1)}];")
             self.emit(f"PLAIT_KERNEL double *{self.fn}_times(void) {{ return {self.fn}_t; }}")
-        self.emit(f"PLAIT_KERNEL void {self.fn}(void **bufs) {{")
+        self.emit(f"PLAIT_KERNEL int64_t {self.fn}(void **bufs) {{")
         self.depth += 1
+        self.emit("int64_t plait_status = 0;   /* shared by every OpenMP thread */")
         scope = _Scope()
         dead_fill = {r.from_ for r in self.p.entry.refs if "overwritten" in r.tags}
         for k, b in enumerate(self.p.buffers):
@@ -551,12 +603,36 @@ class CRenderer:
                 else:
                     self.emit(f"for (int64_t z = 0; z < {n}; ++z) {cv}[z] = {ident};")
         self.block(self.p.entry, scope)
+        self.emit("return plait_status;")
         self.depth -= 1
         self.emit("}")
         return "\n".join(self.lines)
 
 
-def render_program(program: ir.Program, fn_name: str, timed: bool = False) -> str:
+def temp_elements(r: ir.Refinement) -> int:
+    """Elements of the fresh allocation a ``none`` refinement makes."""
+    return 1 + sum((s - 1) * st for s, st in zip(r.shape, r.strides) if s > 0)
+
+
+def temp_bytes(program: ir.Program, threads: int = 1) -> int:
+    """Peak bytes of the temporaries the rendered function allocates (``none``
+    refinements, on the heap or the stack): a block's own temporaries live while its
+    nested blocks run; the outermost ``parallel`` block holds one set per thread."""
+    def peak(blk: ir.Block, in_parallel: bool) -> int:
+        own = sum(temp_elements(r) * np.dtype(ir.np_dtype(r.dtype)).itemsize
+                  for r in blk.refs if r.from_ is None)
+        loops = [i for i in blk.idxs if not (i.range == 1 and i.affine is not None)]
+        par = ("parallel" in blk.tags and blk.iterations > 1 and not in_parallel
+               and bool(loops))
+        inner = max((peak(st, in_parallel or par) for st in blk.stmts
+                     if isinstance(st, ir.Block)), default=0)
+        return (own + inner) * (min(threads, loops[0].range) if par else 1)
+    return peak(program.entry, False)
+
+
+def render_program(program: ir.Program, fn_name: str, timed: bool = False,
+                   where: int = 0) -> str:
     """C source (without the prelude) of ``program`` as function ``fn_name``; ``timed``
-    adds per-block timers read through ``double *<fn_name>_times(void)``."""
-    return CRenderer(program, fn_name, timed).render()
+    adds per-block timers read through ``double *<fn_name>_times(void)``; ``where`` is
+    the function's number in the allocation-failure status it returns."""
+    return CRenderer(program, fn_name, timed, where).render()

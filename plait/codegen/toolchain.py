@@ -2,18 +2,33 @@
 
 Shared objects are cached on disk by :mod:`plait.runtime.kernel_cache`, keyed by
 a hash of the source, the compiler's identity and the flags.
+
+Generated code compiles with or without OpenMP: without it the pragmas are ignored
+and kernels run on one core (one :class:`~plait.errors.ToolchainWarning` says so).
+The compiler runs with ``TMPDIR`` set to the directory it builds in, so a full system
+temporary directory does not break builds, and in the C locale, so its messages can be
+read. A failed build is told apart by cause: the machine (full or read-only disk,
+compiler killed: :class:`~plait.errors.BuildEnvironmentError`) or the generated code
+(a plait bug), and the compiler's first error line leads the message.
 """
 from __future__ import annotations
 
-import functools
 import os
 import shutil
 import subprocess
 import sysconfig
 import tempfile
+import threading
+import time
 from dataclasses import dataclass
 
-from plait.errors import CompileError
+from plait.errors import BuildEnvironmentError, CompileError, ToolchainWarning, warn_user
+
+TIMEOUT_S = 300
+
+# compiler messages that mean the directory being written to is the problem
+_STORAGE_ERRORS = ("no space left on device", "read-only file system", "disk quota exceeded",
+                   "permission denied", "cannot create temporary file", "file too large")
 
 
 @dataclass(frozen=True)
@@ -22,6 +37,8 @@ class Toolchain:
 
     ``python_include`` is the CPython header directory when it exists: kernels are
     then also exposed as a CPython extension module (cheaper to call than ctypes).
+    ``openmp_note`` says why OpenMP is off when the probe could not tell (the
+    environment, not the compiler, failed it).
     """
 
     cc: str
@@ -29,14 +46,41 @@ class Toolchain:
     openmp: bool
     flags: tuple
     python_include: str | None = None
+    openmp_note: str | None = None
 
     def identity(self) -> str:
         """What a cached object depends on besides its source."""
         return f"{self.cc}|{self.version}|{' '.join(self.flags)}"
 
 
-def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, **kw)
+def _run(cmd: list[str], tmpdir: str | None = None) -> subprocess.CompletedProcess:
+    """Run a compiler command in the C locale, its temporary files under ``tmpdir``."""
+    env = dict(os.environ, LC_ALL="C")
+    if tmpdir is not None:
+        env["TMPDIR"] = tmpdir
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, env=env)
+
+
+def first_error_line(stderr: str) -> str:
+    """The line of a compiler's output that names its first error (else its first line)."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    for ln in lines:
+        low = ln.lower()
+        if "error" in low or "fatal" in low or "no space" in low or "cannot" in low:
+            return ln[:400]
+    return lines[0][:400] if lines else "(no output)"
+
+
+def _storage_problem(stderr: str, directory: str) -> bool:
+    """Whether a failed build was stopped by the directory it writes to."""
+    low = stderr.lower()
+    if any(s in low for s in _STORAGE_ERRORS):
+        return True
+    try:
+        st = os.statvfs(directory)
+        return st.f_bavail * st.f_frsize < (1 << 20)
+    except OSError:
+        return True
 
 
 def _candidates() -> list[str]:
@@ -45,19 +89,79 @@ def _candidates() -> list[str]:
     return [p for p in (shutil.which(n) for n in names) if p]
 
 
-def _probe_openmp(cc: str) -> bool:
-    src = "#include <omp.h>\nint f(void){int s=0;\n#pragma omp parallel for reduction(+:s)\nfor(int i=0;i<4;i++)s+=i;return s+omp_get_max_threads();}\n"
-    with tempfile.TemporaryDirectory() as d:
-        c = os.path.join(d, "t.c")
-        with open(c, "w") as f:
-            f.write(src)
-        r = _run([cc, "-fopenmp", "-shared", "-fPIC", c, "-o", os.path.join(d, "t.so")])
-        return r.returncode == 0
+_OMP_PROBE = ("#include <omp.h>\nint f(void){int s=0;\n#pragma omp parallel for reduction(+:s)\n"
+              "for(int i=0;i<4;i++)s+=i;return s+omp_get_max_threads();}\n")
+_PLAIN_PROBE = "int f(void){return 0;}\n"
 
 
-@functools.lru_cache(maxsize=None)
+def _probe_openmp(cc: str) -> tuple[bool, str | None]:
+    """``(OpenMP works, why the probe could not tell)``. The second item is set when even
+    a plain C file fails to build: then the environment, not the compiler, is at fault."""
+    try:
+        d = tempfile.mkdtemp(prefix="plait-probe-")
+    except OSError as e:
+        return False, f"no temporary directory to probe in ({e})"
+    try:
+        r = None
+        for src, flags in ((_OMP_PROBE, ["-fopenmp"]), (_PLAIN_PROBE, [])):
+            c, so = os.path.join(d, "probe.c"), os.path.join(d, "probe.so")
+            try:
+                with open(c, "w") as f:
+                    f.write(src)
+                r = _run([cc, *flags, "-shared", "-fPIC", c, "-o", so], tmpdir=d)
+            except OSError as e:
+                return False, f"could not write the probe in {d} ({e})"
+            except subprocess.TimeoutExpired:
+                return False, f"the compiler did not finish within {TIMEOUT_S} s"
+            if r.returncode == 0:
+                return src is _OMP_PROBE, None
+        return False, f"the compiler could not build a trivial file: {first_error_line(r.stderr)}"
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+_FOUND: list = []          # the toolchain once a conclusive probe found it
+_PROVISIONAL: list = []    # [(toolchain, time)] after an inconclusive probe
+RETRY_PROBE_S = 30.0
+_FIND_LOCK = threading.Lock()
+_WARNED_NO_OPENMP: list = []
+
+
 def find_toolchain() -> Toolchain | None:
-    """The first working C compiler (``$CC``, ``cc``, ``gcc``, ``clang``), or None."""
+    """The first working C compiler (``$CC``, ``cc``, ``gcc``, ``clang``), or None.
+
+    The answer is kept for the process, except when the environment made the OpenMP
+    probe inconclusive: then it is kept ``RETRY_PROBE_S`` seconds and probed again."""
+    if _FOUND:
+        return _FOUND[0]
+    with _FIND_LOCK:
+        if _FOUND:
+            return _FOUND[0]
+        if _PROVISIONAL and time.monotonic() - _PROVISIONAL[0][1] < RETRY_PROBE_S:
+            return _PROVISIONAL[0][0]
+        tc = _find()
+        _PROVISIONAL.clear()
+        if tc is None or tc.openmp_note is None:
+            _FOUND.append(tc)
+        else:
+            _PROVISIONAL.append((tc, time.monotonic()))
+    if tc is not None and not tc.openmp and not _WARNED_NO_OPENMP:
+        _WARNED_NO_OPENMP.append(True)
+        if tc.openmp_note:
+            msg = (f"plait: the OpenMP probe of the C compiler {tc.cc} could not run "
+                   f"({tc.openmp_note}), so kernels are built without OpenMP and run serially "
+                   f"on one core for now. Free space in the temporary directory (TMPDIR) or "
+                   f"point TMPDIR at a writable one.")
+        else:
+            msg = (f"plait: the C compiler {tc.cc} does not support OpenMP (-fopenmp), so "
+                   f"native kernels run serially on one core. Install OpenMP support (gcc: "
+                   f"libgomp; clang: libomp) or set $CC to a compiler that has it; "
+                   f"`python -m plait doctor` shows what plait sees.")
+        warn_user(msg, ToolchainWarning)
+    return tc
+
+
+def _find() -> Toolchain | None:
     for cc in _candidates():
         try:
             r = _run([cc, "--version"])
@@ -66,7 +170,7 @@ def find_toolchain() -> Toolchain | None:
         if r.returncode != 0:
             continue
         version = r.stdout.splitlines()[0] if r.stdout else "unknown"
-        openmp = _probe_openmp(cc)
+        openmp, note = _probe_openmp(cc)
         flags = ["-O3", "-march=native", "-ffp-contract=fast", "-fno-math-errno",
                  "-fwrapv", "-shared", "-fPIC", "-std=c11"]
         if openmp:
@@ -76,7 +180,7 @@ def find_toolchain() -> Toolchain | None:
         py_inc = inc if inc and os.path.exists(os.path.join(inc, "Python.h")) else None
         if py_inc:
             flags.append(f"-I{py_inc}")
-        return Toolchain(cc, version, openmp, tuple(flags), py_inc)
+        return Toolchain(cc, version, openmp, tuple(flags), py_inc, note)
     return None
 
 
@@ -93,15 +197,49 @@ def require_toolchain() -> Toolchain:
 
 def build_shared_object(source: str, out_path: str, tc: Toolchain,
                         extra_flags: tuple = ()) -> None:
-    """Compile C ``source`` into the shared object ``out_path`` (raises CompileError)."""
-    d = os.path.dirname(out_path)
+    """Compile C ``source`` into the shared object ``out_path``.
+
+    The C file and the compiler's temporary files go next to ``out_path``. Raises
+    :class:`~plait.errors.BuildEnvironmentError` when the machine stopped the build,
+    ``OSError`` when the source cannot be written, and CompileError when the compiler
+    rejected the code."""
+    d = os.path.dirname(out_path) or "."
     fd, c_path = tempfile.mkstemp(suffix=".c", dir=d)
     try:
         with os.fdopen(fd, "w") as f:
             f.write(source)
-        r = _run([tc.cc, *tc.flags, *extra_flags, c_path, "-o", out_path, "-lm"])
+        cmd = [tc.cc, *tc.flags, *extra_flags, c_path, "-o", out_path, "-lm"]
+        try:
+            r = _run(cmd, tmpdir=d)
+        except subprocess.TimeoutExpired:
+            raise BuildEnvironmentError(
+                f"the C compiler {tc.cc} did not finish within {TIMEOUT_S} s; the machine may "
+                f"be overloaded. Try again, or use plait.config.backend = 'interp'.") from None
+        except OSError as e:
+            raise BuildEnvironmentError(
+                f"the C compiler {tc.cc} could not be run ({e}). Check that it is still "
+                f"installed, or set $CC.") from None
         if r.returncode != 0:
-            raise CompileError(f"the C compiler failed on generated code (a plait bug; "
-                               f"please report it):\n{r.stderr[-4000:]}", locate=False)
+            _raise_build_failure(r, tc, d)
     finally:
-        os.unlink(c_path)
+        try:
+            os.unlink(c_path)
+        except OSError:
+            pass
+
+
+def _raise_build_failure(r: subprocess.CompletedProcess, tc: Toolchain, d: str):
+    first = first_error_line(r.stderr)
+    if r.returncode < 0:
+        raise BuildEnvironmentError(
+            f"the C compiler {tc.cc} was killed by signal {-r.returncode} (out of memory?): "
+            f"{first}. Free memory and try again, or use plait.config.backend = 'interp'.",
+            cause=f"compiler killed by signal {-r.returncode}")
+    if _storage_problem(r.stderr, d):
+        raise BuildEnvironmentError(
+            f"the C compiler {tc.cc} could not write its output in {d}: {first}. Free disk "
+            f"space there, or point PLAIT_CACHE_DIR at a writable directory with room.",
+            storage=True, cause=first)
+    raise CompileError(f"the C compiler {tc.cc} rejected generated code (a plait bug; please "
+                       f"report it with this message): {first}\n{r.stderr[-4000:]}",
+                       locate=False)

@@ -48,6 +48,8 @@ def canonical_dtype(dt) -> np.dtype:
     if dt is bool:
         return bool_
     d = np.dtype(dt)
+    if not d.isnative:   # big-endian (non-native) values are converted at the boundary
+        d = d.newbyteorder("=")
     if d not in SUPPORTED:
         from plait.errors import PlaitTypeError
         raise PlaitTypeError(f"dtype {d} is not supported by plait; supported dtypes are "

@@ -196,19 +196,24 @@ def register_concrete_type(cls: type, wrap) -> None:
     _CONCRETE["wrap"] = _WRAP = wrap
 
 
+def _native(x: np.ndarray) -> np.ndarray:
+    """``x`` in the machine's byte order (big-endian input is converted, not rejected)."""
+    return x if x.dtype.isnative else x.astype(x.dtype.newbyteorder("="))
+
+
 def concrete_value(x) -> np.ndarray:
     """The NumPy value of a concrete input (registered array, NumPy value, Python scalar)."""
     t = type(x)
     if t is _ARRAY_CLS:
         return x._value
     if t is np.ndarray:
-        return x
+        return x if x.dtype.isnative else _native(x)
     if _ARRAY_CLS is not None and isinstance(x, _ARRAY_CLS):
         return x._value
     if isinstance(x, np.ndarray):
-        return x
+        return x if x.dtype.isnative else _native(x)
     if isinstance(x, np.generic):
-        return np.asarray(x)
+        return _native(np.asarray(x))
     if isinstance(x, (bool, int, float, complex)):
         return np.asarray(x, dtype=aval_of(x).dtype)
     raise PlaitTypeError(f"{type(x).__name__} is not a valid plait array value: {x!r:.60}")

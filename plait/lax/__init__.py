@@ -5,6 +5,7 @@ from plait.lax.elementwise import (neg, sign, floor, ceil, round, is_finite, exp
                                    atan, sinh, cosh, asinh, acosh, atanh, sqrt, rsqrt, cbrt,
                                    abs, bitwise_not, real, imag, conj, population_count, add,
                                    sub, mul, div, rem, pow, max, min, atan2, nextafter,
+                                   copysign,
                                    bitwise_and, bitwise_or, bitwise_xor, shift_left,
                                    shift_right_arithmetic, shift_right_logical, eq, ne, lt,
                                    le, gt, ge, complex, integer_pow, select, clamp,
@@ -24,4 +25,5 @@ from plait.lax.indexing import (gather, scatter, scatter_add, scatter_mul, scatt
                                 scatter_max, GatherDimensionNumbers, ScatterDimensionNumbers)
 from plait.lax.sorting import sort, sort_key_val, top_k
 from plait.lax.control_flow import cond, switch, while_loop, fori_loop, scan, map
+from plait.lax.fft import fft, FftType
 from plait.lax import linalg  # noqa: E402  (plait.lax.linalg: decompositions and solves)

@@ -60,6 +60,18 @@ def _logistic(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
+def _expm1(x):
+    """``np.expm1``, except that complex values with an infinite or NaN part take
+    ``exp(z) - 1`` (C99 Annex G, as the Array API standard specifies: ``expm1(inf+0j)``
+    is ``inf+0j``; NumPy's complex expm1 gives ``inf+nanj`` there)."""
+    out = np.expm1(x)
+    if x.dtype.kind == "c":
+        bad = ~np.isfinite(x)
+        if bad.any():
+            out = np.where(bad, np.exp(x) - 1, out).astype(x.dtype)
+    return out
+
+
 def _rsqrt(x):
     return 1.0 / np.sqrt(x)
 
@@ -81,7 +93,7 @@ exp_p = standard_unop("exp", INEXACT, np.exp, warn_ok=True)
 exp2_p = standard_unop("exp2", INEXACT, np.exp2, warn_ok=True)
 log_p = standard_unop("log", INEXACT, np.log, warn_ok=True)
 log1p_p = standard_unop("log1p", INEXACT, np.log1p, warn_ok=True)
-expm1_p = standard_unop("expm1", INEXACT, np.expm1, warn_ok=True)
+expm1_p = standard_unop("expm1", INEXACT, _expm1, warn_ok=True)
 tanh_p = standard_unop("tanh", INEXACT, np.tanh)
 logistic_p = standard_unop("logistic", INEXACT, _logistic, warn_ok=True)
 sin_p = standard_unop("sin", INEXACT, np.sin, warn_ok=True)
@@ -193,6 +205,8 @@ max_p = standard_binop("max", ALL, np.maximum)
 min_p = standard_binop("min", ALL, np.minimum)
 atan2_p = standard_binop("atan2", (FLOAT,), np.arctan2)
 nextafter_p = standard_binop("nextafter", (FLOAT,), np.nextafter)
+# the magnitude of x with the sign BIT of y (so -0.0 and a NaN's sign count)
+copysign_p = standard_binop("copysign", (FLOAT,), np.copysign)
 and_p = standard_binop("and", INTEGRAL, np.bitwise_and)
 or_p = standard_binop("or", INTEGRAL, np.bitwise_or)
 xor_p = standard_binop("xor", INTEGRAL, np.bitwise_xor)
@@ -291,6 +305,8 @@ defjvp(min_p, lambda g, ans, x, y: mul(g, _choose_mask(x, y, lt)),
        lambda g, ans, x, y: mul(g, _choose_mask(y, x, lt)))
 defjvp(atan2_p, lambda g, ans, x, y: mul(g, div(y, add(mul(x, x), mul(y, y)))),
        lambda g, ans, x, y: neg(mul(g, div(x, add(mul(x, x), mul(y, y))))))
+defjvp(copysign_p, lambda g, ans, x, y: mul(g, mul(copysign(1.0, x), copysign(1.0, y))),
+       None)
 for _p in (nextafter_p, and_p, or_p, xor_p, shift_left_p, shift_right_arithmetic_p,
            shift_right_logical_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p):
     defjvp_zero(_p)
@@ -298,7 +314,8 @@ deflinear(complex_p, lambda ct, x, y: [real(ct) if is_undefined_primal(x) else N
                                        imag(neg(ct)) if is_undefined_primal(y) else None])
 
 # binary batch rules: operands are aligned on one batch dimension
-for _p in (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, atan2_p, nextafter_p, and_p,
+for _p in (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, atan2_p, nextafter_p,
+           copysign_p, and_p,
            or_p, xor_p, shift_left_p, shift_right_arithmetic_p, shift_right_logical_p, eq_p,
            ne_p, lt_p, le_p, gt_p, ge_p, complex_p):
     defbroadcasting(_p)
@@ -457,8 +474,9 @@ sin, cos, tan, asin, acos, atan = map(_unary, (sin_p, cos_p, tan_p, asin_p, acos
 sinh, cosh, asinh, acosh, atanh = map(_unary, (sinh_p, cosh_p, asinh_p, acosh_p, atanh_p))
 sqrt, rsqrt, cbrt, abs, bitwise_not = map(_unary, (sqrt_p, rsqrt_p, cbrt_p, abs_p, not_p))
 real, imag, conj, population_count = map(_unary, (real_p, imag_p, conj_p, population_count_p))
-add, sub, mul, div, rem, pow, max, min, atan2, nextafter = map(
-    _binary, (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, atan2_p, nextafter_p))
+add, sub, mul, div, rem, pow, max, min, atan2, nextafter, copysign = map(
+    _binary, (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, atan2_p, nextafter_p,
+              copysign_p))
 bitwise_and, bitwise_or, bitwise_xor = map(_binary, (and_p, or_p, xor_p))
 shift_left, shift_right_arithmetic, shift_right_logical = map(
     _binary, (shift_left_p, shift_right_arithmetic_p, shift_right_logical_p))

@@ -50,6 +50,8 @@ def _take_along(v, perm, dimension: int):
     from plait.lax.shape_ops import broadcasted_iota, reshape, concatenate
     from plait.lax.indexing import gather_p, GatherDimensionNumbers
     a = get_aval(v)
+    if a.size == 0:   # nothing to permute (a gather could not even slice one element)
+        return v
     cols = [reshape(perm, a.shape + (1,)) if d == dimension else
             broadcasted_iota(dtypes.int64, a.shape + (1,), d) for d in range(a.ndim)]
     idx = concatenate(cols, a.ndim)

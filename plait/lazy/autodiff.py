@@ -25,11 +25,11 @@ from plait.core.trace import Tracer, at_top_level
 from plait.errors import PlaitTypeError
 from plait.lax.elementwise import convert_element_type_p
 from plait.lazy import modes
+from plait.lru import LRUCache
 from plait.lazy.array import (Const, LazyArray, Node, RECORDING, format_site, symbolic,
                               user_code_line)
 
-MAX_REGIONS = 512           # oldest backward graphs are forgotten beyond this
-_BACKWARD: dict = {}        # region structure -> backward ClosedGraph
+_BACKWARD = LRUCache()      # region structure -> backward graph; least recently used go first
 
 
 def clear() -> None:
@@ -168,8 +168,6 @@ def record_vjp(trace, flat, primals: list, description: str):
     def pullback(cts: list) -> list:
         entry = _BACKWARD.get(key)
         if entry is None:
-            if len(_BACKWARD) >= MAX_REGIONS:
-                del _BACKWARD[next(iter(_BACKWARD))]
             closed = region.graph(marker_avals, f"region of {description}")
             backward = graph_transform("vjp_graph")(closed, len(markers))
             entry = _BACKWARD[key] = (closure_convert(backward), tuple(backward.consts))

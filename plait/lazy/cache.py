@@ -20,6 +20,7 @@ from plait.core.graph import ClosedGraph, Graph, Eqn, Literal, Var
 from plait.lazy import autodiff, modes
 from plait.lazy.array import format_site
 from plait.lazy.extract import Extracted
+from plait.lru import LRUCache
 
 
 class Compiled:
@@ -42,8 +43,7 @@ class _History:
         self.entries: dict[tuple, Compiled] = {}
 
 
-MAX_SKELETONS = 512        # oldest trace structures are forgotten beyond this
-_HISTORY: dict = {}
+_HISTORY = LRUCache()      # skeleton -> _History; least recently used forgotten first
 _N_TRACES = [0]
 
 
@@ -64,8 +64,6 @@ def lookup(ex: Extracted) -> Compiled:
     vals = ex.const_vals
     reason = "constant values changed"
     if hist is None:
-        if len(_HISTORY) >= MAX_SKELETONS:
-            del _HISTORY[next(iter(_HISTORY))]
         hist = _HISTORY[ex.skeleton] = _History(ex.forced, vals)
         reason = "new trace structure"
     else:

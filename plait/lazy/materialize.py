@@ -34,7 +34,9 @@ def materialize(arrays: list[LazyArray]) -> None:
     if not modes.is_sync():
         # a fully native program is queued and runs while Python goes on; it may read
         # buffers still being written by earlier launches (they complete in order)
-        launched = entry.executable.launch(*[ex.consts[k].value for k in entry.arg_slots])
+        args = [ex.consts[k] for k in entry.arg_slots]
+        launched = entry.executable.launch(*[c.value for c in args], deps=tuple(
+            c.launch for c in args if c.launch is not None))
     if launched is None:
         outs = entry.executable(*[ex.consts[k].wait() for k in entry.arg_slots])
         pending = None

@@ -75,6 +75,12 @@ def softplus(x):
     return pnp.logaddexp(x, pnp.zeros_like(x))
 
 
+def log_sigmoid(x):
+    """``log(sigmoid(x)) = -softplus(-x)``, finite with exact derivatives in both tails."""
+    x = _float(x)
+    return -softplus(-x)
+
+
 def gelu(x, approximate: bool = True):
     """Gaussian error linear unit: ``x * Phi(x)``; ``approximate`` uses the tanh form."""
     x = _float(x)

@@ -107,16 +107,37 @@ if _ilu.find_spec("plait.numpy.indexing") is not None:
 from plait.numpy.indexing import (take, take_along_axis, put_along_axis,  # noqa: E402,F811
                                   nonzero, flatnonzero, argwhere, diagonal, ix_)
 from plait.numpy.linalg_ops import (dot, vdot, inner, outer, tensordot, matmul,  # noqa: E402
-                                    vecdot, matvec, vecmat, kron, trace, cross)
+                                    vecdot, matvec, vecmat, kron, trace)
 from plait.numpy.einsum import einsum, einsum_path  # noqa: E402
 from plait.numpy.sorting import (sort, argsort, lexsort, partition, argpartition,  # noqa: E402
                                  sort_complex, searchsorted, digitize, unique, unique_values,
                                  unique_counts, unique_inverse, unique_all, bincount,
                                  histogram, histogram_bin_edges)
 from plait.numpy import linalg  # noqa: E402
+from plait.numpy import fft  # noqa: E402
 from plait.numpy.index_tricks import (unravel_index, ravel_multi_index, indices,  # noqa: E402
                                       diag_indices, diag_indices_from, tril_indices,
                                       triu_indices, tril_indices_from, triu_indices_from,
                                       choose, select, compress, extract, isin)
 from plait.numpy.array_api import (__array_api_version__, __array_namespace_info__,  # noqa: E402
                                    isdtype, from_dlpack)
+from plait.numpy.mathfuncs import frexp, gcd, lcm, spacing, i0, real_if_close  # noqa: E402
+from plait.numpy.signal import (convolve, correlate, interp, unwrap, gradient,  # noqa: E402
+                                trapezoid)
+from plait.numpy.setops import union1d, intersect1d, setdiff1d, setxor1d  # noqa: E402
+from plait.numpy.editing import (delete, insert, put, place, putmask,  # noqa: E402
+                                 fill_diagonal, trim_zeros, block, row_stack)
+from plait.numpy.polynomial import (vander, polyval, polyadd, polysub, polymul,  # noqa: E402
+                                    polyder, polyint, polydiv, poly, roots, polyfit)
+from plait.numpy.windows import bartlett, blackman, hamming, hanning, kaiser  # noqa: E402
+from plait.numpy.index_grids import mgrid, ogrid, r_, c_, geomspace  # noqa: E402
+from plait.numpy.nanstats import (nanquantile, nanpercentile, nanmedian,  # noqa: E402,F811
+                                  quantile, percentile)
+from plait.numpy.covariance import cov, corrcoef  # noqa: E402
+from plait.numpy.functional import (apply_along_axis, apply_over_axes,  # noqa: E402
+                                    vectorize, piecewise)
+from plait.numpy.histograms import histogram2d, histogramdd  # noqa: E402
+from plait.numpy.bits import packbits, unpackbits  # noqa: E402
+from plait.numpy.fromdata import fromiter, frombuffer, fromstring  # noqa: E402
+from plait.numpy.pad_modes import pad  # noqa: E402,F811
+from plait.numpy.vector_ops import cross  # noqa: E402

@@ -28,7 +28,8 @@ from plait.core import dtypes
 from plait.core.trace import Tracer, get_aval
 from plait.errors import LinAlgError, PlaitValueError, PlaitTypeError
 from plait.numpy import _promote
-from plait.numpy.linalg_ops import matmul, cross as _cross
+from plait.numpy.linalg_ops import matmul
+from plait.numpy.vector_ops import cross as _cross
 
 
 class EighResult(NamedTuple):

@@ -13,7 +13,7 @@ from plait.lax.contractions import dot_general_p
 from plait.core import dtypes
 from plait.core.array_methods import ArrayMethods, install_methods
 from plait.core.trace import get_aval
-from plait.errors import PlaitTypeError, PlaitValueError
+from plait.errors import PlaitValueError
 from plait.numpy import _promote
 
 
@@ -232,62 +232,6 @@ def sum_dtype(dt):
     return dt
 
 
-def _component(x, k: int):
-    """``x[..., k:k+1]`` (the last axis kept)."""
-    s = _shape(x)
-    return lax.slice(x, (0,) * len(s[:-1]) + (k,), s[:-1] + (k + 1,))
-
-
-def cross3_last(a, b):
-    """Cross product of two same-shape arrays of 3-vectors in the last axis."""
-    if dtypes.is_bool(get_aval(a).dtype):
-        raise PlaitTypeError("cross: boolean inputs are not supported (NumPy refuses boolean "
-                             "subtraction too); convert them to integers first")
-    a0, a1, a2 = (_component(a, k) for k in range(3))
-    b0, b1, b2 = (_component(b, k) for k in range(3))
-    c = [lax.sub(lax.mul(a1, b2), lax.mul(a2, b1)), lax.sub(lax.mul(a2, b0), lax.mul(a0, b2)),
-         lax.sub(lax.mul(a0, b1), lax.mul(a1, b0))]
-    return lax.concatenate(c, len(_shape(a)) - 1)
-
-
-def _to_last(x, axis: int, name: str):
-    nd = len(_shape(x))
-    if nd == 0:
-        raise PlaitValueError(f"{name}: inputs must have at least one dimension")
-    ax = _promote.normalize_axis(axis, nd, name)
-    return lax.transpose(x, tuple(d for d in range(nd) if d != ax) + (ax,))
-
-
-def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis=None):
-    """NumPy's ``cross``: vectors of 2 or 3 components along ``axisa``/``axisb`` (a
-    missing z is 0; two 2-vectors give the z component alone), the result's vector
-    axis at ``axisc``; the other axes broadcast."""
-    if axis is not None:
-        axisa = axisb = axisc = axis
-    a, b = _strong_pair("cross", a, b)
-    a, b = _to_last(a, axisa, "cross"), _to_last(b, axisb, "cross")
-    na, nb = _shape(a)[-1], _shape(b)[-1]
-    if na not in (2, 3) or nb not in (2, 3):
-        raise PlaitValueError("incompatible dimensions for cross product (dimension must be "
-                              "2 or 3)")
-    lead = _promote.broadcast_shapes(_shape(a)[:-1], _shape(b)[:-1])
-    a = _promote.broadcast_to_shape(a, lead + (na,))
-    b = _promote.broadcast_to_shape(b, lead + (nb,))
-    if na == nb == 2:
-        return lax.squeeze(lax.sub(lax.mul(_component(a, 0), _component(b, 1)),
-                                   lax.mul(_component(a, 1), _component(b, 0))), (len(lead),))
-    pads = tuple((0, 0, 0) for _ in lead)
-    zero = _promote.scalar_array(0, get_aval(a).dtype, weak=False)
-    a = lax.pad(a, zero, pads + ((0, 3 - na, 0),)) if na == 2 else a
-    b = lax.pad(b, zero, pads + ((0, 3 - nb, 0),)) if nb == 2 else b
-    c = cross3_last(a, b)
-    nd = len(lead) + 1
-    ax = _promote.normalize_axis(axisc, nd, "cross")
-    perm = list(range(nd - 1))
-    perm.insert(ax, nd - 1)
-    return lax.transpose(c, tuple(perm))
-
-
 def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None):
     """Sum along a diagonal (``numpy.trace``), with ``numpy.sum``'s result dtype."""
     from plait.numpy.indexing import diagonal
@@ -310,5 +254,5 @@ def _trace_method(self, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=N
 install_methods({"__matmul__": matmul, "__rmatmul__": _rmatmul, "dot": dot,
                  "trace": _trace_method})
 
-__all__ = ["cross", "dot", "vdot", "inner", "outer", "tensordot", "matmul", "vecdot", "matvec",
+__all__ = ["dot", "vdot", "inner", "outer", "tensordot", "matmul", "vecdot", "matvec",
            "vecmat", "kron", "trace"]

@@ -15,7 +15,7 @@ import numpy as np
 
 from plait import lax
 from plait.core import dtypes
-from plait.core.trace import get_aval
+from plait.core.trace import Tracer, concrete_value, get_aval
 from plait.errors import PlaitTypeError, PlaitValueError
 from plait.numpy._promote import (arg, asarray_strong, cast, broadcast_to_shape, scalar_array,
                                   static_axes, normalize_axis, is_python_scalar)
@@ -451,16 +451,36 @@ def nanmin(a, axis=None, out=None, keepdims: bool = False):
     return _nanext(a, axis, keepdims, "nanmin", min, False)
 
 
+def _nanarg(a, axis, keepdims, name, fill, arg_fn):
+    """``arg_fn`` of ``a`` with NaN replaced by ``fill``; an all-NaN slice raises
+    ValueError eagerly (as NumPy) and gives -1 under a transformation, where the
+    values are unknown (as JAX: never a valid-looking index)."""
+    x, nanmask = _nan_filled(a, name, fill)
+    idx = arg_fn(x, axis, keepdims=keepdims)
+    if nanmask is None:
+        return idx
+    all_nan = all(nanmask, axis, keepdims=keepdims)
+    if not isinstance(all_nan, Tracer):
+        if np.any(concrete_value(all_nan)):
+            raise PlaitValueError(f"{name}: All-NaN slice encountered")
+        return idx
+    a_idx = get_aval(idx)
+    minus1 = broadcast_to_shape(scalar_array(-1, a_idx.dtype, False), a_idx.shape)
+    return lax.select(all_nan, minus1, idx)
+
+
 def nanargmax(a, axis=None, out=None, *, keepdims: bool = False):
-    """Index of the maximum ignoring NaN."""
-    x, _ = _nan_filled(a, "nanargmax", -math.inf)
-    return argmax(x, axis, keepdims=keepdims)
+    """Index of the maximum ignoring NaN. An all-NaN slice raises ValueError eagerly
+    (as NumPy) and gives -1 under ``jit``/``vmap``/``grad`` (as JAX)."""
+    _no_out(out)
+    return _nanarg(a, axis, keepdims, "nanargmax", -math.inf, argmax)
 
 
 def nanargmin(a, axis=None, out=None, *, keepdims: bool = False):
-    """Index of the minimum ignoring NaN."""
-    x, _ = _nan_filled(a, "nanargmin", math.inf)
-    return argmin(x, axis, keepdims=keepdims)
+    """Index of the minimum ignoring NaN. An all-NaN slice raises ValueError eagerly
+    (as NumPy) and gives -1 under ``jit``/``vmap``/``grad`` (as JAX)."""
+    _no_out(out)
+    return _nanarg(a, axis, keepdims, "nanargmin", math.inf, argmin)
 
 
 def nancumsum(a, axis=None, dtype=None, out=None):

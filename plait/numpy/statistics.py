@@ -15,7 +15,8 @@ from plait import lax
 from plait.core import dtypes
 from plait.core.trace import Tracer, get_aval
 from plait.errors import PlaitTypeError, PlaitValueError
-from plait.numpy._promote import asarray_strong, cast, static_axes
+from plait.numpy._promote import (asarray_strong, broadcast_to_shape, cast, scalar_array,
+                                  static_axes)
 from plait.numpy._basic_index import slice_axis
 from plait.numpy import ufuncs as uf
 
@@ -141,8 +142,11 @@ def median(a, axis=None, out=None, overwrite_input: bool = False, keepdims: bool
     dt = av.dtype if dtypes.is_inexact(av.dtype) else dtypes.float64
     flat, rest = _flatten_axes(x, axes)
     n = get_aval(flat).shape[-1]
-    if n == 0:
-        raise PlaitValueError("median of an empty slice is not supported")
+    if n == 0:   # nan, as NumPy (which also warns "Mean of empty slice")
+        r = broadcast_to_shape(scalar_array(math.nan, dt, False), tuple(rest))
+        if keepdims:
+            r = lax.reshape(r, tuple(1 if i in axes else d for i, d in enumerate(av.shape)))
+        return r
     srt = lax.sort(flat, dimension=len(rest))
     last = len(rest)
 

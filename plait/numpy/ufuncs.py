@@ -8,8 +8,11 @@ input dtypes, broadcast, and computed with lax. No NumPy function ever sees a
 traced value.
 
 Semantics notes: ``maximum``/``minimum`` propagate NaN (lax ``max``/``min`` do);
-``signbit``/``copysign`` cannot see the sign bit of a NaN (there is no bitcast
-primitive yet) and treat every NaN as positive.
+``signbit``/``copysign`` read the sign bit (the ``copysign`` primitive), so ``-0.0``
+and a negative NaN (x86's ``0/0``) count as negative, as in NumPy. Deliberately unlike
+NumPy, floor division with an infinite operand is ``floor(x1 / x2)`` as the Array API
+standard prefers (``inf // 2`` is ``inf``, not ``nan``; ``-1 // inf`` is ``-0.0``, not
+``-1.0``); ``divmod``'s quotient agrees.
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ from plait.core import dtypes
 from plait.core.array_methods import ArrayMethods
 from plait.core.trace import Tracer, get_aval, concrete_value, find_top_trace, full_raise
 from plait.errors import PlaitTypeError, PlaitValueError
+from plait.lru import LRUCache
 from plait.numpy._promote import (arg, asarray_strong, is_python_scalar, cast, broadcast_shapes,
                                   broadcast_to_shape, scalar_array, promote_args, wrap,
                                   static_int)
@@ -65,7 +69,7 @@ def _is_weak(v) -> bool:
     return is_python_scalar(v) or get_aval(v).weak_type
 
 
-_PLANS: dict = {}   # (ufunc, per-argument aval or Python scalar type) -> _Plan
+_PLANS = LRUCache()   # (ufunc, per-argument aval or Python scalar type) -> _Plan
 
 
 class _Plan:
@@ -207,16 +211,13 @@ def _isfinite(x):
 def _signbit(x):
     if _kind(x) in "bu":
         return _full(x, False) if _kind(x) == "b" else lax.ne(x, x)
-    neg = lax.lt(x, 0)
-    if _kind(x) == "f":
-        zero_neg = lax.bitwise_and(lax.eq(x, 0), lax.lt(lax.div(_full(x, 1), x), 0))
-        neg = lax.bitwise_or(neg, zero_neg)
-    return neg
+    if _kind(x) == "f":   # the sign bit itself: -0.0 and -nan count as negative
+        return lax.lt(lax.copysign(_full(x, 1), x), 0)
+    return lax.lt(x, 0)
 
 
 def _copysign(x, y):
-    a = lax.abs(x)
-    return _select(_signbit(y), lax.neg(a), a)
+    return lax.copysign(x, y)
 
 
 def _trunc(x):
@@ -255,7 +256,11 @@ def _int_floordiv_mod(x, y):
 
 
 def _float_floordiv_mod(a, b):
-    """NumPy's ``npy_divmod``: floor quotient and remainder with the divisor's sign."""
+    """NumPy's ``npy_divmod``: floor quotient and remainder with the divisor's sign.
+
+    One deliberate difference: when an operand is infinite the quotient is
+    ``floor(a / b)``, as the Array API standard prefers (``inf // 2`` is ``inf``,
+    ``-1 // inf`` is ``-0.0``); NumPy gives ``nan`` and ``-1.0`` there."""
     mod = lax.rem(a, b)
     div = lax.div(lax.sub(a, mod), b)
     nz = lax.ne(mod, 0)
@@ -267,6 +272,7 @@ def _float_floordiv_mod(a, b):
     quot = lax.div(a, b)
     fdiv = _select(lax.ne(div, 0), fl, _copysign(_full(a, 0), quot))
     b0 = lax.eq(b, 0)
+    fdiv = _select(lax.bitwise_or(_isinf(a), _isinf(b)), lax.floor(quot), fdiv)
     return _select(b0, quot, fdiv), _select(b0, mod, mod2)
 
 
@@ -277,6 +283,15 @@ def _divmod(x, y):
 
 
 def _reciprocal(x):
+    if _kind(x) in "iu":
+        # NumPy computes 1.0 / x and converts back: the x86 conversion of inf gives
+        # INT_MIN for int32/int64 and 0 for the other integer types (NumPy also warns
+        # "divide by zero"; plait returns the same values without a warning)
+        dt = get_aval(x).dtype
+        fill = int(np.iinfo(dt).min) if dt.kind == "i" and dt.itemsize >= 4 else 0
+        zero = lax.eq(x, 0)
+        safe = _select(zero, _full(x, 1), x)
+        return _select(zero, _full(x, fill), lax.div(_full(x, 1), safe))
     return lax.div(_full(x, 1), x)
 
 
@@ -290,7 +305,7 @@ def _int_power(x, y):
     """Integer ``x ** y`` by binary exponentiation over the exponent's bits."""
     yc = _concrete_or_none(y)
     if yc is not None:
-        if _kind(y) == "i" and (yc < 0).any():
+        if _kind(y) == "i" and (yc < 0).any() and get_aval(x).size:   # empty: NumPy returns
             raise PlaitValueError("Integers to negative integer powers are not allowed.")
         nbits = builtins.max(int(yc.max()).bit_length(), 1) if yc.size else 1
     else:
@@ -320,6 +335,8 @@ def power(x1, x2, /):
         loop = resolve(np.power, (_key(x1, all_weak), _key(x2, all_weak)))
         x = cast(x1, loop[0], all_weak)
         if _kind(x) in "iu" and x2 < 0:
+            if get_aval(x).size == 0:   # NumPy returns the empty result
+                return cast(x, loop[2], all_weak)
             raise PlaitValueError("Integers to negative integer powers are not allowed.")
         return cast(lax.integer_pow(x, x2), loop[2], all_weak)
     return apply_ufunc(np.power, _power, "power", x1, x2)
@@ -349,27 +366,39 @@ def _abs(x):
 
 
 def _hypot(x, y):
-    a, b = lax.abs(x), lax.abs(y)
-    hi, lo = lax.max(a, b), lax.min(a, b)
-    hz = lax.eq(hi, 0)
-    r = lax.div(lo, _select(hz, _full(hi, 1), hi))
-    out = _select(hz, _full(hi, 0), lax.mul(hi, lax.sqrt(lax.add(lax.mul(r, r), 1))))
-    return _select(lax.bitwise_or(_isinf(x), _isinf(y)), _full(hi, math.inf), out)
+    """``s * sqrt((x/s)**2 + (y/s)**2)`` with the scale ``s = max(|x|, |y|)`` held
+    constant for differentiation: the identity holds for every ``s > 0``, so derivatives
+    of every order are exact (also at ``|x| == |y|``, where max/min would split them),
+    and nothing overflows. At the origin the value and its derivatives are 0."""
+    s = lax.stop_gradient(lax.max(lax.abs(x), lax.abs(y)))
+    hz = lax.eq(s, 0)
+    s = _select(hz, _full(s, 1), s)
+    u = _select(hz, _full(x, 1), lax.div(x, s))   # a safe sqrt argument at the origin
+    v = lax.div(y, s)
+    out = _select(hz, _full(s, 0), lax.mul(s, lax.sqrt(lax.add(lax.mul(u, u), lax.mul(v, v)))))
+    return _select(lax.bitwise_or(_isinf(x), _isinf(y)), _full(s, math.inf), out)
 
 
 def _logaddexp(x, y, base2: bool = False):
+    """``log(exp(x) + exp(y))`` as ``hi + log1p(exp(lo - hi))`` (base 2 alike).
+
+    Each branch (``x >= y`` or not) is an analytic formula of its own inputs, so values
+    and derivatives of every order are exact on either side and at ``x == y``. The
+    branch not taken gets a safe argument (0) instead of ``lo - hi`` ("double where"):
+    its zero cotangent then never meets an overflowed ``exp`` (0 * inf = nan).
+    """
     if base2:
         ln2 = 1.0
         soft = lambda t: lax.mul(lax.log1p(lax.exp2(t)), 1.0 / math.log(2.0))
     else:
         ln2 = math.log(2.0)
         soft = lambda t: lax.log1p(lax.exp(t))
-    tmp = lax.sub(x, y)
-    pos = lax.add(x, soft(lax.neg(tmp)))
-    neg = lax.add(y, soft(tmp))
-    out = _select(lax.gt(tmp, 0), pos, _select(lax.le(tmp, 0), neg, tmp))
-    # only infinite ties need the special case (x - y is nan there); finite ties take the
-    # smooth branch, so derivatives of every order are right at x == y
+    x_hi = lax.ge(x, y)
+    zero = _full(x, 0)
+    from_x = lax.add(x, soft(_select(x_hi, lax.sub(y, x), zero)))   # x >= y: t <= 0
+    from_y = lax.add(y, soft(_select(x_hi, zero, lax.sub(x, y))))   # y > x (or NaN)
+    out = _select(x_hi, from_x, from_y)
+    # equal infinities: x - y is nan there
     return _select(lax.bitwise_and(lax.eq(x, y), _isinf(x)), lax.add(x, ln2), out)
 
 

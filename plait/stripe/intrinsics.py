@@ -88,7 +88,7 @@ _BINARY = {
     "cmp_gt": np.greater, "cmp_ge": np.greater_equal,
     "and": _logical(np.logical_and, np.bitwise_and), "or": _logical(np.logical_or, np.bitwise_or),
     "xor": _logical(np.logical_xor, np.bitwise_xor), "shl": np.left_shift, "shr": np.right_shift,
-    "nextafter": np.nextafter,
+    "nextafter": np.nextafter, "copysign": np.copysign,
 }
 
 for _n, _f in _UNARY.items():

@@ -290,6 +290,7 @@ def lower(prog: T.Program) -> Program:
         read.update(T.stmt_inputs(s))
         if isinstance(s, T.Contraction) and s.default is not None:
             read.add(s.out)  # aggregated into after the default copy: read-modify-write
+            writer_agg[s.out] = "assign"   # the copy assigns, the contraction aggregates inside
     for n in prog.outputs:
         if n in prog.inputs:
             raise TileLowerError(f"output {n!r} is also an input; copy it with an elementwise statement")

@@ -46,6 +46,7 @@ _ELEMENTWISE = {
     E.sqrt_p: "sqrt", E.rsqrt_p: "rsqrt", E.cbrt_p: "cbrt", E.abs_p: "abs", E.not_p: "not",
     E.add_p: "add", E.sub_p: "sub", E.mul_p: "mul", E.div_p: "div", E.rem_p: "rem",
     E.pow_p: "pow", E.max_p: "max", E.min_p: "min", E.atan2_p: "atan2",
+    E.copysign_p: "copysign",
     E.and_p: "and", E.or_p: "or", E.xor_p: "xor",
     E.shift_left_p: "shl", E.shift_right_arithmetic_p: "shr",
     E.eq_p: "cmp_eq", E.ne_p: "cmp_ne", E.lt_p: "cmp_lt", E.le_p: "cmp_le",
@@ -252,8 +253,13 @@ def _cumulative(agg: str):
         (k,) = ctx.fresh_vars(1)
         src_idx = [k if d == axis else v for d, v in enumerate(xs)]
         diff = (k - xs[axis]) if reverse else (xs[axis] - k)
+        default = None
+        if agg == "add" and acc.startswith("f"):
+            # NumPy's running sum starts from the first element, not from +0.0: start
+            # at -0.0 (the identity of IEEE addition) so a prefix of -0.0 stays -0.0
+            default = ctx.copy_to(ctx.broadcast(ctx.const(-0.0, _np(acc)), shape, ()), shape)
         r = ctx.contract(shape, acc, xs, agg, "none", [ctx.access(src, src_idx)],
-                         constraints=[Constraint(diff, shape[axis])])
+                         constraints=[Constraint(diff, shape[axis])], default=default)
         return ctx.cast(r, _np(dt)) if acc != dt else r
     return rule
 

@@ -12,13 +12,17 @@ from __future__ import annotations
 import weakref
 from typing import Callable, Sequence
 
+import numpy as np
+
 from plait.core.ad_util import Zero
 from plait.core.graph import Graph, ClosedGraph, eval_graph
 from plait.core.staging import trace_to_graph
-from plait.core.trace import Trace, Tracer, new_main, full_raise, full_lower, get_aval
+from plait.core.trace import (Trace, Tracer, new_main, full_raise, full_lower, get_aval,
+                              _CONCRETE)
 from plait.core.graph_transforms import register_graph_transform
 from plait.lax._ad_helpers import tangent_aval, differentiable
 from plait.lax._ad_helpers import instantiate as instantiate_zeros
+from plait.lax._base import as_operand
 
 
 class JVPTracer(Tracer):
@@ -45,10 +49,20 @@ def _zero_like(val) -> Zero:
     return Zero(tangent_aval(get_aval(val)))
 
 
+def _as_primal(val):
+    """A primal as an array: a Python scalar becomes a weak 0-d array, a NumPy scalar a
+    0-d array of its dtype, so jvp rules can mix it with Python constants
+    (``add(x, 1)``) as they do with arrays."""
+    if isinstance(val, np.generic):
+        return _CONCRETE["wrap"](np.asarray(val), False)
+    return as_operand(val)
+
+
 class JVPTrace(Trace):
     """Applies each primitive's ``jvp`` rule to (primal, tangent) pairs."""
 
     def pure(self, val) -> JVPTracer:
+        val = _as_primal(val)
         return JVPTracer(self, val, _zero_like(val))
 
     lift = pure
@@ -76,6 +90,7 @@ def jvp_flat(fun: Callable, primals: Sequence, tangents: Sequence,
     """
     with new_main(JVPTrace, description=description) as main:
         trace = JVPTrace(main)
+        primals = [_as_primal(p) for p in primals]
         ins = [JVPTracer(trace, p, t if differentiable(get_aval(p)) else _zero_like(p))
                for p, t in zip(primals, tangents)]
         outs = [full_raise(trace, o) for o in fun(*ins)]

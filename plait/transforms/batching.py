@@ -246,3 +246,4 @@ __all__ = ["vmap", "BatchTrace", "BatchTracer", "batch_graph", "batch_flat"]
 
 
 register_graph_transform("batch_graph", batch_graph)
+register_graph_transform("vmap", vmap)   # plait.numpy.vectorize/apply_along_axis use it

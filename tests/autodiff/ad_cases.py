@@ -17,6 +17,7 @@ from plait.core.primitive import Primitive
 from plait.lax import elementwise as ew, shape_ops as so, reductions as red
 from plait.lax import cumulative as cu, contractions as ct, windowed as wi
 from plait.lax import indexing as ix, sorting as srt
+from plait.lax.fft import fft_p
 
 
 @dataclasses.dataclass
@@ -95,6 +96,7 @@ for nm, p, mk in [("add", ew.add_p, two(-1, 1)), ("sub", ew.sub_p, two(-1, 1)),
                                                     rng.uniform(0.6, 0.9, (2, 3)).astype(dt)))]:
     case(nm, p, (lambda p: lambda x, y: p.bind(x, y))(p), mk,
          complex_ok=nm in ("add", "sub", "mul", "div"))
+case("copysign", ew.copysign_p, lambda x, y: lax.copysign(x, y), two(-1, 1))
 case("select", ew.select_p, lambda x, y: lax.select(lax.gt(x, 0.0), x, y), two(-1, 1))
 case("clamp", ew.clamp_p, lambda lo, x, hi: lax.clamp(lo, x, hi),
      lambda rng, dt: (rng.uniform(-2, -1, (2, 3)).astype(dt),
@@ -193,6 +195,17 @@ for nm, p, fn in [("scatter_max", ix.scatter_max_p, lax.scatter_max),
                   ("scatter_min", ix.scatter_min_p, lax.scatter_min)]:
     case(nm, p, (lambda fn: lambda x, v: fn(x, _IDX, v, _SDN))(fn),
          lambda rng, dt: distinct((4, 3), 1)(rng, dt) + distinct((4, 3), 1, 1.3)(rng, dt))
+
+# --- fft (complex operands built from two real ones) ----------------------------------
+case("fft", fft_p, lambda x, y: lax.fft(lax.complex(x, y), "fft", (4,)), two(-1.5, 1.5, (2, 4)))
+case("ifft2", fft_p, lambda x, y: lax.fft(lax.complex(x, y), "ifft", (3, 4)),
+     two(-1.5, 1.5, (2, 3, 4)))
+case("rfft", fft_p, lambda x: lax.fft(x, "rfft", (6,)), u(-1.5, 1.5, (2, 6)))
+case("rfft2_odd", fft_p, lambda x: lax.fft(x, "rfft", (3, 5)), u(-1.5, 1.5, (3, 5)))
+case("irfft", fft_p, lambda x, y: lax.fft(lax.complex(x, y), "irfft", (6,)),
+     two(-1.5, 1.5, (2, 4)))
+case("irfft2_odd", fft_p, lambda x, y: lax.fft(lax.complex(x, y), "irfft", (2, 5)),
+     two(-1.5, 1.5, (2, 3)))
 
 # --- sorting --------------------------------------------------------------------------
 case("sort", srt.sort_p, lambda x: lax.sort(x, 1), distinct((3, 4)))

@@ -14,7 +14,7 @@ LINEAR = {"neg", "add", "sub", "mul", "div", "real", "imag", "conj", "complex", 
           "expand_dims", "rev", "slice", "dynamic_slice", "dynamic_update_slice",
           "concatenate", "pad", "reduce_sum", "cumsum", "dot_general",
           "conv_general_dilated", "reduce_window_sum", "gather", "scatter", "scatter_add",
-          "scatter_mul", "jit_call", "custom_lin"}
+          "scatter_mul", "jit_call", "custom_lin", "fft"}
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

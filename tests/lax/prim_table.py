@@ -16,6 +16,7 @@ import numpy as np
 import plait.lax as lax
 from plait.lax import elementwise as ew, shape_ops as so, reductions as red, cumulative as cu
 from plait.lax import contractions as ct, windowed as wi, indexing as ix, sorting as srt
+from plait.lax.fft import fft_p, FftType   # (plait.lax.fft itself is the function)
 from plait.lax import linalg as la
 from plait.core.primitive import Primitive
 
@@ -259,6 +260,7 @@ BINARY = [
     (ew.min_p, lax.min, ORDERED, {}, {}, lambda x, y: np.where(x <= y, x, y)),
     (ew.atan2_p, lax.atan2, FLOATS, {}, {}, lambda x, y: np.array([math.atan2(a, b) for a, b in zip(x.ravel(), y.ravel())]).reshape(x.shape)),
     (ew.nextafter_p, lax.nextafter, (F32, F64), {}, {}, lambda x, y: _nextafter_oracle(x, y)),
+    (ew.copysign_p, lax.copysign, FLOATS, {}, {}, lambda x, y: np.array([math.copysign(a, b) for a, b in zip(x.ravel().tolist(), y.ravel().tolist())]).reshape(x.shape)),
     (ew.and_p, lax.bitwise_and, INTEGRAL, {}, {}, lambda x, y: x & y),
     (ew.or_p, lax.bitwise_or, INTEGRAL, {}, {}, lambda x, y: x | y),
     (ew.xor_p, lax.bitwise_xor, INTEGRAL, {}, {}, lambda x, y: x ^ y),
@@ -972,3 +974,50 @@ for dt in LA_DTYPES:
                 dict(compute_schur_vectors=vecs),
                 lambda a, _v=vecs: list(la.schur(a, compute_schur_vectors=_v)),
                 lambda a, _v=vecs: _np_schur(a, _v), 2e-4 if dt in (F32, C64) else 1e-10)
+
+
+# --- fft -------------------------------------------------------------------------------------
+def _dft(x, axis, inverse=False):
+    """The DFT along ``axis`` as a product with the naive DFT matrix (complex128)."""
+    n = x.shape[axis]
+    k = np.arange(n)
+    m = np.exp((2j if inverse else -2j) * np.pi * np.outer(k, k) / n)
+    if inverse:
+        m /= n
+    return np.moveaxis(np.tensordot(np.moveaxis(x, axis, -1), m, axes=([-1], [0])), -1, axis)
+
+
+def _naive_fft(x, fft_type, lengths):
+    """The ``fft`` primitive by DFT matrices: complex transforms axis by axis, the real
+    inverse through the Hermitian extension of the last axis (real part of the sum)."""
+    k = len(lengths)
+    axes = range(x.ndim - k, x.ndim)
+    wide = x.astype(np.complex128)
+    if fft_type in ("FFT", "IFFT", "RFFT"):
+        for a in axes:
+            wide = _dft(wide, a, fft_type == "IFFT")
+        if fft_type == "RFFT":
+            return wide[..., :lengths[-1] // 2 + 1].astype(C64 if x.dtype == F32 else C128)
+        return wide.astype(x.dtype)
+    for a in list(axes)[:-1]:
+        wide = _dft(wide, a, inverse=True)
+    n = lengths[-1]
+    full = np.concatenate([wide, np.conj(wide[..., 1:(n + 1) // 2][..., ::-1])], axis=-1)
+    return np.real(_dft(full, x.ndim - 1, inverse=True)).astype(F32 if x.dtype == C64 else F64)
+
+
+FFT_CASES = [  # fft_type, operand shape, fft_lengths
+    ("FFT", (8,), (8,)), ("FFT", (3, 5), (5,)), ("FFT", (2, 3, 4), (3, 4)), ("FFT", (1,), (1,)),
+    ("FFT", (0, 4), (4,)), ("FFT", (2, 2, 3), (2, 2, 3)),
+    ("IFFT", (6,), (6,)), ("IFFT", (2, 3, 5), (3, 5)), ("IFFT", (3, 1), (1,)),
+    ("RFFT", (8,), (8,)), ("RFFT", (2, 7), (7,)), ("RFFT", (2, 3, 4), (3, 4)), ("RFFT", (1,), (1,)),
+    ("IRFFT", (5,), (8,)), ("IRFFT", (2, 4), (7,)), ("IRFFT", (2, 3, 3), (3, 4)),
+    ("IRFFT", (2, 1), (1,)), ("IRFFT", (3, 2), (2,)),
+]
+for fft_type, shape, lengths in FFT_CASES:
+    for dt in ((F32, F64) if fft_type == "RFFT" else COMPLEX):
+        add(f"fft-{fft_type}-{sig(dt, shape)}-{'x'.join(map(str, lengths))}", fft_p,
+            gen((shape, dt, {})), dict(fft_type=FftType[fft_type], fft_lengths=lengths),
+            lambda x, _t=fft_type, _l=lengths: lax.fft(x, _t, _l),
+            lambda x, _t=fft_type, _l=lengths: _naive_fft(x, _t, _l),
+            rtol=1e-4 if dt in (F32, C64) else 1e-12)

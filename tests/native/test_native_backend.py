@@ -69,7 +69,7 @@ def test_every_stage_prints():
     c = _native(lambda x: lax.tanh(lax.add(x, x)), x)
     for stage, needle in (("graph", "tanh"), ("kernels", "k0: add, tanh"),
                           ("tile", "tanh(add("), ("stripe", "block ["),
-                          ("stripe-opt", "block ["), ("c", "void k0(void **bufs)")):
+                          ("stripe-opt", "block ["), ("c", "int64_t k0(void **bufs)")):
         assert needle in c.as_text(stage), stage
 
 

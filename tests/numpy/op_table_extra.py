@@ -198,7 +198,6 @@ for nm, f in [("inv", lambda xp, a: xp.linalg.inv(_well(xp, a))),
     add(f"linalg_{nm}", lambda a, f=f: f(pnp, a), lambda a, f=f: f(np, a), SQ, "loose")
 add("linalg_solve", lambda a, b: pnp.linalg.solve(_well(pnp, a), b),
     lambda a, b: np.linalg.solve(_well(np, a), b), SQ_B, "loose")
-add("cross", pnp.cross, np.cross, P([((4, 3), (3,)), ((2, 1, 3), (4, 3))]), "loose")
 
 # --- sorting and searching -----------------------------------------------------------------------
 SORTABLE = ["bool", "int8", "uint32", "int64", "float16", "float32", "float64", "complex64"]

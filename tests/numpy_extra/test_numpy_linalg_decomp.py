@@ -1,7 +1,5 @@
 """plait.numpy.linalg's decompositions and solvers against NumPy and identities:
 stacks, 0x0 and 1x1, float32/float64/complex, named results, errors, jit, vmap, grad."""
-import warnings
-
 import numpy as np
 import pytest
 
@@ -163,14 +161,6 @@ def test_norms_cond_rank_lstsq_tensor_ops():
     np.testing.assert_allclose(np.asarray(LA.cross(u, v)), np.linalg.cross(u, v))
     np.testing.assert_allclose(np.asarray(LA.cross(u.T, u.T[:, ::-1], axis=0)),
                                np.linalg.cross(u.T, u.T[:, ::-1], axis=0))
-    for x, y, kw in (((4, 3), (3,), {}), ((4, 2), (4, 3), {}), ((5, 2), (2,), {}),
-                     ((3, 5), (5, 3), dict(axisa=0, axisc=0)),
-                     ((2, 3, 4), (3, 1), dict(axisa=1, axisb=0, axisc=1))):
-        x, y = rng.standard_normal(x), rng.standard_normal(y)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)   # NumPy's 2-vectors
-            want = np.cross(x, y, **kw)
-        np.testing.assert_allclose(np.asarray(pnp.cross(x, y, **kw)), want, rtol=1e-12)
     ints = np.array([[2, 1], [1, 3]])
     assert np.asarray(LA.inv(ints)).dtype == np.float64
     np.testing.assert_allclose(np.asarray(LA.det(ints)), np.linalg.det(ints))

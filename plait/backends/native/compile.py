@@ -14,11 +14,12 @@ from plait.backends.native.cprogram import CProgram, CallStep, step_buffers, dri
 from plait.backends.native.launch import Launch, launch
 from plait.backends.native.partition import KernelStep, partition
 from plait.codegen.c_pymodule import module_source
-from plait.codegen.c_stripe import PRELUDE
+from plait.codegen.c_stripe import PRELUDE, decode_status
 from plait.codegen.toolchain import build_shared_object, require_toolchain
 from plait.core.graph import (ClosedGraph, Literal, closure_convert, reset_graph_runner,
                               set_graph_runner)
 from plait.core.printer import pp_graph
+from plait.errors import PlaitMemoryError
 from plait.passes.inline import inline
 from plait.runtime import kernel_cache, metrics
 from plait.runtime.cpuinfo import cpu_info
@@ -28,17 +29,13 @@ from plait.backends.native.target import host_target
 class NativeExecutable:
     """Runs native kernels (ctypes calls into one shared object) and host steps in order."""
 
-    def __init__(self, prepared: "Prepared", lib_path: str | None, module: str | None):
+    def __init__(self, prepared: "Prepared", loaded: "tuple | None"):
         self.prepared = prepared
         closed, steps, stripe = prepared.closed, prepared.steps, prepared.stripe
         g = closed.graph
         self.closed = closed
-        if lib_path:
-            _openmp_defaults()
-        self.lib = ctypes.CDLL(lib_path) if lib_path else None
-        if self.lib is not None:
-            lapack.init_library(self.lib)
-        self.pymod = _load_module(module, lib_path) if module and lib_path else None
+        # (ctypes library, extension module or None) of the program's shared object
+        self.lib, self.pymod = loaded if loaded is not None else (None, None)
         slot: dict = {}
         for v in g.constvars + g.invars:
             slot[v] = len(slot)
@@ -52,7 +49,7 @@ class NativeExecutable:
                     fn = getattr(self.pymod, st.name)
                 else:
                     fn = getattr(self.lib, st.name)
-                    fn.restype = None
+                    fn.restype = ctypes.c_int64
                     fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
                 bufs = []   # (slot, None) for inputs, (slot, (shape, dtype)) for outputs
                 for d, a in step_buffers(st, stripe):
@@ -103,18 +100,32 @@ class NativeExecutable:
     def __call__(self, *args) -> list:
         return self._run(args, None)
 
-    def launch(self, *args) -> tuple[list, Launch] | None:
+    def launch(self, *args, deps: tuple = ()) -> tuple[list, Launch] | None:
         """Queue the whole program on the native worker thread and return at once:
-        ``(outputs, launch)``, the outputs valid after ``launch.wait()``. None when the
-        program is not fully native (host steps) or the runtime refused; call it then."""
+        ``(outputs, launch)``, the outputs valid after ``launch.wait()`` (which raises
+        ``PlaitMemoryError`` if the program ran out of memory). ``deps`` are pending
+        launches writing some of ``args``. None when the program is not fully native
+        (host steps) or the runtime refused; call it then."""
         if self.entry is None:
             return None
         if len(args) != self.n_in:
             raise TypeError(f"executable takes {self.n_in} arguments, got {len(args)}")
         ins = [_c_order(a) for a in self.consts + list(args)]
-        outs = [np.empty(shape, dt) for shape, dt in self._out_buffers]
-        job = launch(self.entry, ins, outs, self.pymod)
+        outs = [_alloc(shape, dt, "an output buffer") for shape, dt in self._out_buffers]
+        job = launch(self.entry, ins, outs, self.pymod, deps, self._describe)
         return None if job is None else (outs, job)
+
+    def _describe(self, status: int) -> str:
+        """The message of a native allocation failure ``status``."""
+        nbytes, where = decode_status(status)
+        funcs = self.prepared.functions
+        if 0 < where <= len(funcs):
+            name, ops = funcs[where - 1]
+            what = f"a temporary of kernel {name} ({ops})"
+        else:
+            what = "an intermediate buffer"
+        return (f"out of memory running {self.closed.graph.name or 'a compiled function'}: "
+                f"{what} of {_size(nbytes)} could not be allocated. {_ADVICE}")
 
     def profile(self, *args, repeat: int = 5) -> list[tuple[str, str, float]]:
         """Best-of-``repeat`` seconds of every step: ``[(step, what it computes, s)]``."""
@@ -182,17 +193,28 @@ class NativeExecutable:
                         if not a.flags.c_contiguous:
                             a = env[s] = np.ascontiguousarray(a)
                     else:
-                        a = env[s] = np.empty(out[0], out[1])
+                        a = env[s] = _alloc(out[0], out[1],
+                                            f"the result buffer of kernel "
+                                            f"{getattr(fn, '__name__', '?')}")
                     arrays.append(a)
                 if extra is None:          # extension-module entry point
-                    fn(arrays)
+                    status = fn(arrays)
                 else:                      # ctypes entry point
-                    fn(extra(*[a.__array_interface__["data"][0] for a in arrays]))
+                    status = fn(extra(*[a.__array_interface__["data"][0] for a in arrays]))
+                if status:
+                    raise PlaitMemoryError(self._describe(status))
             else:
                 params, multi = extra
                 token = set_graph_runner(_run_subgraph)    # sub-graphs run natively too
                 try:
                     r = fn(*[env[i] if k == "var" else i for k, i in ins], **params)
+                except MemoryError as e:
+                    if isinstance(e, PlaitMemoryError):
+                        raise
+                    raise PlaitMemoryError(
+                        f"out of memory in a host step ({fn.__qualname__}) of "
+                        f"{self.closed.graph.name or 'a compiled function'}: a buffer "
+                        f"could not be allocated ({e}). {_ADVICE}") from e
                 finally:
                     reset_graph_runner(token)
                 if multi:
@@ -207,7 +229,9 @@ class NativeExecutable:
         return [env[i] if k == "var" else i for k, i in self.out]
 
     def memory_analysis(self) -> dict:
-        """Argument, output and peak intermediate bytes (intermediates freed after last use)."""
+        """Argument, output and peak intermediate bytes: intermediates are freed after
+        their last use, and a native step adds the temporaries it allocates while it
+        runs (per-thread scratch, hidden buffers such as argmax's, loop carries)."""
         def nbytes(s):
             a = self._avals[s]
             return int(np.prod(a.shape)) * np.dtype(a.dtype).itemsize
@@ -215,10 +239,11 @@ class NativeExecutable:
         args = sum(nbytes(s) for s in range(nc, nc + self.n_in))
         outs = {i for k, i in self.out if k == "var"}
         live, peak = 0, 0
-        for native, _, ins, step_outs, _, free in self.plan:
+        for st, (native, _, ins, step_outs, _, free) in zip(self.prepared.steps, self.plan):
             made = [s for s, o in ins if o is not None] if native else list(step_outs)
             live += sum(nbytes(s) for s in made if s not in outs)
-            peak = max(peak, live)
+            scratch = self.prepared.scratch.get(st.name, 0) if native else 0
+            peak = max(peak, live + scratch)
             live -= sum(nbytes(s) for s in free if s >= nc + self.n_in and s not in outs)
         return {"argument_bytes": args, "output_bytes": sum(nbytes(s) for s in outs),
                 "constant_bytes": sum(c.nbytes for c in self.consts),
@@ -240,6 +265,8 @@ class Prepared:
         cprog = CProgram(host_target(), dump, self.timed)
         self.steps = cprog.native_steps(partition(self.closed.graph))
         self.stripe = cprog.stripe
+        self.functions = cprog.functions     # numbered kernels, for failure messages
+        self.scratch = cprog.scratch         # name -> peak bytes a C function allocates
         self.source = PRELUDE + "\n\n" + cprog.source()
         self.entry = None     # the whole program as one C function, when fully native
         self.native = any(isinstance(s, (KernelStep, CallStep)) for s in self.steps)
@@ -247,16 +274,18 @@ class Prepared:
             self.entry = "plait_run"
             self.source += ("\n\n" + driver_source("plait_main", closure_convert(self.closed),
                                                self.steps, self.stripe)
-                            + "\n\nvoid plait_run(void **ins, void **outs) "
-                              "{ plait_main(ins, outs); }\n")
+                            + "\n\nint64_t plait_run(void **ins, void **outs) "
+                              "{ return plait_main(ins, outs); }\n")
         if dump:
             for stage, fname in (("graph", "graph.txt"), ("kernels", "kernels.txt"),
                                  ("tile", "tile.txt"), ("c", "kernels.c")):
                 with open(os.path.join(dump, fname), "w") as f:
                     f.write(self.as_text(stage))
 
-    def executable(self, lib: str, module: str | None = None) -> NativeExecutable:
-        return NativeExecutable(self, lib, module)
+    def executable(self, loaded: "tuple | None") -> NativeExecutable:
+        """The executable over ``loaded``, the program's ``(library, module)`` (None when
+        the program has no kernels)."""
+        return NativeExecutable(self, loaded)
 
     def as_text(self, stage: str = "c") -> str:
         """``c`` (generated source), ``kernels`` (partition), ``stripe``/``stripe-opt``, ``tile``."""
@@ -314,7 +343,7 @@ def compile_native(closed: ClosedGraph) -> NativeExecutable:
     tc = require_toolchain()
     t0 = time.perf_counter()
     prep = Prepared(closed)
-    lib = module = None
+    loaded = None
     if prep.native:
         # the key covers the module wrapper too (its name, which is the key, left out)
         wrapper = module_source(_MODULE_NAME, {
@@ -322,13 +351,36 @@ def compile_native(closed: ClosedGraph) -> NativeExecutable:
             if isinstance(st, (KernelStep, CallStep))}, prep.entry) if tc.python_include else ""
         key = kernel_cache.entry_key(prep.source, wrapper, tc.identity(),
                                      ",".join(sorted(cpu_info().flags)))
-        full = prep.source
+        full, module = prep.source, None
         if wrapper:
             module = f"plait_k_{key}"
             full += "\n\n" + wrapper.replace(_MODULE_NAME, module)
-        lib = kernel_cache.get_or_build(key, lambda out: build_shared_object(full, out, tc))
+        loaded = kernel_cache.load(key, lambda out: build_shared_object(full, out, tc),
+                                   lambda path: _open_library(path, module))
     metrics.bump("native_compile_s", time.perf_counter() - t0)
-    return prep.executable(lib, module)
+    return prep.executable(loaded)
+
+
+_ADVICE = ("Free memory or raise the process's memory limit (ulimit -v, RLIMIT_AS), use "
+           "smaller inputs, or compute in chunks (for example plait.lax.map over slices).")
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit} ({n} bytes)"
+    return f"{n} bytes"
+
+
+def _alloc(shape: tuple, dtype: np.dtype, what: str) -> np.ndarray:
+    """``np.empty``, raising ``PlaitMemoryError`` that names the buffer on failure."""
+    try:
+        return np.empty(shape, dtype)
+    except MemoryError as e:
+        n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        raise PlaitMemoryError(f"out of memory: {what}, shape {tuple(shape)} "
+                               f"{np.dtype(dtype).name}, {_size(n)}, could not be allocated. "
+                               f"{_ADVICE}") from e
 
 
 def _c_order(a) -> np.ndarray:
@@ -362,18 +414,24 @@ def _run_subgraph(graph, args) -> list:
     return exe(*[np.asarray(a) for a in args])
 
 
-def _load_module(name: str, path: str):
-    """Import the kernels' extension module from the cached shared object."""
+def _open_library(path: str, module: str | None) -> tuple:
+    """``(ctypes library, extension module or None)`` of a cached shared object (raises
+    OSError or ImportError when it does not load; the kernel cache then rebuilds it)."""
     _openmp_defaults()
+    lib = ctypes.CDLL(path)
+    lapack.init_library(lib)         # LAPACK pointers, for programs that call LAPACK
+    return lib, (_load_module(module, path) if module else None)
+
+
+def _load_module(name: str, path: str):
+    """Import the kernels' extension module from the cached shared object (kept in the
+    kernel cache's bounded index; CPython's own ``sys.modules`` entry is dropped)."""
     import importlib.machinery
     import importlib.util
     import sys
-    mod = sys.modules.get(name)
-    if mod is not None:
-        return mod
     loader = importlib.machinery.ExtensionFileLoader(name, path)
     spec = importlib.util.spec_from_file_location(name, path, loader=loader)
     mod = importlib.util.module_from_spec(spec)
     loader.exec_module(mod)
-    sys.modules[name] = mod
+    sys.modules.pop(name, None)
     return mod

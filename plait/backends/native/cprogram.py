@@ -1,10 +1,13 @@
 """One C program per executable: kernels, graph drivers, and control-flow loops.
 
 ``CProgram.kernel`` lowers a kernel step through Stripe and renders it as
-``void name(void **bufs)``. ``CProgram.graph_function`` renders a whole sub-graph as
-``void name(void **ins, void **outs)``: a driver that allocates the intermediates,
+``int64_t name(void **bufs)``. ``CProgram.graph_function`` renders a whole sub-graph as
+``int64_t name(void **ins, void **outs)``: a driver that allocates the intermediates,
 calls the graph's kernels and control-flow functions in order, and frees each buffer
-after its last use. Control-flow primitives provide a ``native`` rule (registered in
+after its last use. Every function returns 0 or an allocation-failure status
+(``c_stripe.oom_status``); a driver stops at the first failure, frees what it holds
+and returns the status. ``CProgram.scratch`` records the peak bytes each function
+allocates beyond its arguments (``memory_analysis`` adds them to the peak). Control-flow primitives provide a ``native`` rule (registered in
 ``control.py``) that renders a loop or branch calling such drivers, so a ``while``,
 ``scan`` or ``cond`` whose bodies are fully native runs without returning to Python.
 A sub-graph with a host step is not native; its equation stays a host step.
@@ -13,12 +16,14 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 from dataclasses import dataclass
 
 import numpy as np
 
 from plait.backends.native.partition import HostStep, KernelStep, partition
-from plait.codegen.c_stripe import C_TYPES, render_program
+from plait.codegen.c_stripe import C_TYPES, oom_status, render_program, temp_bytes
+from plait.codegen.toolchain import find_toolchain
 from plait.config import config
 from plait.core.graph import Graph, Literal, Var
 from plait.passes.inline import inline_graph
@@ -29,7 +34,7 @@ from plait.tile.lowering import STRIPE_DTYPES
 
 @dataclass
 class CallStep:
-    """An equation rendered as ``void name(void **bufs)`` (inputs, then outputs)."""
+    """An equation rendered as ``int64_t name(void **bufs)`` (inputs, then outputs)."""
 
     name: str
     eqn: object
@@ -66,6 +71,17 @@ def storage_type(aval) -> str:
     return C_TYPES[STRIPE_DTYPES[np.dtype(aval.dtype)]]
 
 
+def omp_threads() -> int:
+    """How many threads an OpenMP parallel loop of a kernel uses at most here."""
+    n = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    if n.isdigit() and int(n) > 0:
+        return int(n)
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except (AttributeError, OSError):
+        return max(os.cpu_count() or 1, 1)
+
+
 class CProgram:
     """Accumulates the C functions of one executable."""
 
@@ -77,6 +93,9 @@ class CProgram:
         self.stripe: dict = {}
         self._ids = itertools.count()
         self._graphs: dict[int, tuple[Graph, str | None]] = {}
+        # rendered kernels, numbered from 1 in allocation-failure statuses
+        self.functions: list[tuple[str, str]] = []      # (name, what it computes)
+        self.scratch: dict[str, int] = {}               # name -> peak bytes it allocates
 
     def fresh(self, prefix: str) -> str:
         return f"{prefix}{next(self._ids)}"
@@ -85,7 +104,11 @@ class CProgram:
         before = stripe_lower(st.program)
         after = run_passes(before, self.target, self.dump_dir, verify=config.checks)
         self.stripe[st.name] = (before, after)
-        self.parts.append(render_program(after, st.name, self.timed))
+        self.functions.append((st.name, ", ".join(e.prim.name for e in st.eqns)))
+        tc = find_toolchain()
+        threads = omp_threads() if tc is not None and tc.openmp else 1
+        self.scratch[st.name] = temp_bytes(after, threads)
+        self.parts.append(render_program(after, st.name, self.timed, len(self.functions)))
 
     def native_steps(self, steps: list) -> list:
         """Render kernels; turn host steps with a ``native`` rule into call steps."""
@@ -115,6 +138,7 @@ class CProgram:
             self._graphs[id(graph)] = (graph, None)
             return None
         self.parts.append(driver_source(name, graph, steps, self.stripe))
+        self.scratch[name] = driver_peak(graph, steps, self.stripe, self.scratch)
         self._graphs[id(graph)] = (graph, name)   # keeps the graph alive for the id
         return name
 
@@ -136,9 +160,32 @@ def step_buffers(st, stripe: dict) -> list[tuple[str, object]]:
     return [("in", a) for a in st.inputs] + [("out", v) for v in st.outputs]
 
 
+def driver_peak(graph: Graph, steps: list, stripe: dict, scratch: dict) -> int:
+    """Peak bytes ``driver_source``'s function holds: its intermediates (each freed
+    after its last use) plus the scratch of the step running."""
+    last: dict = {}
+    for n, st in enumerate(steps):
+        for d, a in step_buffers(st, stripe):
+            if d == "in" and isinstance(a, Var):
+                last[a] = n
+    outs = {a for a in graph.outvars if isinstance(a, Var)}
+    live = peak = 0
+    held: dict = {}
+    for n, st in enumerate(steps):
+        for d, a in step_buffers(st, stripe):
+            if d == "out" and a not in outs and a not in held:
+                held[a] = max(nbytes(a.aval), 1)
+                live += held[a]
+        peak = max(peak, live + scratch.get(st.name, 0))
+        for v in [v for v in held if last.get(v, -1) <= n]:
+            live -= held.pop(v)
+    return peak
+
+
 def driver_source(name: str, graph: Graph, steps: list, stripe: dict) -> str:
-    """``void name(void **ins, void **outs)`` running ``steps``."""
-    lines = [f"static void {name}(void **ins, void **outs) {{"]
+    """``int64_t name(void **ins, void **outs)`` running ``steps``; it returns the first
+    failing step's status (0 on success) after freeing its intermediates."""
+    body: list[str] = []
     ptr: dict = {}
     for k, v in enumerate(graph.invars):
         ptr[v] = f"ins[{k}]"
@@ -153,7 +200,7 @@ def driver_source(name: str, graph: Graph, steps: list, stripe: dict) -> str:
             if d == "in" and isinstance(a, Var):
                 last[a] = n
     lits = itertools.count()
-    temps = itertools.count()
+    temps: list[str] = []
     owned: dict = {}
     for n, st in enumerate(steps):
         bufs = []
@@ -161,7 +208,7 @@ def driver_source(name: str, graph: Graph, steps: list, stripe: dict) -> str:
             if d == "in":
                 if isinstance(a, Literal):
                     lv = f"lit{next(lits)}"
-                    lines.append(f"  {storage_type(a.aval)} {lv} = {c_literal(a)};")
+                    body.append(f"  {storage_type(a.aval)} {lv} = {c_literal(a)};")
                     bufs.append(f"&{lv}")
                 else:
                     bufs.append(ptr[a])
@@ -169,23 +216,32 @@ def driver_source(name: str, graph: Graph, steps: list, stripe: dict) -> str:
                 if a in first_out:
                     ptr[a] = f"outs[{first_out[a]}]"
                 else:
-                    tv = f"t{next(temps)}"
-                    lines.append(f"  void *{tv} = malloc({max(nbytes(a.aval), 1)});")
+                    tv = f"t{len(temps)}"
+                    temps.append(tv)
+                    size = max(nbytes(a.aval), 1)
+                    body.append(f"  {tv} = malloc({size}); "
+                                f"if (!{tv}) {{ rc = {oom_status(size, 0)}LL; goto done; }}")
                     ptr[a] = tv
                     owned[a] = tv
                 bufs.append(ptr[a])
-        lines.append(f"  {{ void *b[] = {{{', '.join(bufs)}}}; {st.name}(b); }}")
+        body.append(f"  {{ void *b[] = {{{', '.join(bufs)}}}; rc = {st.name}(b); }} "
+                    f"if (rc) goto done;")
         for v, tv in list(owned.items()):
             if last.get(v, -1) <= n and v not in graph.outvars:
-                lines.append(f"  free({tv});")
+                body.append(f"  free({tv}); {tv} = NULL;")
                 del owned[v]
     for k, a in enumerate(graph.outvars):
         if isinstance(a, Literal):
-            lines.append(f"  {{ {storage_type(a.aval)} l = {c_literal(a)}; "
-                         f"memcpy(outs[{k}], &l, sizeof l); }}")
+            body.append(f"  {{ {storage_type(a.aval)} l = {c_literal(a)}; "
+                        f"memcpy(outs[{k}], &l, sizeof l); }}")
         elif first_out.get(a) != k:
-            lines.append(f"  memcpy(outs[{k}], {ptr[a]}, {nbytes(a.aval)});")
-    for tv in owned.values():
-        lines.append(f"  free({tv});")
-    lines.append("}")
+            body.append(f"  memcpy(outs[{k}], {ptr[a]}, {nbytes(a.aval)});")
+    lines = [f"static int64_t {name}(void **ins, void **outs) {{", "  int64_t rc = 0;"]
+    if temps:
+        lines.append(f"  void {', '.join('*' + t + ' = NULL' for t in temps)};")
+    lines += body
+    if steps:
+        lines.append("done:")
+    lines += [f"  free({t});" for t in temps]
+    lines += ["  return rc;", "}"]
     return "\n".join(lines)

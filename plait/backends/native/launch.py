@@ -10,7 +10,10 @@ two-thread team next to the main thread's slowed every later kernel ~1.7x, and t
 lazy MLP step ran at 0.92-1.02 ms against 0.72 ms with one worker thread).
 
 The Python side keeps every buffer of a launch alive until the launch is known to be
-complete (:class:`Launch` holds them; :func:`_reap` lets them go). At most
+complete (:class:`Launch` holds them; :func:`_reap` lets them go). The worker stores
+the program's status (0, or an allocation failure) in a word the launch owns;
+waiting on a failed launch raises ``PlaitMemoryError``, and so does waiting on a
+launch that read a failed launch's outputs (its inputs were garbage). At most
 ``MAX_IN_FLIGHT`` launches are outstanding; the next one waits for the oldest. Before
 ``fork()`` and at exit the queue is drained; a forked child starts a fresh runtime.
 """
@@ -22,11 +25,12 @@ import ctypes
 import os
 import threading
 import warnings
+from typing import Callable
 
 import numpy as np
 
 from plait.codegen.toolchain import build_shared_object, require_toolchain
-from plait.errors import CompileError
+from plait.errors import CompileError, PlaitMemoryError
 from plait.runtime import kernel_cache
 
 MAX_IN_FLIGHT = 2
@@ -41,8 +45,10 @@ RUNTIME_SOURCE = r"""
 #include <omp.h>
 #endif
 
-typedef void (*plait_fn)(void **, void **);
-typedef struct plait_job { plait_fn fn; void **bufs; int64_t nin; struct plait_job *next; } plait_job;
+typedef int64_t (*plait_fn)(void **, void **);
+typedef struct plait_job {
+  plait_fn fn; void **bufs; int64_t nin; int64_t *status; struct plait_job *next;
+} plait_job;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER;
@@ -65,7 +71,7 @@ static void *plait_worker(void *arg) {
     head = j->next;
     if (!head) tail = NULL;
     pthread_mutex_unlock(&mu);
-    j->fn(j->bufs, j->bufs + j->nin);
+    *j->status = j->fn(j->bufs, j->bufs + j->nin);   /* published by the mutex below */
     free(j->bufs);
     free(j);
     pthread_mutex_lock(&mu);
@@ -76,14 +82,15 @@ static void *plait_worker(void *arg) {
   return NULL;
 }
 
-/* Queue fn(ins, outs); returns the launch's ticket (1, 2, ...), or -1 on failure. */
-int64_t plait_rt_submit(plait_fn fn, void **ins, int64_t nin, void **outs, int64_t nout) {
+/* Queue *status = fn(ins, outs); returns the launch's ticket (1, 2, ...), or -1 on failure. */
+int64_t plait_rt_submit(plait_fn fn, void **ins, int64_t nin, void **outs, int64_t nout,
+                        int64_t *status) {
   plait_job *j = malloc(sizeof *j);
   void **bufs = malloc(sizeof(void *) * (size_t)(nin + nout + 1));
   if (!j || !bufs) { free(j); free(bufs); return -1; }
   memcpy(bufs, ins, sizeof(void *) * (size_t)nin);
   memcpy(bufs + nin, outs, sizeof(void *) * (size_t)nout);
-  j->fn = fn; j->bufs = bufs; j->nin = nin; j->next = NULL;
+  j->fn = fn; j->bufs = bufs; j->nin = nin; j->status = status; j->next = NULL;
   pthread_mutex_lock(&mu);
   if (!started) {
     pthread_t t;
@@ -130,20 +137,47 @@ void plait_rt_reset(void) {
 
 
 class Launch:
-    """One queued run: its ticket and the buffers it reads and writes (kept alive)."""
+    """One queued run: its ticket, the buffers it reads and writes (kept alive), its
+    status word, the launches whose outputs it reads (``deps``) and ``describe``,
+    which turns a failure status into a message."""
 
-    __slots__ = ("ticket", "buffers", "done")
+    __slots__ = ("ticket", "buffers", "done", "status", "deps", "describe", "error")
 
-    def __init__(self, ticket: int, buffers: list):
+    def __init__(self, ticket: int, buffers: list, status: ctypes.c_int64, deps: tuple,
+                 describe: Callable[[int], str]):
         self.ticket = ticket
         self.buffers = buffers
         self.done = False
+        self.status = status
+        self.deps = deps
+        self.describe = describe
+        self.error: str | None = None
 
-    def wait(self) -> None:
+    def join(self) -> None:
         """Block (without the GIL) until this launch has completed."""
         if not self.done:
             _runtime().plait_rt_wait(self.ticket)
             _reap()
+
+    def wait(self) -> None:
+        """Block until this launch has completed; raise ``PlaitMemoryError`` if it (or
+        a launch whose outputs it read) failed, every time it is waited on."""
+        self.join()
+        if self.error is not None:
+            raise PlaitMemoryError(self.error)
+
+    def _settle(self) -> None:
+        """Record the outcome of a completed launch (its deps have completed before)."""
+        self.done = True
+        self.buffers = None
+        if self.status.value:
+            self.error = self.describe(self.status.value)
+        else:
+            failed = next((d for d in self.deps if d.error is not None), None)
+            if failed is not None:
+                self.error = ("this value was computed from the outputs of an earlier "
+                              "asynchronous step that failed: " + failed.error)
+        self.deps = ()
 
 
 _LOCK = threading.Lock()
@@ -166,16 +200,16 @@ def _load_runtime():
     tc = require_toolchain()
     key = kernel_cache.entry_key(RUNTIME_SOURCE, tc.identity(), "runtime")
     try:
-        path = kernel_cache.get_or_build(
-            key, lambda out: build_shared_object(RUNTIME_SOURCE, out, tc, ("-pthread",)))
+        lib = kernel_cache.load(
+            key, lambda out: build_shared_object(RUNTIME_SOURCE, out, tc, ("-pthread",)),
+            ctypes.CDLL)
     except CompileError as e:
         warnings.warn(f"plait: the asynchronous launch runtime could not be built, so "
                       f"lazy steps run synchronously: {e}", RuntimeWarning, stacklevel=2)
         return None
-    lib = ctypes.CDLL(path)
     lib.plait_rt_submit.restype = ctypes.c_int64
     lib.plait_rt_submit.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
-                                    ctypes.c_void_p, ctypes.c_int64]
+                                    ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]
     lib.plait_rt_wait.restype = None
     lib.plait_rt_wait.argtypes = [ctypes.c_int64]
     lib.plait_rt_completed.restype = ctypes.c_int64
@@ -198,9 +232,7 @@ def _reap() -> None:
         return
     done = _runtime().plait_rt_completed()
     while _IN_FLIGHT and _IN_FLIGHT[0].ticket <= done:
-        job = _IN_FLIGHT.popleft()
-        job.done = True
-        job.buffers = None
+        _IN_FLIGHT.popleft()._settle()
 
 
 def _pointers(arrays: list) -> ctypes.Array:
@@ -209,25 +241,30 @@ def _pointers(arrays: list) -> ctypes.Array:
 
 
 def launch(entry: int, ins: list[np.ndarray], outs: list[np.ndarray],
-           module=None) -> Launch | None:
+           module=None, deps: tuple = (),
+           describe: Callable[[int], str] = lambda s: f"status {s}") -> Launch | None:
     """Queue ``entry(ins, outs)`` (a ``plait_run`` address); None if the runtime refused
     (the caller then runs the program itself). ``module``, the program's extension
-    module when it has one, reads the buffers' addresses faster than ctypes."""
+    module when it has one, reads the buffers' addresses faster than ctypes. ``deps``
+    are the pending launches writing some of ``ins``; ``describe`` words a failure
+    status for the ``PlaitMemoryError`` that waiting on the launch raises."""
     lib = _runtime()
     if lib is None:
         return None
     _reap()
     while len(_IN_FLIGHT) >= MAX_IN_FLIGHT:
-        _IN_FLIGHT[0].wait()
+        _IN_FLIGHT[0].join()
     buffers = ins + outs
+    status = ctypes.c_int64(0)
+    where = ctypes.addressof(status)
     if module is not None:
-        ticket = module.launch(_submit_address(lib), buffers, len(ins))
+        ticket = module.launch(_submit_address(lib), buffers, len(ins), where)
     else:
         ticket = lib.plait_rt_submit(entry, _pointers(ins), len(ins), _pointers(outs),
-                                     len(outs))
+                                     len(outs), where)
     if ticket < 0:
         return None
-    job = Launch(ticket, buffers)
+    job = Launch(ticket, buffers, status, tuple(d for d in deps if not d.done or d.error is not None), describe)
     _IN_FLIGHT.append(job)
     return job
 
@@ -235,7 +272,7 @@ def launch(entry: int, ins: list[np.ndarray], outs: list[np.ndarray],
 def wait_all() -> None:
     """Block until every queued launch has completed."""
     if _IN_FLIGHT:
-        _IN_FLIGHT[-1].wait()
+        _IN_FLIGHT[-1].join()
 
 
 def _after_fork_in_child() -> None:

@@ -24,6 +24,7 @@ import heapq
 import math
 from typing import Mapping, Optional
 
+from plait.lru import LRUCache
 from plait.stripe.ir import Block, Program, np_dtype
 from plait.stripe.passes._util import map_kernels, prune_unit_idxs, ref_vars
 from plait.stripe.tiling import apply_tile
@@ -102,7 +103,7 @@ def tile_cost(block: Block, tile: Mapping[str, int], line_bytes: int, *,
             * (1 + split_factor * math.log2(tiles)))
 
 
-_CACHE: dict = {}
+_CACHE = LRUCache()   # (block signature, options) -> best tile
 
 
 def _signature(block: Block) -> tuple:
@@ -125,8 +126,9 @@ def search(block: Block, line_bytes: int, *, max_total_bytes: Optional[int] = No
             tuple(sorted(fixed.items())), only_po2, acc_idxs, input_cost, output_cost,
             split_factor, min_count, max_candidates)
     key = (_signature(block), opts)
-    if key in _CACHE:
-        return dict(_CACHE[key])
+    hit = _CACHE.get(key)
+    if hit is not None:
+        return dict(hit)
     free = [ix for ix in block.idxs if ix.affine is None]
     out_vars: set[str] = set()
     for r in block.refs:
