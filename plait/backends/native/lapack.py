@@ -4,8 +4,9 @@ No new system dependency: the routines are the ones SciPy already loads. Their
 addresses come from the capsules of ``scipy.linalg.cython_lapack``/``cython_blas``
 (``__pyx_capi__``) and are handed to each shared object that calls them through its
 ``plait_lapack_init(void **)`` when the executable loads it (:func:`init_library`).
-A rule renders ``void name(void **bufs)`` (inputs, then outputs) looping over the
-stack; plait's arrays are row-major and LAPACK's column-major, so each call either
+A rule renders ``int64_t name(void **bufs)`` (inputs, then outputs) looping over
+the stack, returning 0 or the allocation-failure status of its work buffers
+(``cprog.scratch[name]`` is their size; LAPACK's own workspace is sized at run time); plait's arrays are row-major and LAPACK's column-major, so each call either
 reads the transposed problem (``trsm``: side and triangle swap; ``potrf``: the other
 triangle) or copies through a transposed work buffer (``getrf``). Without SciPy, or
 for dtypes the generated code does not handle (complex, empty arrays), a rule
@@ -20,6 +21,7 @@ import math
 import numpy as np
 
 from plait.backends.native.cprogram import CProgram
+from plait.codegen.c_stripe import oom_status
 from plait.lax.linalg import (cholesky_p, eigh_p, lu_p, qr_p, svd_p, triangular_solve_p,
                               tridiagonal_solve_p)
 
@@ -96,6 +98,14 @@ def _ready(cp: CProgram, eqn) -> tuple | None:
     return _CTYPE[dt]
 
 
+def _alloc_check(names: list[str], nbytes: int) -> str:
+    """C that returns the allocation-failure status (after freeing) if any of ``names``
+    is NULL."""
+    cond = " || ".join(f"!{n}" for n in names)
+    frees = " ".join(f"free({n});" for n in names)
+    return f"if ({cond}) {{ {frees} return {oom_status(nbytes, 0)}LL; }}"
+
+
 def _fn(prefix: str, routine: str, kind: str) -> str:
     return f"((plait_{kind}_t)plait_lapack[{_INDEX[prefix + routine]}])"
 
@@ -109,7 +119,7 @@ def _cholesky(cp: CProgram, eqn, name: str) -> bool:
     n, batch = shape[-1], math.prod(shape[:-2])
     # row-major lower triangle = column-major upper: potrf('U') leaves Lᵀ (column-major),
     # which is L row-major
-    cp.parts.append(f"""void {name}(void **bufs) {{
+    cp.parts.append(f"""int64_t {name}(void **bufs) {{
   const {ct} *a = bufs[0]; {ct} *l = bufs[1];
   int n = {n}, info = 0; char uplo = 'U';
   for (int64_t b = 0; b < {batch}; ++b) {{
@@ -119,6 +129,7 @@ def _cholesky(cp: CProgram, eqn, name: str) -> bool:
     for (int i = 0; i < n; ++i) for (int j = i + 1; j < n; ++j) o[i * n + j] = 0;
     if (info != 0) for (int k = 0; k < {n * n}; ++k) o[k] = NAN;
   }}
+  return 0;
 }}""")
     return True
 
@@ -140,7 +151,7 @@ def _triangular_solve(cp: CProgram, eqn, name: str) -> bool:
     trans = "T" if prm["transpose_a"] else "N"
     diag = "U" if prm["unit_diagonal"] else "N"
     mm, nn = cols, rows     # Xc is cols x rows either way
-    cp.parts.append(f"""void {name}(void **bufs) {{
+    cp.parts.append(f"""int64_t {name}(void **bufs) {{
   const {ct} *a = bufs[0]; const {ct} *bb = bufs[1]; {ct} *x = bufs[2];
   char side = '{side}', uplo = '{uplo}', trans = '{trans}', diag = '{diag}';
   int m = {mm}, n = {nn}, lda = {m}, ldb = {cols};
@@ -149,6 +160,7 @@ def _triangular_solve(cp: CProgram, eqn, name: str) -> bool:
   for (int64_t b = 0; b < {batch}; ++b)
     {_fn(p, "trsm", "trsm")}(&side, &uplo, &trans, &diag, &m, &n, &one,
         (void *)(a + b * {m * m}), &lda, x + b * {rows * cols}, &ldb);
+  return 0;
 }}""")
     return True
 
@@ -162,10 +174,12 @@ def _lu(cp: CProgram, eqn, name: str) -> bool:
     m, n = shape[-2:]
     k = min(m, n)
     batch = math.prod(shape[:-2])
-    cp.parts.append(f"""void {name}(void **bufs) {{
+    lu_bytes = np.dtype(eqn.inputs[0].aval.dtype).itemsize * m * n + 4 * max(k, 1)
+    cp.parts.append(f"""int64_t {name}(void **bufs) {{
   const {ct} *a = bufs[0]; {ct} *lu = bufs[1]; int32_t *piv = bufs[2], *perm = bufs[3];
   int m = {m}, n = {n}, info = 0;
   {ct} *w = malloc(sizeof({ct}) * {m * n}); int *ip = malloc(sizeof(int) * {max(k, 1)});
+  {_alloc_check(["w", "ip"], lu_bytes)}
   for (int64_t b = 0; b < {batch}; ++b) {{
     const {ct} *ab = a + b * {m * n}; {ct} *lb = lu + b * {m * n};
     for (int i = 0; i < m; ++i) for (int j = 0; j < n; ++j) w[i + j * m] = ab[i * n + j];
@@ -179,7 +193,9 @@ def _lu(cp: CProgram, eqn, name: str) -> bool:
     }}
   }}
   free(w); free(ip);
+  return 0;
 }}""")
+    cp.scratch[name] = lu_bytes
     return True
 
 
@@ -193,16 +209,19 @@ def _eigh(cp: CProgram, eqn, name: str) -> bool:
     shape = eqn.inputs[0].aval.shape
     n, batch = shape[-1], math.prod(shape[:-2])
     uplo = "L" if eqn.params["lower"] else "U"
+    isz = np.dtype(eqn.inputs[0].aval.dtype).itemsize
     # NumPy's call exactly: a column-major copy, syevd on the same triangle
-    cp.parts.append(f"""void {name}(void **bufs) {{
+    cp.parts.append(f"""int64_t {name}(void **bufs) {{
   const {ct} *a = bufs[0]; {ct} *v = bufs[1]; {ct} *w = bufs[2];
   char jobz = 'V', uplo = '{uplo}';
   int n = {n}, info = 0, lwork = -1, liwork = -1, iq = 0; {ct} q = 0;
   {ct} *m = malloc(sizeof({ct}) * {n * n});
+  if (!m) return {oom_status(isz * n * n, 0)}LL;
   {_fn(p, "syevd", "syevd")}(&jobz, &uplo, &n, m, &n, w, &q, &lwork, &iq, &liwork, &info);
   lwork = (int)q; liwork = iq;
   {ct} *work = malloc(sizeof({ct}) * (lwork > 1 ? lwork : 1));
   int *iwork = malloc(sizeof(int) * (liwork > 1 ? liwork : 1));
+  {_alloc_check(["m", "work", "iwork"], isz * n * n)}
   for (int64_t b = 0; b < {batch}; ++b) {{
     const {ct} *ab = a + b * {n * n}; {ct} *vb = v + b * {n * n}; {ct} *wb = w + b * {n};
     for (int i = 0; i < n; ++i) for (int j = 0; j < n; ++j) m[i + j * n] = ab[i * n + j];
@@ -212,7 +231,9 @@ def _eigh(cp: CProgram, eqn, name: str) -> bool:
                       for (int k = 0; k < n; ++k) wb[k] = NAN; }}
   }}
   free(m); free(work); free(iwork);
+  return 0;
 }}""")
+    cp.scratch[name] = isz * n * n      # and LAPACK's workspace, sized at run time
     return True
 
 
@@ -241,8 +262,11 @@ def _svd(cp: CProgram, eqn, name: str) -> bool:
     for (int i = 0; i < {vrows}; ++i) for (int j = 0; j < {n}; ++j) vb[i * {n} + j] = vc[i + j * {vrows}];
     if (info != 0) {{ for (int t = 0; t < {m * ucols}; ++t) ub[t] = NAN;
                       for (int t = 0; t < {vrows * n}; ++t) vb[t] = NAN; }}""" if uv else ""
+    isz = np.dtype(eqn.inputs[0].aval.dtype).itemsize
+    svd_bytes = (isz * (m * n + max(ldu * (ucols if uv else 1), 1)
+                        + max(ldvt * (n if uv else 1), 1)) + 4 * 8 * max(k, 1))
     # NumPy's call exactly: gesdd on a column-major copy
-    cp.parts.append(f"""void {name}(void **bufs) {{
+    cp.parts.append(f"""int64_t {name}(void **bufs) {{
   const {ct} *a = bufs[0]; {outs}
   char jobz = '{jobz}';
   int m = {m}, n = {n}, lda = {m}, ldu = {ldu}, ldvt = {ldvt}, info = 0, lwork = -1;
@@ -251,9 +275,11 @@ def _svd(cp: CProgram, eqn, name: str) -> bool:
   {ct} *uc = malloc(sizeof({ct}) * {max(ldu * (ucols if uv else 1), 1)});
   {ct} *vc = malloc(sizeof({ct}) * {max(ldvt * (n if uv else 1), 1)});
   int *iwork = malloc(sizeof(int) * {8 * max(k, 1)});
+  {_alloc_check(["w", "uc", "vc", "iwork"], svd_bytes)}
   {_fn(p, "gesdd", "gesdd")}(&jobz, &m, &n, w, &lda, s, uc, &ldu, vc, &ldvt, &q, &lwork, iwork, &info);
   lwork = (int)q;
   {ct} *work = malloc(sizeof({ct}) * (lwork > 1 ? lwork : 1));
+  {_alloc_check(["w", "uc", "vc", "iwork", "work"], svd_bytes)}
   for (int64_t b = 0; b < {batch}; ++b) {{
     const {ct} *ab = a + b * {m * n}; {ct} *sb = s + b * {k};
     for (int i = 0; i < m; ++i) for (int j = 0; j < n; ++j) w[i + j * m] = ab[i * n + j];
@@ -262,7 +288,9 @@ def _svd(cp: CProgram, eqn, name: str) -> bool:
     if (info != 0) for (int t = 0; t < {k}; ++t) sb[t] = NAN;{back}
   }}
   free(w); free(uc); free(vc); free(iwork); free(work);
+  return 0;
 }}""")
+    cp.scratch[name] = svd_bytes        # and LAPACK's workspace, sized at run time
     return True
 
 
@@ -277,16 +305,19 @@ def _qr(cp: CProgram, eqn, name: str) -> bool:
     kq = m if eqn.params["full_matrices"] else k
     cols = max(kq, n)
     batch = math.prod(shape[:-2])
+    qr_bytes = np.dtype(eqn.inputs[0].aval.dtype).itemsize * (m * cols + max(k, 1))
     # NumPy's calls: geqrf on a column-major copy, then orgqr for kq columns of Q
-    cp.parts.append(f"""void {name}(void **bufs) {{
+    cp.parts.append(f"""int64_t {name}(void **bufs) {{
   const {ct} *a = bufs[0]; {ct} *q = bufs[1]; {ct} *r = bufs[2];
   int m = {m}, n = {n}, k = {k}, kq = {kq}, lda = {m}, info = 0, lwork = -1;
   {ct} q1 = 0, q2 = 0;
   {ct} *w = calloc({m * cols}, sizeof({ct})); {ct} *tau = malloc(sizeof({ct}) * {max(k, 1)});
+  {_alloc_check(["w", "tau"], qr_bytes)}
   {_fn(p, "geqrf", "geqrf")}(&m, &n, w, &lda, tau, &q1, &lwork, &info);
   {_fn(p, "orgqr", "orgqr")}(&m, &kq, &k, w, &lda, tau, &q2, &lwork, &info);
   lwork = (int)(q1 > q2 ? q1 : q2);
   {ct} *work = malloc(sizeof({ct}) * (lwork > 1 ? lwork : 1));
+  {_alloc_check(["w", "tau", "work"], qr_bytes)}
   for (int64_t b = 0; b < {batch}; ++b) {{
     const {ct} *ab = a + b * {m * n}; {ct} *qb = q + b * {m * kq}, *rb = r + b * {kq * n};
     memset(w, 0, sizeof({ct}) * {m * cols});
@@ -298,7 +329,9 @@ def _qr(cp: CProgram, eqn, name: str) -> bool:
     for (int i = 0; i < m; ++i) for (int j = 0; j < kq; ++j) qb[i * kq + j] = w[i + j * m];
   }}
   free(w); free(tau); free(work);
+  return 0;
 }}""")
+    cp.scratch[name] = qr_bytes         # and LAPACK's workspace, sized at run time
     return True
 
 
@@ -310,11 +343,13 @@ def _tridiagonal_solve(cp: CProgram, eqn, name: str) -> bool:
     bshape = eqn.inputs[3].aval.shape
     m, k = bshape[-2:]
     batch = math.prod(bshape[:-2])
-    cp.parts.append(f"""void {name}(void **bufs) {{
+    tds_bytes = np.dtype(eqn.inputs[3].aval.dtype).itemsize * (3 * m + m * k)
+    cp.parts.append(f"""int64_t {name}(void **bufs) {{
   const {ct} *dl = bufs[0], *d = bufs[1], *du = bufs[2], *bb = bufs[3]; {ct} *x = bufs[4];
   int n = {m}, nrhs = {k}, ldb = {m}, info = 0;
   {ct} *l = malloc(sizeof({ct}) * {m}), *c = malloc(sizeof({ct}) * {m});
   {ct} *u = malloc(sizeof({ct}) * {m}), *w = malloc(sizeof({ct}) * {m * k});
+  {_alloc_check(["l", "c", "u", "w"], tds_bytes)}
   for (int64_t b = 0; b < {batch}; ++b) {{
     const {ct} *bi = bb + b * {m * k}; {ct} *xb = x + b * {m * k};
     memcpy(l, dl + b * {m} + 1, sizeof({ct}) * {m - 1});
@@ -326,7 +361,9 @@ def _tridiagonal_solve(cp: CProgram, eqn, name: str) -> bool:
       xb[i * {k} + j] = info == 0 ? w[i + j * {m}] : NAN;
   }}
   free(l); free(c); free(u); free(w);
+  return 0;
 }}""")
+    cp.scratch[name] = tds_bytes
     return True
 
 
