@@ -253,12 +253,12 @@ def _zero_tangents(outs):
 
 
 # --- cholesky ---------------------------------------------------------------------------
-def _cholesky_abstract(a: ShapedArray, *, symmetrize_input: bool = False) -> ShapedArray:
+def _cholesky_abstract(a: ShapedArray) -> ShapedArray:
     _check_matrix("cholesky", a)
     return ShapedArray(a.shape, a.dtype, False)
 
 
-def _cholesky_impl(a, *, symmetrize_input: bool = False):
+def _cholesky_impl(a):
     a = np.asarray(a)
     if a.size == 0:
         return np.zeros(a.shape, a.dtype)
