@@ -80,13 +80,19 @@ def substitute_block(block: Block, subst: dict) -> Block:
 
 def restride(block: Block, name: str, strides: tuple[int, ...]) -> Block:
     """Give view ``name`` of ``block`` (and every view refining it below) new strides."""
-    refs = tuple(replace(r, strides=strides) if r.into == name else r for r in block.refs)
+    return restride_views(block, {name: strides})
+
+
+def restride_views(block: Block, strides: dict[str, tuple[int, ...]]) -> Block:
+    """:func:`restride` of several views of ``block`` at once (one walk of its statements)."""
+    refs = tuple(replace(r, strides=strides[r.into]) if r.into in strides else r
+                 for r in block.refs)
     stmts = []
     for s in block.stmts:
         if isinstance(s, Block):
-            for r in s.refs:
-                if r.from_ == name:
-                    s = restride(s, r.into, strides)
+            below = {r.into: strides[r.from_] for r in s.refs if r.from_ in strides}
+            if below:
+                s = restride_views(s, below)
         stmts.append(s)
     return replace(block, refs=refs, stmts=tuple(stmts))
 
@@ -103,3 +109,30 @@ def uses_view(stmt: Statement, name: str) -> bool:
     if isinstance(stmt, Block):
         return any(r.from_ == name for r in stmt.refs)
     return False
+
+
+def stmt_views(stmt: Statement) -> Iterable[str]:
+    """The views of the enclosing block that a statement reads or writes (as
+    :func:`uses_view` decides, possibly with repeats)."""
+    from plait.stripe.ir import Load, Special, Store
+    if isinstance(stmt, Load):
+        return (stmt.from_,)
+    if isinstance(stmt, Store):
+        return (stmt.into,)
+    if isinstance(stmt, Special):
+        return stmt.inputs + stmt.outputs
+    if isinstance(stmt, Block):
+        return [r.from_ for r in stmt.refs if r.from_ is not None]
+    return ()
+
+
+def view_users(stmts) -> dict[str, list[int]]:
+    """``{view: positions of the statements using it, ascending}``: one walk, so passes
+    asking "who uses this view" per refinement stay linear in the block's size."""
+    users: dict[str, list[int]] = {}
+    for k, s in enumerate(stmts):
+        for v in stmt_views(s):
+            at = users.setdefault(v, [])
+            if not at or at[-1] != k:
+                at.append(k)
+    return users
