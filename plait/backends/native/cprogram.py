@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -77,15 +77,26 @@ class CProgram:
         self.stripe: dict = {}
         self._ids = itertools.count()
         self._graphs: dict[int, tuple[Graph, str | None]] = {}
+        self._kernels: dict = {}     # Tile program without its name -> kernel rendering it
 
     def fresh(self, prefix: str) -> str:
         return f"{prefix}{next(self._ids)}"
 
     def kernel(self, st: KernelStep) -> None:
+        """Lower, optimize and render one kernel. A kernel whose Tile program equals an
+        earlier one's (up to its name: a repeated step of an unrolled loop, a layer
+        applied twice) reuses that kernel's Stripe and calls its C function."""
+        key = replace(st.program, name="")
+        same = None if self.timed else self._kernels.get(key)
+        if same is not None:
+            self.stripe[st.name] = self.stripe[same]
+            self.parts.append(f"PLAIT_KERNEL void {st.name}(void **bufs) {{ {same}(bufs); }}")
+            return
         before = stripe_lower(st.program)
         after = run_passes(before, self.target, self.dump_dir, verify=config.checks)
         self.stripe[st.name] = (before, after)
         self.parts.append(render_program(after, st.name, self.timed))
+        self._kernels[key] = st.name
 
     def native_steps(self, steps: list) -> list:
         """Render kernels; turn host steps with a ``native`` rule into call steps."""

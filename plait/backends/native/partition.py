@@ -71,17 +71,22 @@ class _KernelBuilder:
         return v
 
     def try_add(self, eqn) -> bool:
-        saved = (len(self.ctx.b.stmts), dict(self.ctx.b.tensors), list(self.ctx.b.inputs),
-                 dict(self.env), dict(self.inputs), dict(self.ctx.memo))
+        # roll back by truncation: the builder's tables only grow while lowering an
+        # equation (copying them per equation would be quadratic in the kernel's size).
+        # ``ctx.memo`` needs no rollback: entries naming removed tensors are ignored.
+        b = self.ctx.b
+        saved = (len(b.stmts), len(b.tensors), len(b.inputs), len(self.env), len(self.inputs))
         try:
             ins = [self.value(a) for a in eqn.inputs]
             self.ctx.out_avals = [v.aval for v in eqn.outputs]
             out = eqn.prim.rule("to_tile")(self.ctx, *ins, **eqn.params)
         except NotLowerable:
-            n, tensors, tin, env, inputs, memo = saved
-            del self.ctx.b.stmts[n:]
-            self.ctx.b.tensors, self.ctx.b.inputs, self.env, self.inputs = tensors, tin, env, inputs
-            self.ctx.memo = memo
+            n_stmts, n_tensors, n_inputs, n_env, n_kin = saved
+            del b.stmts[n_stmts:]
+            del b.inputs[n_inputs:]
+            for d, n in ((b.tensors, n_tensors), (self.env, n_env), (self.inputs, n_kin)):
+                while len(d) > n:
+                    d.popitem()
             return False
         outs = out if eqn.prim.multiple_results else [out]
         for v, o in zip(eqn.outputs, outs):
@@ -89,8 +94,9 @@ class _KernelBuilder:
         self.eqns.append(eqn)
         return True
 
-    def finish(self, live_after: set) -> KernelStep | None:
-        outs = [v for e in self.eqns for v in e.outputs if v in live_after]
+    def finish(self, live_after) -> KernelStep | None:
+        """The kernel, writing the values that ``live_after(v)`` says are still needed."""
+        outs = [v for e in self.eqns for v in e.outputs if live_after(v)]
         if not outs:
             return None
         b = self.ctx.b
@@ -108,31 +114,92 @@ class _KernelBuilder:
         return KernelStep(self.name, self.ctx.build(), dict(self.inputs), out_names, self.eqns)
 
 
+# A run of more consecutive kernel equations than this is cut into kernels of about
+# ``KERNEL_EQNS`` equations: one kernel is one C function, and the C compiler's time
+# grows faster than linearly with a function's size. Kernels of the workloads stay far
+# below the limit, so their fusion is untouched.
+LONG_RUN_EQNS = 512
+KERNEL_EQNS = 64
+
+
+def _last_uses(graph: Graph) -> dict:
+    """``{var: index of the last equation reading it}`` (``len(eqns)`` for outputs)."""
+    last: dict = {}
+    for i, e in enumerate(graph.eqns):
+        for a in e.inputs:
+            if isinstance(a, Var):
+                last[a] = i
+    for v in graph.outvars:
+        if isinstance(v, Var):
+            last[v] = len(graph.eqns)
+    return last
+
+
+def _cuts(graph: Graph, last: dict, kernel_ok: list) -> set:
+    """Positions after which a long run of kernel equations is cut (see ``LONG_RUN_EQNS``).
+
+    Each cut falls in the second half of a ``KERNEL_EQNS`` window, after the equation
+    with the fewest values live across it (the earliest such), so a program repeating
+    a step is cut between steps and its kernels come out identical (the native backend
+    then compiles each distinct kernel once)."""
+    n = len(graph.eqns)
+    live = [0] * n           # values crossing the boundary after equation i
+    count = sum(1 for v in graph.invars + graph.constvars if last.get(v, -1) >= 0)
+    ends: dict[int, int] = {}
+    for v in graph.invars + graph.constvars:
+        if v in last:
+            ends[last[v]] = ends.get(last[v], 0) + 1
+    for i, e in enumerate(graph.eqns):
+        for v in e.outputs:
+            if last.get(v, -1) > i:
+                count += 1
+                ends[last[v]] = ends.get(last[v], 0) + 1
+        count -= ends.pop(i, 0)
+        live[i] = count
+    cuts: set = set()
+    i = 0
+    while i < n:
+        if not kernel_ok[i]:
+            i += 1
+            continue
+        j = i
+        while j < n and kernel_ok[j]:
+            j += 1
+        if j - i > LONG_RUN_EQNS:
+            start = i
+            while j - start > KERNEL_EQNS:
+                window = range(start + KERNEL_EQNS // 2 - 1, start + KERNEL_EQNS - 1)
+                at = min(window, key=lambda k: live[k])
+                cuts.add(at)
+                start = at + 1
+        i = j
+    return cuts
+
+
 def partition(graph: Graph, prefix: str = "") -> list:
     """Steps (``KernelStep``/``HostStep``) that compute ``graph`` in order; kernel
     names start with ``prefix``."""
-    # the vars each position still needs: used by a later equation or as an output
-    need_after: list[set] = [set() for _ in graph.eqns]
-    live = {v for v in graph.outvars if isinstance(v, Var)}
-    for i in range(len(graph.eqns) - 1, -1, -1):
-        need_after[i] = set(live)
-        live |= {a for a in graph.eqns[i].inputs if isinstance(a, Var)}
+    last = _last_uses(graph)
+    kernel_ok = [lowerable(e) for e in graph.eqns]
+    cuts = _cuts(graph, last, kernel_ok)
     steps: list = []
     kb: _KernelBuilder | None = None
 
     def close(i):
         nonlocal kb
         if kb is not None and kb.eqns:
-            k = kb.finish(need_after[i])
+            k = kb.finish(lambda v: last.get(v, -1) > i)
             if k is not None:
                 steps.append(k)
         kb = None
 
     for i, eqn in enumerate(graph.eqns):
-        if lowerable(eqn):
+        if kernel_ok[i]:
             if kb is None:
                 kb = _KernelBuilder(f"{prefix}k{len(steps)}")
             if kb.try_add(eqn):
+                if i in cuts:
+                    close(i)
                 continue
         if i:
             close(i - 1)
