@@ -4,8 +4,9 @@ Runs the workloads of /work/shared/WORKLOADS.md (W1-W7) in one process, each
 system interleaved with the others, checks that all systems compute the same
 numbers (each row states its tolerance) and prints a markdown table of median
 times with ratios to ``plait.jit``, the first-call (trace + compile) times, the
-VGG19 equation counts (Julia paper, Figure 9), the lazy-training report (W6) and,
-in the full run, the kernel-level report (K, ``benchmarks/kernels.py``).
+VGG19 equation counts (Julia paper, Figure 9), the lazy-training report (W6), compile
+time against program size (CS, ``benchmarks/compile_scaling.py``) and, in the full
+run, the kernel-level report (K, ``benchmarks/kernels.py``).
 Peers: NumPy always; JAX (``jax.jit``) when installed.
 
 ``--only w1,w5`` picks workloads; ``--smoke`` shrinks every size (for tests).
@@ -34,6 +35,7 @@ WORKLOADS = [
     ("w5", "benchmarks.w5_vgg19", "run"),
     ("w6", "benchmarks.lazy_training", "run"),
     ("w7", "benchmarks.eager_overhead", "run_w7"),
+    ("cs", "benchmarks.compile_scaling", "run"),
     ("k", "benchmarks.kernels", "run"),
 ]
 FULL_ONLY = {"k"}            # kernel-level report: in the full run or with --only k
