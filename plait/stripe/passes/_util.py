@@ -78,13 +78,9 @@ def substitute_block(block: Block, subst: dict) -> Block:
     )
 
 
-def restride(block: Block, name: str, strides: tuple[int, ...]) -> Block:
-    """Give view ``name`` of ``block`` (and every view refining it below) new strides."""
-    return restride_views(block, {name: strides})
-
-
 def restride_views(block: Block, strides: dict[str, tuple[int, ...]]) -> Block:
-    """:func:`restride` of several views of ``block`` at once (one walk of its statements)."""
+    """Give views of ``block`` (``{name: new strides}``) and every view refining them
+    below the new strides, in one walk of the statements."""
     refs = tuple(replace(r, strides=strides[r.into]) if r.into in strides else r
                  for r in block.refs)
     stmts = []
@@ -97,23 +93,9 @@ def restride_views(block: Block, strides: dict[str, tuple[int, ...]]) -> Block:
     return replace(block, refs=refs, stmts=tuple(stmts))
 
 
-def uses_view(stmt: Statement, name: str) -> bool:
-    """Whether a statement of a block reads or writes the block's view ``name``."""
-    from plait.stripe.ir import Load, Special, Store
-    if isinstance(stmt, Load):
-        return stmt.from_ == name
-    if isinstance(stmt, Store):
-        return stmt.into == name
-    if isinstance(stmt, Special):
-        return name in stmt.inputs or name in stmt.outputs
-    if isinstance(stmt, Block):
-        return any(r.from_ == name for r in stmt.refs)
-    return False
-
-
 def stmt_views(stmt: Statement) -> Iterable[str]:
-    """The views of the enclosing block that a statement reads or writes (as
-    :func:`uses_view` decides, possibly with repeats)."""
+    """The views of the enclosing block that a statement reads or writes (possibly with
+    repeats): a load's or store's view, a special's operands, a child block's parents."""
     from plait.stripe.ir import Load, Special, Store
     if isinstance(stmt, Load):
         return (stmt.from_,)

@@ -18,11 +18,11 @@ This fuses elementwise chains split across kernels and a contraction's epilogue
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Iterable, Optional
+from typing import Optional
 
 from plait.stripe.affine import var
 from plait.stripe.ir import Block, Load, Program, Special, Statement, Store
-from plait.stripe.passes._util import has_tags, prune_unit_idxs, ref_vars
+from plait.stripe.passes._util import has_tags, prune_unit_idxs, ref_vars, stmt_views
 from plait.stripe.tiling import apply_tile
 
 
@@ -189,19 +189,6 @@ def _fuse(s: Block, si: _RefIndex, t: Block, ti: _RefIndex,
                   comments=s.comments + t.comments, location=s.location), si)
 
 
-def _views(s: Statement, index: Optional[_RefIndex]) -> Iterable[str]:
-    """The views of ``main`` that a top-level statement reads or writes."""
-    if index is not None:
-        return index.by_from.keys()
-    if isinstance(s, Load):
-        return (s.from_,)
-    if isinstance(s, Store):
-        return (s.into,)
-    if isinstance(s, Special):
-        return s.inputs + s.outputs
-    return ()
-
-
 def _fuse_adjacent(s, si, t, ti, tmps: set, uses: dict, reqs) -> Optional[tuple[Block, _RefIndex]]:
     """Fuse ``s`` and ``t`` through the first of ``s``'s refinements (in order) of a
     temporary that only they use and ``s`` writes; updates ``uses`` on success."""
@@ -238,7 +225,7 @@ def fuse_pass(program: Program, target, reqs=("kernel",)) -> Program:
     indexed = [(s, _RefIndex(s.refs) if isinstance(s, Block) else None) for s in main.stmts]
     uses: dict[str, int] = {}
     for s, si in indexed:
-        for v in _views(s, si):
+        for v in (si.by_from if si is not None else set(stmt_views(s))):
             if v in tmps:
                 uses[v] = uses.get(v, 0) + 1
     done: list[tuple[Statement, Optional[_RefIndex]]] = []
