@@ -92,16 +92,11 @@ class _RefIndex:
         self.intos.add(r.into)
 
 
-def fuse_two(s: Block, t: Block, x_main: str) -> Optional[Block]:
-    """The fusion of ``s`` then ``t`` through main's temporary ``x_main``, or None."""
-    out = _fuse(s, _RefIndex(s.refs), t, _RefIndex(t.refs), x_main)
-    return None if out is None else out[0]
-
-
 def _fuse(s: Block, si: _RefIndex, t: Block, ti: _RefIndex,
           x_main: str) -> Optional[tuple[Block, _RefIndex]]:
-    """:func:`fuse_two` given the refinement indexes of ``s`` and ``t``; returns the fused
-    block and its index (``si`` extended in place on success, untouched on failure)."""
+    """The fusion of ``s`` then ``t`` through main's temporary ``x_main`` and its
+    refinement index (``si``, the index of ``s``, extended in place), or None (``si``
+    untouched)."""
     if any(ix.affine is not None for ix in s.idxs) or any(ix.affine is not None for ix in t.idxs):
         return None
     sx = [s.refs[k] for k in si.by_from.get(x_main, ())]
