@@ -5,11 +5,13 @@ Equations are visited in order. Consecutive equations with a ``to_tile`` rule
 chains fuse into single expressions there, and reductions and contractions read
 their fused prologues. An equation without a lowering (gather, scatter, sort,
 control flow, complex arithmetic) becomes a host step run with its NumPy
-``impl``, and closes the current kernel.
+``impl``, and closes the current kernel. A very long run of kernel equations that
+repeats a step (an unrolled loop) is cut into kernels of a few steps each (see
+``LONG_RUN_EQNS``). Everything here is linear in the number of equations.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -114,13 +116,21 @@ class _KernelBuilder:
         return KernelStep(self.name, self.ctx.build(), dict(self.inputs), out_names, self.eqns)
 
 
-# A run of more consecutive kernel equations than this is cut into kernels of about
-# ``KERNEL_EQNS`` equations: one kernel is one C function, and the C compiler's time
-# grows faster than linearly with a function's size (a 420-equation kernel: 1.2 s of
-# gcc, the same equations in 64-equation kernels: 0.2 s). The largest kernel of the
-# benchmark workloads has 358 equations, so their fusion is untouched.
+# A kernel is one C function, and the C compiler's time grows faster than linearly with
+# the number of loops in a function (420 equations of an unrolled loop in one kernel:
+# 1.2 s of gcc; in 64-equation kernels: 0.2 s). In a run of more than
+# ``LONG_RUN_EQNS`` consecutive kernel equations, a kernel that has reached
+# ``SOFT_STMTS`` Tile statements (its loops before fusion) is closed after the first
+# equation with no fewer values live across it than any of the next ``LOOKAHEAD``,
+# and at ``HARD_STMTS`` statements in any case. A repeated step is so cut between
+# steps: its kernels come out identical and the native backend compiles one. The cuts
+# are kept only when they repeat (``_repetitive``): a long run of distinct work (a
+# PRNG's rounds: 450 equations, 79 statements) stays one kernel, as do the workloads'
+# kernels (at most 358 equations).
 LONG_RUN_EQNS = 384
-KERNEL_EQNS = 64
+SOFT_STMTS = 24
+HARD_STMTS = 64
+LOOKAHEAD = 16
 
 
 def _last_uses(graph: Graph) -> dict:
@@ -136,19 +146,14 @@ def _last_uses(graph: Graph) -> dict:
     return last
 
 
-def _cuts(graph: Graph, last: dict, kernel_ok: list) -> set:
-    """Positions after which a long run of kernel equations is cut (see ``LONG_RUN_EQNS``).
-
-    Each cut falls in the second half of a ``KERNEL_EQNS`` window, after the equation
-    with the fewest values live across it (the earliest such), so a program repeating
-    a step is cut between steps and its kernels come out identical (the native backend
-    then compiles each distinct kernel once)."""
-    n = len(graph.eqns)
-    live = [0] * n           # values crossing the boundary after equation i
-    count = sum(1 for v in graph.invars + graph.constvars if last.get(v, -1) >= 0)
+def _live_counts(graph: Graph, last: dict) -> list[int]:
+    """How many values are live across the boundary after each equation."""
+    live = []
+    count = 0
     ends: dict[int, int] = {}
     for v in graph.invars + graph.constvars:
         if v in last:
+            count += 1
             ends[last[v]] = ends.get(last[v], 0) + 1
     for i, e in enumerate(graph.eqns):
         for v in e.outputs:
@@ -156,25 +161,29 @@ def _cuts(graph: Graph, last: dict, kernel_ok: list) -> set:
                 count += 1
                 ends[last[v]] = ends.get(last[v], 0) + 1
         count -= ends.pop(i, 0)
-        live[i] = count
-    cuts: set = set()
+        live.append(count)
+    return live
+
+
+def _long_runs(kernel_ok: list) -> list[bool]:
+    """Whether each equation is in a run of more than ``LONG_RUN_EQNS`` kernel equations."""
+    out = [False] * len(kernel_ok)
     i = 0
-    while i < n:
-        if not kernel_ok[i]:
-            i += 1
-            continue
+    while i < len(kernel_ok):
         j = i
-        while j < n and kernel_ok[j]:
+        while j < len(kernel_ok) and kernel_ok[j]:
             j += 1
         if j - i > LONG_RUN_EQNS:
-            start = i
-            while j - start > KERNEL_EQNS:
-                window = range(start + KERNEL_EQNS // 2 - 1, start + KERNEL_EQNS - 1)
-                at = min(window, key=lambda k: live[k])
-                cuts.add(at)
-                start = at + 1
-        i = j
-    return cuts
+            out[i:j] = [True] * (j - i)
+        i = j + 1
+    return out
+
+
+def _cut_here(i: int, n_stmts: int, live: list[int]) -> bool:
+    """Whether a kernel of ``n_stmts`` Tile statements in a long run ends after equation ``i``."""
+    if n_stmts >= HARD_STMTS:
+        return True
+    return n_stmts >= SOFT_STMTS and live[i] <= min(live[i + 1:i + 1 + LOOKAHEAD], default=0)
 
 
 def partition(graph: Graph, prefix: str = "") -> list:
@@ -182,7 +191,24 @@ def partition(graph: Graph, prefix: str = "") -> list:
     names start with ``prefix``."""
     last = _last_uses(graph)
     kernel_ok = [lowerable(e) for e in graph.eqns]
-    cuts = _cuts(graph, last, kernel_ok)
+    long_run = _long_runs(kernel_ok)
+    if any(long_run):
+        steps = _partition(graph, prefix, last, kernel_ok, long_run, _live_counts(graph, last))
+        if _repetitive([s for s in steps if isinstance(s, KernelStep)]):
+            return steps
+    return _partition(graph, prefix, last, kernel_ok, [False] * len(kernel_ok), [])
+
+
+def _repetitive(kernels: list) -> bool:
+    """Whether cutting long runs gave mostly repeated kernels (at most half distinct).
+    Cuts cost a kernel's intermediate values a trip through memory; they pay off when
+    the C compiler then sees each distinct kernel once."""
+    distinct = {replace(k.program, name="") for k in kernels}
+    return len(distinct) * 2 <= len(kernels)
+
+
+def _partition(graph: Graph, prefix: str, last: dict, kernel_ok: list, long_run: list,
+               live: list) -> list:
     steps: list = []
     kb: _KernelBuilder | None = None
 
@@ -199,7 +225,7 @@ def partition(graph: Graph, prefix: str = "") -> list:
             if kb is None:
                 kb = _KernelBuilder(f"{prefix}k{len(steps)}")
             if kb.try_add(eqn):
-                if i in cuts:
+                if long_run[i] and _cut_here(i, len(kb.ctx.b.stmts), live):
                     close(i)
                 continue
         if i:
