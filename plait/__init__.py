@@ -11,6 +11,7 @@ from plait import lax
 from plait import numpy
 from plait import tree_util
 from plait.api import jit, make_graph
+from plait.abstract import ShapeDtypeStruct, eval_shape
 from plait.transforms import (jvp, linearize, vjp, grad, value_and_grad, jacfwd, jacrev,
                               hessian, custom_jvp, custom_vjp, vmap)
 from plait.lax import stop_gradient

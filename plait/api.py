@@ -65,12 +65,48 @@ class _Entry:
         self.single = out_tree.kind == "leaf"
 
 
+class _SharedCache:
+    """The traces and executables of one function under one set of jit options, shared
+    by every ``jit`` wrapper of it (so ``jit(f)(x)`` written inline traces once). It holds
+    no reference to the function."""
+
+    __slots__ = ("cache", "fast", "flat_trees")
+
+    def __init__(self):
+        fast: dict[tuple, _Entry] = {}
+
+        def evicted(key, entry: _Entry) -> None:    # the signature cache dropped entry:
+            for k in [k for k, e in list(fast.items()) if e is entry]:   # so does the
+                fast.pop(k, None)                                          # fast path
+        self.fast = fast
+        self.cache = LRUCache(on_evict=evicted)
+        self.flat_trees: dict[int, TreeDef] = {}
+
+
+# function (weakly, by identity, as JAX) -> {options: _SharedCache}
+_SHARED: "weakref.WeakKeyDictionary[Callable, dict]" = weakref.WeakKeyDictionary()
+
+
+def _shared_cache(fun: Callable, options: tuple) -> _SharedCache:
+    """The cache of ``fun`` under ``options``; a private one when ``fun`` cannot be
+    referenced weakly or hashed (e.g. some builtins)."""
+    try:
+        per = _SHARED.get(fun)
+        if per is None:
+            per = _SHARED.setdefault(fun, {})
+    except TypeError:
+        return _SharedCache()
+    hit = per.get(options)
+    return hit if hit is not None else per.setdefault(options, _SharedCache())
+
+
 class Jitted:
     """A function compiled on first call for each new input signature."""
 
     def __init__(self, fun: Callable, static_argnums: int | Sequence[int] = (),
                  static_argnames: str | Sequence[str] = (), backend: str | None = None,
                  autograph: bool = False):
+        original = fun
         if autograph:
             from plait.transforms.autograph import autograph as _convert
             fun = _convert(fun)
@@ -82,9 +118,6 @@ class Jitted:
                                 else tuple(static_argnames))
         self.backend = backend
         self._method_jit: "Jitted | None" = None
-        self._flat_trees: dict[int, TreeDef] = {}
-        self._fast: dict[tuple, _Entry] = {}   # avals of positional arrays -> compiled entry
-        self._cache = LRUCache(on_evict=self._evicted)   # signature -> _Entry (bounded)
         self._name = _fun_name(fun)
         try:
             self._sig = inspect.signature(fun)
@@ -98,6 +131,11 @@ class Jitted:
                         inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.POSITIONAL_ONLY):
                     nums.add(params.index(n))
             self.static_argnums = tuple(sorted(nums))
+        shared = _shared_cache(original, (self.static_argnums, self.static_argnames,
+                                          backend, bool(autograph)))
+        self._flat_trees: dict[int, TreeDef] = shared.flat_trees
+        self._fast: dict[tuple, _Entry] = shared.fast   # avals of positional arrays -> entry
+        self._cache: LRUCache = shared.cache            # signature -> _Entry (bounded)
 
     def __get__(self, obj, objtype=None):
         """Used as a method: ``self`` becomes a static argument (by identity)."""
@@ -149,8 +187,9 @@ class Jitted:
             return self.fun(*args, **kw)
         return call
 
-    def _signature(self, args, kwargs):
-        if not kwargs and not self.static_argnums and all(type(a) in _LEAF_TYPES for a in args):
+    def _signature(self, args, kwargs, aval_of: Callable = get_aval):
+        if (aval_of is get_aval and not kwargs and not self.static_argnums
+                and all(type(a) in _LEAF_TYPES for a in args)):
             in_tree = self._flat_trees.get(len(args))    # fast path: positional arrays only
             if in_tree is None:
                 in_tree = self._flat_trees[len(args)] = tree_flatten((args, {}))[1]
@@ -161,7 +200,7 @@ class Jitted:
         avals = []
         for x in leaves:
             try:
-                avals.append(get_aval(x))
+                avals.append(aval_of(x))
             except PlaitTypeError:
                 paths = self._paths(in_tree)
                 avals.append(leaf_aval(x, paths[len(avals)], self._name))
@@ -241,11 +280,6 @@ class Jitted:
             return f"static arguments changed from {best[2]} to {key[2]}"
         return "cache miss"
 
-    def _evicted(self, key, entry: _Entry) -> None:
-        """The signature cache dropped ``entry``: so does the fast path."""
-        for k in [k for k, e in list(self._fast.items()) if e is entry]:
-            self._fast.pop(k, None)
-
     def _entry(self, avals, in_tree, static_info, key) -> _Entry:
         entry = self._cache.get(key)
         if entry is None:
@@ -304,10 +338,18 @@ class Jitted:
         return tree_unflatten(entry.out_tree, outs)
 
     def lower(self, *args, **kwargs) -> "Lowered":
-        """Trace for these arguments (shapes/dtypes matter) without running."""
-        leaves, avals, key, static_info, in_tree = self._signature(args, kwargs)
-        entry = self._entry(avals, in_tree, static_info, key)
-        return Lowered(self, entry)
+        """Trace for these arguments without running: arrays, or specs
+        (``ShapeDtypeStruct`` or anything with ``.shape``/``.dtype``) in their place."""
+        return Lowered(self, self._spec_entry(args, kwargs))
+
+    def trace(self, *args, **kwargs) -> "Traced":
+        """Trace (arrays or specs, as :meth:`lower`): the graph and the output's shapes."""
+        return Traced(self, self._spec_entry(args, kwargs))
+
+    def _spec_entry(self, args, kwargs) -> "_Entry":
+        from plait.abstract import spec_or_aval
+        leaves, avals, key, static_info, in_tree = self._signature(args, kwargs, spec_or_aval)
+        return self._entry(avals, in_tree, static_info, key)
 
     def trace_graph(self, *args, **kwargs) -> ClosedGraph:
         """The optimized closed graph for these arguments."""
@@ -394,6 +436,28 @@ class Lowered:
 
     def compile(self) -> "Compiled":
         return Compiled(self._jitted, self._entry)
+
+
+class Traced:
+    """A traced function (``jit(f).trace(...)``): its graph and output shapes."""
+
+    def __init__(self, jitted: Jitted, entry: _Entry):
+        self._jitted = jitted
+        self._entry = entry
+
+    @property
+    def graph(self) -> ClosedGraph:
+        return self._entry.closed
+
+    @property
+    def out_info(self):
+        """The output as a pytree of ``ShapeDtypeStruct``s."""
+        from plait.abstract import struct_of
+        return tree_unflatten(self._entry.out_tree,
+                              [struct_of(a) for a in self._entry.closed.out_avals])
+
+    def lower(self) -> "Lowered":
+        return Lowered(self._jitted, self._entry)
 
 
 class Compiled:
