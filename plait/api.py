@@ -89,6 +89,12 @@ class _SharedCache:
 _SHARED: "weakref.WeakKeyDictionary[Callable, dict]" = weakref.WeakKeyDictionary()
 
 
+def _trace_context() -> tuple:
+    """Settings that change what a trace or executable is, part of the shared key: a
+    wrapper made after ``config.backend`` (or the precision mode) changed gets its own."""
+    return (config.backend, getattr(config, "x64", None))
+
+
 def _shared_cache(fun: Callable, options: tuple) -> _SharedCache:
     """The cache of ``fun`` under ``options``; a private one when ``fun`` cannot be
     referenced weakly or hashed (e.g. some builtins)."""
@@ -139,7 +145,8 @@ class Jitted:
         self._donates = bool(self.donate_argnums or self.donate_argnames)
         shared = _shared_cache(original, (self.static_argnums, self.static_argnames,
                                           backend, bool(autograph), self.donate_argnums,
-                                          self.donate_argnames, self.keep_unused))
+                                          self.donate_argnames, self.keep_unused,
+                                          _trace_context()))
         self._flat_trees: dict[int, TreeDef] = shared.flat_trees
         self._fast: dict[tuple, _Entry] = shared.fast   # avals of positional arrays -> entry
         self._cache: LRUCache = shared.cache            # signature -> _Entry (bounded)

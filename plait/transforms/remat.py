@@ -29,7 +29,7 @@ from plait.core.ad_util import Zero, is_undefined_primal
 from plait.core.dce import dce_graph
 from plait.core.graph import ClosedGraph, Graph, Literal, Var, closure_convert, eval_graph
 from plait.core.pytree import tree_flatten, tree_unflatten
-from plait.core.remat import checkpoint_name_p, remat_p
+from plait.core.remat import checkpoint_name_p, optimization_barrier_p, remat_p
 from plait.core.staging import trace_to_graph
 from plait.core.trace import get_aval
 from plait.errors import PlaitTypeError
@@ -317,6 +317,17 @@ def _name_batch(vals, dims, *, name):
     return checkpoint_name_p.bind(vals[0], name=name), dims[0]
 
 
+def _barrier_jvp(primals, tangents):
+    nz = [t for t in tangents if not isinstance(t, Zero)]     # two barriers: partial eval
+    it = iter(optimization_barrier_p.bind(*nz))                 # keeps the primals known
+    return (optimization_barrier_p.bind(*primals),
+            [t if isinstance(t, Zero) else next(it) for t in tangents])
+
+
+def _barrier_transpose(cts, *invals):
+    return [None if not is_undefined_primal(x) else c for x, c in zip(invals, cts)]
+
+
 remat_p.def_rule("jvp", _remat_jvp)
 remat_p.def_rule("partial_eval", _remat_partial_eval)
 remat_p.def_rule("transpose", _remat_transpose)
@@ -324,6 +335,10 @@ remat_p.def_rule("batch", _remat_batch)
 checkpoint_name_p.def_rule("jvp", _name_jvp)
 checkpoint_name_p.def_rule("transpose", lambda ct, x, *, name: [ct])
 checkpoint_name_p.def_rule("batch", _name_batch)
+optimization_barrier_p.def_rule("jvp", _barrier_jvp)
+optimization_barrier_p.def_rule("transpose", _barrier_transpose)
+optimization_barrier_p.def_rule(
+    "batch", lambda vals, dims: (optimization_barrier_p.bind(*vals), list(dims)))
 
 
 # ---------------------------------------------------------------------------

@@ -190,3 +190,19 @@ def test_memory_analysis_fields_native_and_interp():
         assert ma.argument_size_in_bytes == 48 and ma.output_size_in_bytes == 24
         assert ma.alias_size_in_bytes == 0 and ma.temp_size_in_bytes >= 0
         assert ma["peak_temp_bytes"] == ma.temp_size_in_bytes
+
+
+def test_inline_jit_cache_respects_the_backend_setting():
+    def f(x):
+        return x * 3.0
+    saved = plait.config.backend
+    try:
+        plait.config.backend = "interp"
+        plait.jit(f)(np.ones(2))
+        exe_interp = plait.jit(f).lower(np.ones(2)).compile().executable
+        plait.config.backend = "native"
+        exe_native = plait.jit(f).lower(np.ones(2)).compile().executable
+    finally:
+        plait.config.backend = saved
+    assert type(exe_interp).__name__ == "InterpExecutable"
+    assert type(exe_native).__name__ != "InterpExecutable"

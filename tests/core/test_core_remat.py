@@ -183,3 +183,17 @@ def test_decorator_form_and_alias():
         return pnp.tanh(pnp.dot(x, W1))
     assert plait.remat is plait.checkpoint
     np.testing.assert_allclose(np.asarray(f(X)), np.tanh(X @ W1), rtol=1e-14)
+
+
+def test_optimization_barrier_is_a_differentiable_identity():
+    from plait.core.remat import optimization_barrier_p
+
+    def f(x, y):
+        a, b = optimization_barrier_p.bind(x, y)
+        return pnp.sum(pnp.sin(a) * b)
+    x, y = R.randn(3), R.randn(3)
+    gx, gy = plait.grad(f, argnums=(0, 1))(x, y)
+    np.testing.assert_allclose(np.asarray(gx), np.cos(x) * y, rtol=1e-14)
+    np.testing.assert_allclose(np.asarray(gy), np.sin(x), rtol=1e-14)
+    v = plait.vmap(lambda x: optimization_barrier_p.bind(x, 2.0 * x)[1])(x)
+    np.testing.assert_allclose(np.asarray(v), 2 * x, rtol=1e-15)
