@@ -1,5 +1,5 @@
 """Erase identity markers: equations whose primitive has the ``erase`` rule
-(``checkpoint_name``, ``optimization_barrier``) return their operands unchanged; their
+(``checkpoint_name``) return their operands unchanged; their
 outputs are replaced by the operands, also inside sub-graphs. Runs last, after CSE has
 respected the barriers."""
 from __future__ import annotations

@@ -274,12 +274,27 @@ class NativeExecutable:
         args = sum(nbytes(s) for s in range(nc, nc + self.n_in))
         outs = {i for k, i in self.out if k == "var"}
         live, peak = 0, 0
+        root: dict[int, int] = {}     # output slot of a forwarding host step -> its buffer
+        refs: dict[int, int] = {}     # buffer slot -> live slots naming it
         for st, (native, _, ins, step_outs, _, free) in zip(self.prepared.steps, self.plan):
-            made = [s for s, o in ins if o is not None] if native else list(step_outs)
+            if not native and st.eqn.prim.rules.get("forwards_operands", False):
+                made = []             # an identity (optimization_barrier): no new buffer
+                for (k, i), o in zip(ins, step_outs):
+                    if k == "var":
+                        b = root[o] = root.get(i, i)
+                        refs[b] = refs.get(b, 1) + 1
+            else:
+                made = [s for s, o in ins if o is not None] if native else list(step_outs)
             live += sum(nbytes(s) for s in made if s not in outs)
             scratch = self.prepared.scratch.get(st.name, 0) if native else 0
             peak = max(peak, live + scratch)
-            live -= sum(nbytes(s) for s in free if s >= nc + self.n_in and s not in outs)
+            for s in free:
+                b = root.get(s, s)
+                n = refs.pop(b, 1) - 1
+                if n > 0:
+                    refs[b] = n
+                elif b >= nc + self.n_in and b not in outs:
+                    live -= nbytes(b)
         alias = sum(nbytes(s) for s in self.alias_plan(donated))
         return {"argument_bytes": args, "output_bytes": sum(nbytes(s) for s in outs),
                 "constant_bytes": sum(c.nbytes for c in self.consts),
