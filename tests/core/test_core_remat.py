@@ -222,3 +222,18 @@ def test_checkpoint_lowers_peak_temporaries_native():
     assert peaks[1] < 0.7 * peaks[0], peaks      # measured: 603136 vs 996352 bytes
     for a, b in zip(*grads):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_checkpointed_scan_body():
+    def body(c, _):
+        return pnp.tanh(pnp.dot(c, W1) / 2), None
+
+    def f(c, wrap):
+        return pnp.sum(plait.lax.scan(wrap(body), c, None, length=5)[0])
+    x = R.randn(4)
+    g0 = np.asarray(plait.grad(lambda c: f(c, lambda b: b))(x))
+    np.testing.assert_array_equal(np.asarray(plait.grad(lambda c: f(c, plait.checkpoint))(x)), g0)
+    eps = 1e-6
+    fd = [(float(f(x + eps * e, lambda b: b)) - float(f(x - eps * e, lambda b: b))) / (2 * eps)
+          for e in np.eye(4)]
+    np.testing.assert_allclose(g0, fd, rtol=1e-6, atol=1e-8)
