@@ -1,2 +1,3 @@
 """``plait.scipy``: SciPy-style libraries on top of ``plait.numpy`` (as ``jax.scipy``)."""
 from plait.scipy import special  # noqa: F401
+from plait.scipy import stats  # noqa: F401
