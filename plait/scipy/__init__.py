@@ -1,3 +1,4 @@
 """``plait.scipy``: SciPy-style libraries on top of ``plait.numpy`` (as ``jax.scipy``)."""
 from plait.scipy import special  # noqa: F401
 from plait.scipy import stats  # noqa: F401
+from plait.scipy import optimize  # noqa: F401
