@@ -2,3 +2,5 @@
 from plait.scipy import special  # noqa: F401
 from plait.scipy import stats  # noqa: F401
 from plait.scipy import optimize  # noqa: F401
+from plait.scipy import signal  # noqa: F401
+from plait.scipy import ndimage  # noqa: F401
