@@ -18,7 +18,7 @@ __all__ = ["erf", "erfc", "erfinv", "gammaln", "digamma", "polygamma", "zeta", "
            "ndtri", "log_ndtr", "xlogy", "xlog1py", "logsumexp", "betaln", "beta", "gamma",
            "rgamma", "gammasgn", "loggamma", "multigammaln", "expit", "logit", "entr",
            "kl_div", "rel_entr", "softmax", "log_softmax", "i0e", "i1e", "i0", "i1",
-           "factorial", "poch", "gammainc", "gammaincc"]
+           "factorial", "poch", "gammainc", "gammaincc", "erfcx", "boxcox", "boxcox1p", "comb"]
 
 _SQRT2 = math.sqrt(2.0)
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
@@ -504,3 +504,50 @@ def gammaincc(a, x):
     """Regularized upper incomplete gamma ``Q(a, x) = 1 - P(a, x)``."""
     a, x = _promote(a, x)
     return _gammaincc(a, x)
+
+
+# --- small extras -------------------------------------------------------------------------
+def erfcx(x):
+    """Scaled complementary error function ``exp(x^2) erfc(x)``: direct below a
+    threshold (25 in float64, 9 in float32), the asymptotic series above it."""
+    x = _float(x)
+    top = 25.0 if x.dtype == pnp.float64 else 9.0
+    big = x >= top
+    xd = pnp.where(big, 0.0, x)
+    direct = pnp.exp(xd * xd) * lax.erfc(xd)
+    xa = pnp.where(big, x, top)
+    z = 1.0 / (2.0 * xa * xa)
+    s, term = pnp.ones_like(z), pnp.ones_like(z)
+    for k in range(1, 8):            # sum (-1)^k (2k-1)!! / (2 x^2)^k
+        term = -term * (2 * k - 1) * z
+        s = s + term
+    asym = s / (xa * math.sqrt(math.pi))
+    return pnp.where(big, pnp.where(pnp.isinf(x), 0.0, asym), direct)
+
+
+def boxcox(x, lmbda):
+    """Box-Cox transform ``(x^l - 1) / l`` (``log x`` at ``l == 0``)."""
+    x, lmbda = _promote(x, lmbda)
+    zero = lmbda == 0
+    lx = pnp.log(x)
+    return pnp.where(zero, lx, pnp.expm1(lmbda * lx) / pnp.where(zero, 1.0, lmbda))
+
+
+def boxcox1p(x, lmbda):
+    """Box-Cox transform of ``1 + x``."""
+    x, lmbda = _promote(x, lmbda)
+    zero = lmbda == 0
+    lx = pnp.log1p(x)
+    return pnp.where(zero, lx, pnp.expm1(lmbda * lx) / pnp.where(zero, 1.0, lmbda))
+
+
+def comb(N, k, *, exact: bool = False, repetition: bool = False):
+    """Binomial coefficient ``N choose k`` through ``gammaln`` (0 outside ``0 <= k <= N``)."""
+    if exact:
+        raise NotImplementedError("comb(exact=True) is not supported (as in JAX)")
+    N, k = _promote(N, k)
+    if repetition:
+        N = N + k - 1.0
+    ok = (k >= 0) & (N >= 0) & (k <= N)
+    v = pnp.exp(lax.lgamma(N + 1.0) - lax.lgamma(k + 1.0) - lax.lgamma(N - k + 1.0))
+    return pnp.where(ok, v, 0.0)

@@ -504,7 +504,96 @@ def _dirichlet_logpdf(x, alpha):
 
 dirichlet = SimpleNamespace(logpdf=_dirichlet_logpdf, pdf=_exp(_dirichlet_logpdf))
 
+def _nbinom_logpmf(k, n, p, loc=0.0):
+    k, n, p, loc = _args(k, n, p, loc)
+    y = k - loc
+    v = (sp.gammaln(n + y) - sp.gammaln(y + 1) - sp.gammaln(n) + n * pnp.log(p)
+         + sp.xlog1py(y, -p))
+    return _logpdf_support((y >= 0) & _is_int(y), v)
+
+
+nbinom = SimpleNamespace(logpmf=_nbinom_logpmf, pmf=_exp(_nbinom_logpmf))
+
+
+def _betabinom_logpmf(k, n, a, b, loc=0.0):
+    k, n, a, b, loc = _args(k, n, a, b, loc)
+    y = k - loc
+    comb = sp.gammaln(n + 1) - sp.gammaln(y + 1) - sp.gammaln(n - y + 1)
+    v = comb + sp.betaln(y + a, n - y + b) - sp.betaln(a, b)
+    return _logpdf_support((y >= 0) & (y <= n) & _is_int(y), v)
+
+
+betabinom = SimpleNamespace(logpmf=_betabinom_logpmf, pmf=_exp(_betabinom_logpmf))
+
+
+def _wrapcauchy_logpdf(x, c):
+    x, c = _args(x, c)
+    v = pnp.log1p(-c * c) - _LOG_2PI - pnp.log1p(c * c - 2.0 * c * pnp.cos(x))
+    return _logpdf_support((x >= 0) & (x <= 2 * math.pi), v)
+
+
+wrapcauchy = SimpleNamespace(logpdf=_wrapcauchy_logpdf, pdf=_exp(_wrapcauchy_logpdf))
+
+
+def sem(a, axis: int | None = 0, ddof: int = 1, nan_policy: str = "propagate"):
+    """Standard error of the mean: ``std(a, ddof) / sqrt(n)`` along ``axis``."""
+    if nan_policy != "propagate":
+        raise NotImplementedError("sem: only nan_policy='propagate' is supported (as in JAX)")
+    a = sp._float(a)
+    if axis is None:
+        a, axis = a.ravel(), 0
+    n = a.shape[axis]
+    return pnp.std(a, axis=axis, ddof=ddof) / math.sqrt(n)
+
+
+class gaussian_kde:
+    """Gaussian kernel density estimate of ``dataset`` (``(d, n)`` or ``(n,)``), with
+    Scott's (default) or Silverman's bandwidth, a scalar factor, and optional weights."""
+
+    def __init__(self, dataset, bw_method=None, weights=None):
+        data = sp._float(dataset)
+        self.dataset = data if data.ndim == 2 else data.reshape(1, -1)
+        self.d, self.n = self.dataset.shape
+        if weights is None:
+            w = pnp.full((self.n,), 1.0 / self.n, dtype=self.dataset.dtype)
+        else:
+            w = sp._float(weights).astype(self.dataset.dtype)
+            w = w / pnp.sum(w)
+        self.weights = w
+        self.neff = 1.0 / pnp.sum(w * w)
+        if bw_method is None or bw_method == "scott":
+            self.factor = self.neff ** (-1.0 / (self.d + 4))
+        elif bw_method == "silverman":
+            self.factor = (self.neff * (self.d + 2) / 4.0) ** (-1.0 / (self.d + 4))
+        elif isinstance(bw_method, (int, float)):
+            self.factor = bw_method
+        else:
+            raise NotImplementedError("gaussian_kde: bw_method must be None, 'scott', "
+                                      "'silverman' or a number")
+        mean = pnp.sum(self.dataset * w, axis=1, keepdims=True)
+        dev = self.dataset - mean
+        cov = (dev * w) @ dev.T / (1.0 - pnp.sum(w * w))
+        self.covariance = cov * self.factor ** 2
+        self._chol = _cholesky(self.covariance)
+
+    def logpdf(self, points):
+        """Log density at ``points`` (``(d, m)`` or ``(m,)`` when ``d == 1``)."""
+        pts = sp._float(points).astype(self.dataset.dtype)
+        pts = pts if pts.ndim == 2 else pts.reshape(self.d, -1)
+        diff = pts.T[:, None, :] - self.dataset.T[None, :, :]          # (m, n, d)
+        z = _forward(self._chol, diff)
+        logdet = 2.0 * pnp.sum(pnp.log(pnp.diagonal(self._chol)))
+        log_k = -0.5 * (pnp.sum(z * z, axis=-1) + logdet + self.d * _LOG_2PI)
+        return sp.logsumexp(log_k + pnp.log(self.weights), axis=1)
+
+    def evaluate(self, points):
+        """Density at ``points``."""
+        return pnp.exp(self.logpdf(points))
+
+    __call__ = pdf = evaluate
+
+
 __all__ = ["norm", "multivariate_normal", "t", "beta", "gamma", "chi2", "expon", "laplace",
            "logistic", "cauchy", "uniform", "gumbel_r", "gumbel_l", "pareto", "vonmises",
            "gennorm", "truncnorm", "poisson", "bernoulli", "binom", "geom", "multinomial",
-           "dirichlet"]
+           "dirichlet", "nbinom", "betabinom", "wrapcauchy", "sem", "gaussian_kde"]

@@ -200,3 +200,18 @@ def test_vmap_and_integer_inputs():
     np.testing.assert_allclose(np.asarray(got), ss.gammaln(np.arange(1, 6)), rtol=1e-14)
     assert np.asarray(ps.erf(np.float32(0.5))).dtype == np.float32
     assert np.asarray(ps.gammainc(2.0, np.float32(1.0))).dtype == np.float32
+
+
+def test_extras_eager():
+    x = np.concatenate([np.linspace(-5, 30, 71), [60.0, 1e3, np.inf]])
+    np.testing.assert_allclose(np.asarray(ps.erfcx(x)), ss.erfcx(x), rtol=1e-13)
+    x32 = np.linspace(-3, 40, 44).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(ps.erfcx(x32)), ss.erfcx(x32), rtol=2e-6)
+    x = np.linspace(0.1, 5, 20)
+    for lm in (0.0, 0.5, -1.5):
+        np.testing.assert_allclose(np.asarray(ps.boxcox(x, lm)), ss.boxcox(x, lm), rtol=1e-13)
+        np.testing.assert_allclose(np.asarray(ps.boxcox1p(x, lm)), ss.boxcox1p(x, lm), rtol=1e-13)
+    n, k = np.array([10.0, 5.0, 30.0, 4.0, 3.0]), np.array([3.0, 0.0, 15.0, 5.0, -1.0])
+    np.testing.assert_allclose(np.asarray(ps.comb(n, k)), ss.comb(n, k), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(ps.comb(n, k, repetition=True)),
+                               ss.comb(n, k, repetition=True), rtol=1e-12)

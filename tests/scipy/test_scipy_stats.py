@@ -127,3 +127,32 @@ def test_grad_of_logpdf():
     check_grads(lambda a: ps.gamma.logpdf(np.array([0.3, 2.0]), a), (2.5,), order=2)
     check_grads(ps.norm.logcdf, (np.array([-30.0, -3.0, 0.5]),), order=2)
     check_grads(lambda x: ps.truncnorm.logpdf(x, -1.0, 2.0), (np.array([-0.5, 1.5]),), order=2)
+
+
+def test_extras_eager():
+    k = np.arange(-1.0, 30.0)
+    np.testing.assert_allclose(np.asarray(ps.nbinom.logpmf(k, 3.5, 0.4)),
+                               st.nbinom.logpmf(k, 3.5, 0.4), rtol=1e-12)
+    k = np.arange(-1.0, 12.0)
+    np.testing.assert_allclose(np.asarray(ps.betabinom.pmf(k, 10, 2.5, 1.5)),
+                               st.betabinom.pmf(k, 10, 2.5, 1.5), rtol=1e-12, atol=1e-300)
+    x = np.linspace(-0.5, 7.0, 40)
+    np.testing.assert_allclose(np.asarray(ps.wrapcauchy.logpdf(x, 0.6)),
+                               st.wrapcauchy.logpdf(x, 0.6), rtol=1e-12)
+    a = np.random.default_rng(3).normal(size=(6, 4))
+    np.testing.assert_allclose(np.asarray(ps.sem(a)), st.sem(a), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(ps.sem(a, axis=None, ddof=0)),
+                               st.sem(a, axis=None, ddof=0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("bw", [None, "silverman", 0.4])
+def test_gaussian_kde(bw):
+    rng = np.random.default_rng(5)
+    data = rng.normal(size=(2, 40))
+    w = rng.uniform(0.5, 2.0, 40)
+    pts = rng.normal(size=(2, 9))
+    got = plait.jit(lambda d, w, p: ps.gaussian_kde(d, bw, w).logpdf(p))(data, w, pts)
+    np.testing.assert_allclose(np.asarray(got), st.gaussian_kde(data, bw, w).logpdf(pts), rtol=1e-11)
+    one = rng.normal(size=30)
+    np.testing.assert_allclose(np.asarray(ps.gaussian_kde(one)(np.linspace(-2, 2, 5))),
+                               st.gaussian_kde(one)(np.linspace(-2, 2, 5)), rtol=1e-11)
