@@ -350,7 +350,25 @@ def _pareto_logpdf(x, b, loc=0.0, scale=1.0):
                            - pnp.log(scale))
 
 
-pareto = SimpleNamespace(logpdf=_pareto_logpdf, pdf=_exp(_pareto_logpdf))
+def _pareto_logsf(x, b, loc=0.0, scale=1.0):
+    x, b, loc, scale = _args(x, b, loc, scale)
+    y = (x - loc) / scale
+    return pnp.where(y >= 1, -b * pnp.log(pnp.maximum(y, 1.0)), 0.0)
+
+
+def _pareto_logcdf(x, b, loc=0.0, scale=1.0):
+    ls = _pareto_logsf(x, b, loc, scale)
+    return pnp.where(ls < 0, _log1mexp(pnp.minimum(ls, 0.0)), _NEG_INF)
+
+
+def _pareto_ppf(q, b, loc=0.0, scale=1.0):
+    q, b, loc, scale = _args(q, b, loc, scale)
+    return loc + scale * pnp.exp(-pnp.log1p(-q) / b)
+
+
+pareto = SimpleNamespace(logpdf=_pareto_logpdf, pdf=_exp(_pareto_logpdf),
+                         logsf=_pareto_logsf, sf=_exp(_pareto_logsf),
+                         logcdf=_pareto_logcdf, cdf=_exp(_pareto_logcdf), ppf=_pareto_ppf)
 
 
 def _vonmises_logpdf(x, kappa, loc=0.0, scale=1.0):

@@ -139,6 +139,13 @@ def test_extras_eager():
     x = np.linspace(-0.5, 7.0, 40)
     np.testing.assert_allclose(np.asarray(ps.wrapcauchy.logpdf(x, 0.6)),
                                st.wrapcauchy.logpdf(x, 0.6), rtol=1e-12)
+    y = np.linspace(0.0, 9.0, 37)
+    for m in ("logsf", "sf", "logcdf", "cdf"):
+        np.testing.assert_allclose(np.asarray(getattr(ps.pareto, m)(y, 2.5, 0.5, 1.5)),
+                                   getattr(st.pareto, m)(y, 2.5, 0.5, 1.5), rtol=1e-12, err_msg=m)
+    q = np.linspace(0.0, 0.99, 12)
+    np.testing.assert_allclose(np.asarray(ps.pareto.ppf(q, 2.5, 0.5, 1.5)),
+                               st.pareto.ppf(q, 2.5, 0.5, 1.5), rtol=1e-12)
     a = np.random.default_rng(3).normal(size=(6, 4))
     np.testing.assert_allclose(np.asarray(ps.sem(a)), st.sem(a), rtol=1e-12)
     np.testing.assert_allclose(np.asarray(ps.sem(a, axis=None, ddof=0)),
