@@ -139,7 +139,19 @@ def _beta_logpdf(x, a, b, loc=0.0, scale=1.0):
     return _logpdf_support((y >= 0) & (y <= 1), v)
 
 
-beta = SimpleNamespace(logpdf=_beta_logpdf, pdf=_exp(_beta_logpdf))
+def _beta_cdf(x, a, b, loc=0.0, scale=1.0):
+    x, a, b, loc, scale = _args(x, a, b, loc, scale)
+    return sp.betainc(a, b, pnp.clip((x - loc) / scale, 0.0, 1.0))
+
+
+def _beta_sf(x, a, b, loc=0.0, scale=1.0):
+    x, a, b, loc, scale = _args(x, a, b, loc, scale)
+    return sp.betainc(b, a, pnp.clip(1.0 - (x - loc) / scale, 0.0, 1.0))
+
+
+beta = SimpleNamespace(logpdf=_beta_logpdf, pdf=_exp(_beta_logpdf), cdf=_beta_cdf,
+                       logcdf=lambda *a: pnp.log(_beta_cdf(*a)), sf=_beta_sf,
+                       logsf=lambda *a: pnp.log(_beta_sf(*a)))
 
 
 # --- gamma and chi2 ----------------------------------------------------------------------

@@ -215,3 +215,17 @@ def test_extras_eager():
     np.testing.assert_allclose(np.asarray(ps.comb(n, k)), ss.comb(n, k), rtol=1e-12)
     np.testing.assert_allclose(np.asarray(ps.comb(n, k, repetition=True)),
                                ss.comb(n, k, repetition=True), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype,rtol", [(np.float64, 1e-12), (np.float32, 5e-5)])
+def test_betainc(dtype, rtol):
+    rng = np.random.default_rng(7)
+    a, b, x = rng.uniform(0.1, 30, 200), rng.uniform(0.1, 30, 200), rng.uniform(0, 1, 200)
+    x[:4] = [0.0, 1.0, 0.5, 1e-5]
+    got = plait.jit(ps.betainc)(a.astype(dtype), b.astype(dtype), x.astype(dtype))
+    want = ss.betainc(a.astype(dtype), b.astype(dtype), x.astype(dtype)).astype(np.float64)
+    floor = 1e-300 if dtype == np.float64 else 1e-6
+    err = np.abs(np.asarray(got, np.float64) - want) / np.maximum(np.abs(want), floor)
+    assert err.max() <= rtol, err.max()
+    assert np.isnan(np.asarray(ps.betainc(np.array([-1.0, 2.0]), 2.0, np.array([0.5, 1.5])))).all()
+    check_grads(lambda x: ps.betainc(2.0, 3.5, x), (np.array([0.2, 0.7]),), order=1)

@@ -24,6 +24,8 @@ CONT = [
     ("norm.isf", lambda: (ps.norm.isf, st.norm.isf), (Q, 0.5, 2.0)),
     ("t.logpdf", lambda: (ps.t.logpdf, st.t.logpdf), (X, 3.5, 0.5, 2.0)),
     ("beta.logpdf", lambda: (ps.beta.logpdf, st.beta.logpdf), (U, 2.5, 1.5)),
+    ("beta.cdf", lambda: (ps.beta.cdf, st.beta.cdf), (X / 5, 2.5, 1.5)),
+    ("beta.sf", lambda: (ps.beta.sf, st.beta.sf), (X / 5, 2.5, 1.5)),
     ("gamma.logpdf", lambda: (ps.gamma.logpdf, st.gamma.logpdf), (X, 2.5, -1.0, 1.5)),
     ("gamma.cdf", lambda: (ps.gamma.cdf, st.gamma.cdf), (X, 2.5, -1.0, 1.5)),
     ("gamma.sf", lambda: (ps.gamma.sf, st.gamma.sf), (X, 2.5, -1.0, 1.5)),
