@@ -623,7 +623,83 @@ class gaussian_kde:
     __call__ = pdf = evaluate
 
 
+def _along_last(f, a, axis):
+    """Apply the 1-d function ``f`` along ``axis`` (vmapped over the other axes)."""
+    from plait.transforms.batching import vmap
+    a = pnp.moveaxis(a, axis, -1)
+    lead = a.shape[:-1]
+    flat = a.reshape((-1, a.shape[-1]))
+    outs = vmap(f)(flat)
+    if isinstance(outs, tuple):
+        return tuple(o.reshape(lead + o.shape[1:]) for o in outs)
+    return pnp.moveaxis(outs.reshape(lead + outs.shape[1:]), -1, axis) if outs.ndim > 1 else \
+        outs.reshape(lead)
+
+
+def _ranks_1d(x, method):
+    n = x.shape[0]
+    if method == "ordinal":
+        return (pnp.argsort(pnp.argsort(x, stable=True), stable=True) + 1).astype(pnp.float64)
+    s = pnp.sort(x)
+    lo = pnp.searchsorted(s, x, side="left")
+    hi = pnp.searchsorted(s, x, side="right")
+    if method == "min":
+        return (lo + 1).astype(pnp.float64)
+    if method == "max":
+        return hi.astype(pnp.float64)
+    if method == "average":
+        return 0.5 * (lo + 1 + hi).astype(pnp.float64)
+    new = pnp.concatenate([pnp.ones((min(n, 1),), dtype=pnp.int64),
+                           (s[1:] != s[:-1]).astype(pnp.int64)])
+    return pnp.cumsum(new)[lo].astype(pnp.float64)          # dense
+
+
+def rankdata(a, method: str = "average", *, axis: int | None = None,
+             nan_policy: str = "propagate"):
+    """Ranks of ``a`` (1 = smallest) with ties by ``method``: average, min, max, dense,
+    ordinal; along ``axis`` (flattened when None). NaNs are not treated specially."""
+    if method not in ("average", "min", "max", "dense", "ordinal"):
+        raise ValueError(f"rankdata: unknown method {method!r}")
+    if nan_policy != "propagate":
+        raise NotImplementedError("rankdata: only nan_policy='propagate' is supported")
+    a = pnp.asarray(a)
+    if axis is None:
+        return _ranks_1d(a.ravel(), method)
+    return _along_last(lambda r: _ranks_1d(r, method), a, axis)
+
+
+class ModeResult(SimpleNamespace):
+    """``(mode, count)`` of :func:`mode`."""
+
+    def __iter__(self):
+        return iter((self.mode, self.count))
+
+
+def _mode_1d(x):
+    s = pnp.sort(x)
+    counts = pnp.searchsorted(s, s, side="right") - pnp.searchsorted(s, s, side="left")
+    i = pnp.argmax(counts)          # the first maximum: the smallest most common value
+    return s[i], counts[i]
+
+
+def mode(a, axis: int | None = 0, nan_policy: str = "propagate", keepdims: bool = False):
+    """The most common value along ``axis`` (the smallest one on ties) and its count."""
+    if nan_policy != "propagate":
+        raise NotImplementedError("mode: only nan_policy='propagate' is supported")
+    a = pnp.asarray(a)
+    if axis is None:
+        a, axis = a.ravel(), 0
+    axis = axis % a.ndim
+    if a.ndim == 1:
+        m, c = _mode_1d(a)
+    else:
+        m, c = _along_last(_mode_1d, a, axis)
+    if keepdims:
+        m, c = pnp.expand_dims(m, axis), pnp.expand_dims(c, axis)
+    return ModeResult(mode=m, count=c)
+
+
 __all__ = ["norm", "multivariate_normal", "t", "beta", "gamma", "chi2", "expon", "laplace",
            "logistic", "cauchy", "uniform", "gumbel_r", "gumbel_l", "pareto", "vonmises",
            "gennorm", "truncnorm", "poisson", "bernoulli", "binom", "geom", "multinomial",
-           "dirichlet", "nbinom", "betabinom", "wrapcauchy", "sem", "gaussian_kde"]
+           "dirichlet", "nbinom", "betabinom", "wrapcauchy", "sem", "gaussian_kde", "rankdata", "mode"]

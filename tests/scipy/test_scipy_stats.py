@@ -165,3 +165,17 @@ def test_gaussian_kde(bw):
     one = rng.normal(size=30)
     np.testing.assert_allclose(np.asarray(ps.gaussian_kde(one)(np.linspace(-2, 2, 5))),
                                st.gaussian_kde(one)(np.linspace(-2, 2, 5)), rtol=1e-11)
+
+
+def test_rankdata_and_mode():
+    a = np.array([[3, 1, 4, 1, 5], [9, 2, 6, 5, 3], [5, 8, 9, 7, 9.0]])
+    methods = ("average", "min", "max", "dense", "ordinal")
+    got = plait.jit(lambda a: [ps.rankdata(a, m, axis=ax) for m in methods for ax in (None, 0, 1)])(a)
+    for g, (m, ax) in zip(got, [(m, ax) for m in methods for ax in (None, 0, 1)]):
+        np.testing.assert_array_equal(np.asarray(g), st.rankdata(a, m, axis=ax), err_msg=f"{m} {ax}")
+    for ax in (None, 0, 1):
+        r, want = ps.mode(a, axis=ax), st.mode(a, axis=ax)
+        np.testing.assert_array_equal(np.asarray(r.mode), want.mode)
+        np.testing.assert_array_equal(np.asarray(r.count), want.count)
+    m, c = ps.mode(a, axis=1, keepdims=True)
+    assert np.asarray(m).shape == (3, 1) and np.asarray(c).shape == (3, 1)
