@@ -98,7 +98,7 @@ static inline void plait_oom(int64_t *status, int64_t code) { __atomic_store_n(s
 #define PLAIT_KERNEL
 #endif
 /* digamma: reflection below 0, recurrence up to 10, asymptotic series (plait.lax.special) */
-static double plait_digamma(double x) {
+static inline double plait_digamma(double x) {
   double r = 0.0;
   if (x != x || x == INFINITY) return x;
   if (x <= 0.0) {
