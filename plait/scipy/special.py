@@ -18,7 +18,7 @@ __all__ = ["erf", "erfc", "erfinv", "gammaln", "digamma", "polygamma", "zeta", "
            "ndtri", "log_ndtr", "xlogy", "xlog1py", "logsumexp", "betaln", "beta", "gamma",
            "rgamma", "gammasgn", "loggamma", "multigammaln", "expit", "logit", "entr",
            "kl_div", "rel_entr", "softmax", "log_softmax", "i0e", "i1e", "i0", "i1",
-           "factorial", "poch", "gammainc", "gammaincc", "erfcx", "boxcox", "boxcox1p", "comb", "betainc"]
+           "factorial", "poch", "gammainc", "gammaincc", "erfcx", "boxcox", "boxcox1p", "comb", "betainc", "exp1", "expi", "bernoulli"]
 
 _SQRT2 = math.sqrt(2.0)
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
@@ -612,3 +612,84 @@ def betainc(a, b, x):
     symmetry ``1 - I_{1-x}(b, a)``; differentiable in ``x``)."""
     a, b, x = _promote(a, b, x)
     return _betainc(a, b, x)
+
+
+# --- exponential integrals ----------------------------------------------------------------
+_EULER = 0.5772156649015329
+_EXPINT_TERMS = 100
+
+
+def _ein(x):
+    """``sum_{k>=1} x^k / (k k!)`` (power series, fixed number of terms)."""
+    def step(k, st):
+        term, total = st
+        term = term * x / k
+        return term, total + term / k
+
+    _, total = lax.fori_loop(1, _EXPINT_TERMS, step, (pnp.ones_like(x), pnp.zeros_like(x)))
+    return total
+
+
+def exp1(x):
+    """Exponential integral ``E1(x) = integral_x^inf exp(-t)/t dt`` for ``x > 0``
+    (``inf`` at 0, NaN below): series up to 1, Lentz's continued fraction above."""
+    x = _float(x)
+    small = x <= 1.0
+    xs = pnp.where(small & (x > 0), x, 1.0)
+    series = -_EULER - pnp.log(xs) - _ein(-xs)
+    xl = pnp.where(small, 2.0, x)
+    tiny = 1e-300 if x.dtype == pnp.float64 else 1e-30
+    b0 = xl + 1.0
+
+    def step(i, st):          # E1(x) = exp(-x) / (x + 1 - 1/(x + 3 - 4/(x + 5 - ...)))
+        b, c, d, h = st
+        an = -(i + 1.0) * (i + 1.0)
+        b = b + 2.0
+        d = 1.0 / pnp.where(pnp.abs(an * d + b) < tiny, tiny, an * d + b)
+        c = b + an / c
+        c = pnp.where(pnp.abs(c) < tiny, tiny, c)
+        return b, c, d, h * c * d
+
+    _, _, _, h = lax.fori_loop(0, 200, step, (b0, pnp.full_like(xl, 1.0 / tiny), 1.0 / b0,
+                                              1.0 / b0))
+    cf = h * pnp.exp(-xl)
+    out = pnp.where(small, series, cf)
+    out = pnp.where(x == 0, pnp.inf, out)
+    out = pnp.where(pnp.isinf(x) & (x > 0), 0.0, out)
+    return pnp.where((x < 0) | pnp.isnan(x), pnp.nan, out)
+
+
+def expi(x):
+    """Exponential integral ``Ei(x)`` (``-E1(-x)`` for ``x < 0``; series below 40 and
+    the asymptotic expansion above for ``x > 0``)."""
+    x = _float(x)
+    neg = x < 0
+    e1 = -exp1(pnp.where(neg, -x, 1.0))
+    mid = (x > 0) & (x < 40.0)
+    xm = pnp.where(mid, x, 1.0)
+    series = _EULER + pnp.log(xm) + _ein(xm)
+    xa = pnp.where(x >= 40.0, x, 40.0)
+    term, total = pnp.ones_like(xa), pnp.ones_like(xa)
+    for k in range(1, 30):       # Ei(x) ~ exp(x)/x sum k!/x^k
+        term = term * k / xa
+        total = total + term
+    asym = pnp.exp(xa) / xa * total
+    out = pnp.where(neg, e1, pnp.where(mid, series, asym))
+    out = pnp.where(x == 0, -pnp.inf, out)
+    return pnp.where(pnp.isnan(x), pnp.nan, out)
+
+
+def bernoulli(n: int):
+    """The Bernoulli numbers ``B_0 .. B_n`` (``B_1 = -1/2``) for a static int ``n``,
+    computed exactly in rational arithmetic."""
+    from fractions import Fraction
+    n = int(n)
+    if n < 0:
+        raise ValueError(f"bernoulli: n must be >= 0, got {n}")
+    b = []
+    for m in range(n + 1):
+        acc = Fraction(1 if m == 0 else 0)
+        for k in range(m):
+            acc -= Fraction(math.comb(m + 1, k)) * b[k]
+        b.append(acc / (m + 1) if m else Fraction(1))
+    return pnp.asarray([float(v) for v in b])

@@ -229,3 +229,13 @@ def test_betainc(dtype, rtol):
     assert err.max() <= rtol, err.max()
     assert np.isnan(np.asarray(ps.betainc(np.array([-1.0, 2.0]), 2.0, np.array([0.5, 1.5])))).all()
     check_grads(lambda x: ps.betainc(2.0, 3.5, x), (np.array([0.2, 0.7]),), order=1)
+
+
+@pytest.mark.parametrize("dtype,rtol", [(np.float64, 1e-13), (np.float32, 2e-5)])
+def test_exponential_integrals(dtype, rtol):
+    x1 = np.concatenate([np.logspace(-8, 2.5, 60), [0.0, -1.0, np.inf, np.nan]]).astype(dtype)
+    x2 = np.concatenate([np.linspace(-50, 80, 66), [0.0, np.nan, 1e-5, -1e-5]]).astype(dtype)
+    e1, ei = plait.jit(lambda a, b: (ps.exp1(a), ps.expi(b)))(x1, x2)
+    _compare(e1, ss.exp1(x1), rtol, "exp1")
+    _compare(ei, ss.expi(x2), rtol, "expi")
+    np.testing.assert_allclose(np.asarray(ps.bernoulli(12)), ss.bernoulli(12), atol=1e-14)
