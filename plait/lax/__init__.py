@@ -27,3 +27,4 @@ from plait.lax.sorting import sort, sort_key_val, top_k
 from plait.lax.control_flow import cond, switch, while_loop, fori_loop, scan, map
 from plait.lax.fft import fft, FftType
 from plait.lax import linalg  # noqa: E402  (plait.lax.linalg: decompositions and solves)
+from plait.lax.special import erf, erfc, lgamma, digamma, zeta, polygamma

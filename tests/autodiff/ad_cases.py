@@ -18,6 +18,7 @@ from plait.lax import elementwise as ew, shape_ops as so, reductions as red
 from plait.lax import cumulative as cu, contractions as ct, windowed as wi
 from plait.lax import indexing as ix, sorting as srt
 from plait.lax.fft import fft_p
+from plait.lax import special as sp
 
 
 @dataclasses.dataclass
@@ -74,7 +75,8 @@ for nm, p, mk in [("neg", ew.neg_p, N), ("exp", ew.exp_p, N), ("exp2", ew.exp2_p
                   ("asinh", ew.asinh_p, N), ("acosh", ew.acosh_p, u(1.5, 3.0)),
                   ("atanh", ew.atanh_p, UNIT), ("sqrt", ew.sqrt_p, P),
                   ("rsqrt", ew.rsqrt_p, P), ("cbrt", ew.cbrt_p, P),
-                  ("abs", ew.abs_p, P)]:
+                  ("abs", ew.abs_p, P), ("erf", sp.erf_p, N), ("erfc", sp.erfc_p, N),
+                  ("lgamma", sp.lgamma_p, P), ("digamma", sp.digamma_p, P)]:
     case(nm, p, (lambda p: lambda x: p.bind(x))(p), mk,
          complex_ok=nm in ("neg", "exp", "log", "sin", "cos", "tanh", "sqrt"))
 case("integer_pow3", ew.integer_pow_p, lambda x: lax.integer_pow(x, 3), N)

@@ -12,12 +12,14 @@ import math
 from typing import Any, Callable
 
 import numpy as np
+import scipy.special as _ss   # oracle of the special-function primitives
 
 import plait.lax as lax
 from plait.lax import elementwise as ew, shape_ops as so, reductions as red, cumulative as cu
 from plait.lax import contractions as ct, windowed as wi, indexing as ix, sorting as srt
 from plait.lax.fft import fft_p, FftType   # (plait.lax.fft itself is the function)
 from plait.lax import linalg as la
+from plait.lax import special as sp
 from plait.core.primitive import Primitive
 
 import references as ref
@@ -150,6 +152,10 @@ UNARY = [
     (ew.imag_p, lax.imag, COMPLEX, (-3, 3), lambda x: np.array([complex(v).imag for v in x.ravel()], _real[x.dtype]).reshape(x.shape)),
     (ew.conj_p, lax.conj, COMPLEX, (-3, 3), lambda x: x.real - 1j * x.imag),
     (ew.population_count_p, lax.population_count, INTS + UINTS, (-100, 100), _popcount_oracle),
+    (sp.erf_p, lax.erf, FLOATS, (-3, 3), lambda x: _ss.erf(x.astype(np.float64))),
+    (sp.erfc_p, lax.erfc, FLOATS, (-3, 3), lambda x: _ss.erfc(x.astype(np.float64))),
+    (sp.lgamma_p, lax.lgamma, FLOATS, (-3, 3), lambda x: _ss.gammaln(x.astype(np.float64))),
+    (sp.digamma_p, lax.digamma, FLOATS, (0.1, 3), lambda x: _ss.digamma(x.astype(np.float64))),
 ]
 
 
