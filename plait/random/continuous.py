@@ -449,13 +449,17 @@ def orthogonal(key, n: int, shape: Sequence[int] = (), dtype=None, m: int | None
     m = n if m is None else int(m)
     z = normal(key, _shape(shape) + (n, m), dt)
     wide = m > n
-    if wide:
-        z = pnp.swapaxes(z, -1, -2)
+    q = orthonormalize(pnp.swapaxes(z, -1, -2) if wide else z)
+    return pnp.swapaxes(q, -1, -2) if wide else q
+
+
+def orthonormalize(z):
+    """The Q factor (positive R diagonal) of the tall matrices ``z`` (last two axes), by
+    modified Gram-Schmidt over the (static) columns."""
     cols = []
     for j in range(z.shape[-1]):
         v = z[..., :, j]
         for q in cols:
             v = v - pnp.sum(q * v, axis=-1, keepdims=True) * q
         cols.append(v / pnp.sqrt(pnp.sum(v * v, axis=-1, keepdims=True)))
-    q = pnp.stack(cols, axis=-1)
-    return pnp.swapaxes(q, -1, -2) if wide else q
+    return pnp.stack(cols, axis=-1)
