@@ -341,8 +341,7 @@ def poisson(key, lam, shape: Sequence[int] | None = None, dtype=None):
         kk = pnp.floor((2 * a / us + b) * uu + lr + 0.43)
         s1 = (us >= 0.07) & (v <= vr)
         lhs = pnp.log(v * inv_alpha / (a / (us * us) + b))
-        rhs = -lr + kk * log_lam - lax.lgamma(kk + 1) if hasattr(lax, "lgamma") else \
-            -lr + kk * log_lam - _lgamma(kk + 1)
+        rhs = -lr + kk * log_lam - lax.lgamma(kk + 1)
         ok = (kk >= 0) & (s1 | ((us >= 0.013) | (v <= us)) & (lhs <= rhs))
         ok = ok | done
         take = ok & ~done
@@ -351,17 +350,6 @@ def poisson(key, lam, shape: Sequence[int] | None = None, dtype=None):
     init = (k_rej, pnp.zeros(shape, fdt), small)
     _, k_large, _ = lax.while_loop(rcond, rbody, init)
     return pnp.where(small, k_small, k_large).astype(dt)
-
-
-def _lgamma(x):
-    """``log Gamma(x)`` for ``x >= 1`` (Stirling series after shifting ``x`` up by 6)."""
-    acc = pnp.zeros_like(x)
-    for i in range(6):
-        acc = acc + pnp.log(x + i)
-    z = x + 6
-    zi = 1.0 / z
-    series = zi * (1 / 12 - zi * zi * (1 / 360 - zi * zi * (1 / 1260 - zi * zi / 1680)))
-    return (z - 0.5) * pnp.log(z) - z + 0.5 * np.log(2 * np.pi) + series - acc
 
 
 def binomial(key, n, p, shape: Sequence[int] | None = None, dtype=None):

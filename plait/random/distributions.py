@@ -248,8 +248,7 @@ def choice(key, a, shape: Sequence[int] = (), replace: bool = True, p=None, axis
             if arr is None:
                 return pnp.reshape(permutation(key, n)[:count], shape)
             perm = permutation(key, arr, axis)
-            taken = lax.slice_in_dim(perm, 0, count, axis=axis) if hasattr(
-                lax, "slice_in_dim") else pnp.take(perm, pnp.arange(count), axis=axis)
+            taken = lax.slice_in_dim(perm, 0, count, axis=axis)
             return pnp.reshape(taken, arr.shape[:axis] + shape + arr.shape[axis + 1:])
     else:
         p = pnp.asarray(p)
