@@ -198,20 +198,74 @@ def _gamma_mt(key, a, shape, dt, log_space: bool):
     return d * v * pnp.exp(log_boost)
 
 
+def _gamma_cdf(a, x, terms: int = 320):
+    """Regularized lower incomplete gamma ``P(a, x)`` by its power series
+    ``x^a e^-x / Gamma(a+1) * sum_n x^n / ((a+1)...(a+n))`` (accurate while
+    ``x`` is below about 200, i.e. for ``a`` up to several hundred)."""
+    def body(i, c):
+        term, acc = c
+        term = term * x / (a + i.astype(x.dtype))
+        return term, acc + term
+    one = pnp.ones_like(x)
+    _, s = lax.fori_loop(1, terms, body, (one, one))
+    return pnp.exp(a * pnp.log(x) - x - lax.lgamma(a + 1)) * s
+
+
+def _gamma_dx_da(a, x):
+    """``dx/da`` of a Gamma(a) sample at fixed CDF value (implicit reparameterization:
+    ``-(dP/da) / pdf``), with ``dP/da`` by forward differentiation of the series."""
+    from plait.transforms.api_ad import jvp
+    a, x = lax.stop_gradient(a), lax.stop_gradient(x)
+    dp_da = jvp(lambda t: _gamma_cdf(t, x), (a,), (pnp.ones_like(a),))[1]
+    log_pdf = (a - 1) * pnp.log(x) - x - lax.lgamma(a)
+    return -dp_da / pnp.exp(log_pdf)
+
+
 def gamma(key, a, shape: Sequence[int] | None = None, dtype=None):
-    """Gamma(a, 1) samples (Marsaglia-Tsang rejection)."""
+    """Gamma(a, 1) samples (Marsaglia-Tsang rejection), differentiable in ``a`` by
+    implicit reparameterization (``dx/da = -(dP(a, x)/da) / p(x; a)``, as JAX)."""
+    from plait.transforms.custom_derivatives import custom_jvp
     check_key(key, "gamma")
     dt = _float_dtype(dtype, "gamma")
     a = _p(a, dt)
-    return _gamma_mt(key, lax.stop_gradient(a), _shape_of(shape, a), dt, False)
+    shape = _shape_of(shape, a)
+
+    def sample(k, alpha):
+        return _gamma_mt(k, lax.stop_gradient(alpha), shape, dt, False)
+
+    f = custom_jvp(sample)
+
+    @f.defjvp
+    def _rule(primals, tangents):
+        k, alpha = primals
+        x = sample(k, alpha)
+        return x, _gamma_dx_da(pnp.broadcast_to(alpha, shape), x) * tangents[1]
+
+    return f(key, a)
 
 
 def loggamma(key, a, shape: Sequence[int] | None = None, dtype=None):
-    """``log`` of Gamma(a, 1) samples, accurate for small ``a`` (no underflow)."""
+    """``log`` of Gamma(a, 1) samples, accurate for small ``a`` (no underflow);
+    differentiable in ``a`` like :func:`gamma` (where ``exp`` of the sample is normal)."""
+    from plait.transforms.custom_derivatives import custom_jvp
     check_key(key, "loggamma")
     dt = _float_dtype(dtype, "loggamma")
     a = _p(a, dt)
-    return _gamma_mt(key, a, _shape_of(shape, a), dt, True)
+    shape = _shape_of(shape, a)
+
+    def sample(k, alpha):
+        return _gamma_mt(k, lax.stop_gradient(alpha), shape, dt, True)
+
+    f = custom_jvp(sample)
+
+    @f.defjvp
+    def _rule(primals, tangents):       # d log x / da = (dx/da) / x
+        k, alpha = primals
+        lx = sample(k, alpha)
+        x = pnp.exp(lx)
+        return lx, _gamma_dx_da(pnp.broadcast_to(alpha, shape), x) / x * tangents[1]
+
+    return f(key, a)
 
 
 def chisquare(key, df, shape: Sequence[int] | None = None, dtype=None):
