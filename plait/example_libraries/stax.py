@@ -396,30 +396,6 @@ def shape_dependent(make_layer: Callable) -> Layer:
 
 # --- transposed convolutions -------------------------------------------------------------------
 
-def _transpose_pads(k: int, s: int, padding) -> tuple[int, int]:
-    """Padding of the stride-dilated input that inverts a stride-``s`` convolution."""
-    if padding == "SAME":
-        extra = k + s - 2
-        lo = k - 1 if s > k - 1 else -(-extra // 2)
-    elif padding == "VALID":
-        extra = k + s - 2 + max(k - s, 0)
-        lo = k - 1
-    else:
-        raise PlaitValueError(f"ConvTranspose padding must be 'SAME' or 'VALID', got {padding!r}")
-    return lo, extra - lo
-
-
-def conv_transpose(inputs, kernel, strides, padding, dimension_numbers):
-    """A gradient-style transposed convolution (``lax.conv_transpose`` without kernel
-    flipping): the input dilated by ``strides``, padded, convolved with stride 1."""
-    rhs_spec = dimension_numbers[1]
-    ks = [kernel.shape[i] for i, c in enumerate(rhs_spec) if c not in "IO"]
-    pads = [_transpose_pads(k, s, padding) for k, s in zip(ks, strides)]
-    return lax.conv_general_dilated(inputs, kernel, (1,) * len(ks), pads,
-                                    lhs_dilation=tuple(strides),
-                                    dimension_numbers=dimension_numbers)
-
-
 def GeneralConvTranspose(dimension_numbers: tuple[str, str, str], out_chan: int,
                          filter_shape: Sequence[int], strides: Sequence[int] | None = None,
                          padding="VALID", W_init=None, b_init=None) -> Layer:
@@ -443,7 +419,7 @@ def GeneralConvTranspose(dimension_numbers: tuple[str, str, str], out_chan: int,
         sizes = {c: input_shape[lhs_spec.index(c)] for c in lhs_spec}
         sp = {}
         for c, k, st in zip(spatial, filter_shape, strides):
-            lo, hi = _transpose_pads(k, st, padding)
+            lo, hi = lax.conv_transpose_padding(k, st, padding)
             sp[c] = (sizes[c] - 1) * st + 1 + lo + hi - k + 1
         out_shape = tuple(sizes["N"] if c == "N" else out_chan if c == "C" else sp[c]
                           for c in out_spec)
@@ -453,7 +429,8 @@ def GeneralConvTranspose(dimension_numbers: tuple[str, str, str], out_chan: int,
 
     def apply_fun(params, inputs, **kwargs):
         W, b = params
-        return conv_transpose(inputs, W, strides, padding, dimension_numbers) + b
+        return lax.conv_transpose(inputs, W, strides, padding,
+                                  dimension_numbers=dimension_numbers) + b
     return Layer(init_fun, apply_fun)
 
 

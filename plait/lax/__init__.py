@@ -30,7 +30,8 @@ from plait.lax.convenience import (slice_in_dim, index_in_dim, dynamic_slice_in_
                                   dynamic_index_in_dim, dynamic_update_slice_in_dim,
                                   dynamic_update_index_in_dim, select_n, associative_scan,
                                   reduce, reduce_window, optimization_barrier, square,
-                                  reciprocal, collapse, full_like, broadcast_to_rank)
+                                  reciprocal, collapse, full_like, broadcast_to_rank,
+                                  conv_transpose, conv_transpose_padding)
 from plait.lax.special import erf, erfc, erf_inv, lgamma, digamma
 
 

@@ -3,7 +3,7 @@ along one dimension, ``select_n``, ``associative_scan``, the generic ``reduce`` 
 ``reduce_window`` (monoids map to the reduction primitives; any other Python
 computation runs as a log-depth tree of its own calls), ``optimization_barrier``,
 ``square``, ``reciprocal``, ``collapse``, ``full_like``, ``broadcast_to_rank``,
-``conv_transpose``.
+``conv_transpose`` (a ``conv_general_dilated`` with ``lhs_dilation``).
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import numpy as np
 from plait.core.pytree import tree_flatten, tree_unflatten
 from plait.core.trace import get_aval
 from plait.errors import PlaitTypeError, PlaitValueError
+from plait.lax import contractions as con
 from plait.lax import elementwise as ew
 from plait.lax import reductions as red
 from plait.lax import shape_ops as so
@@ -316,3 +317,53 @@ def broadcast_to_rank(x, rank: int):
     if a.ndim >= rank:
         return x
     return so.reshape(x, (1,) * (rank - a.ndim) + a.shape)
+
+
+# --- transposed convolution -----------------------------------------------------------------
+
+_DEFAULT_TRANSPOSE_DN = {2: ("NC", "IO", "NC"), 3: ("NHC", "HIO", "NHC"),
+                         4: ("NHWC", "HWIO", "NHWC"), 5: ("NHWDC", "HWDIO", "NHWDC")}
+
+
+def conv_transpose_padding(k: int, s: int, padding: str) -> tuple[int, int]:
+    """Padding of the stride-dilated input that inverts a stride-``s`` convolution with
+    (effective) kernel size ``k`` and ``padding`` ``'SAME'``/``'VALID'``."""
+    if padding == "SAME":
+        extra = k + s - 2
+        lo = k - 1 if s > k - 1 else -(-extra // 2)
+    elif padding == "VALID":
+        extra = k + s - 2 + builtins.max(k - s, 0)
+        lo = k - 1
+    else:
+        raise PlaitValueError(f"conv_transpose padding must be 'SAME', 'VALID' or pairs, got "
+                              f"{padding!r}")
+    return lo, extra - lo
+
+
+def conv_transpose(lhs, rhs, strides: Sequence[int], padding, rhs_dilation=None,
+                   dimension_numbers=None, transpose_kernel: bool = False):
+    """A fractionally strided convolution (``jax.lax.conv_transpose``): ``lhs`` dilated by
+    ``strides`` and convolved with stride 1; ``transpose_kernel`` flips the kernel's
+    spatial axes and swaps its in/out channels (the gradient of a forward conv)."""
+    nd = get_aval(lhs).ndim
+    dn = dimension_numbers or _DEFAULT_TRANSPOSE_DN.get(nd)
+    if dn is None:
+        raise PlaitValueError(f"conv_transpose: no default layout for rank {nd}; pass "
+                              f"dimension_numbers")
+    rhs_spec = dn[1]
+    spatial = [i for i, c in enumerate(rhs_spec) if c not in "IO"]
+    ks = [get_aval(rhs).shape[i] for i in spatial]
+    rd = tuple(rhs_dilation) if rhs_dilation is not None else (1,) * len(ks)
+    if isinstance(padding, str):
+        pads = [conv_transpose_padding((k - 1) * r + 1, st, padding)
+                for k, r, st in zip(ks, rd, strides)]
+    else:
+        pads = [tuple(p) for p in padding]
+    if transpose_kernel:
+        rhs = so.rev(rhs, tuple(spatial))
+        perm = list(range(len(rhs_spec)))
+        i, o = rhs_spec.index("I"), rhs_spec.index("O")
+        perm[i], perm[o] = o, i
+        rhs = so.transpose(rhs, tuple(perm))
+    return con.conv_general_dilated(lhs, rhs, (1,) * len(ks), pads, lhs_dilation=tuple(strides),
+                                    rhs_dilation=rd, dimension_numbers=dn)

@@ -136,3 +136,21 @@ def test_custom_root_and_linear_solve():
     lam = np.linalg.solve(A.T, 2 * x)
     np.testing.assert_allclose(np.asarray(gb), lam, rtol=1e-12)
     np.testing.assert_allclose(np.asarray(gA), -np.outer(lam, x), rtol=1e-12, atol=1e-14)
+
+
+def test_conv_transpose_matches_jax():
+    from jax_convT_reference import REF
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 5, 4, 3))
+    w = rng.standard_normal((3, 2, 3, 4))
+    x1 = rng.standard_normal((2, 7, 2))
+    w1 = rng.standard_normal((3, 2, 3))
+    got = {"tk_same": lax.conv_transpose(x, w, (2, 1), "SAME", transpose_kernel=True,
+                                         dimension_numbers=("NHWC", "HWOI", "NHWC")),
+           "dil_valid": lax.conv_transpose(x, w.transpose(0, 1, 3, 2)[:, :, :3], (2, 2),
+                                           "VALID", rhs_dilation=(2, 1)),
+           "pairs_1d": lax.conv_transpose(x1, w1, (3,), ((1, 2),))}
+    for name, val in got.items():
+        shape, vals = REF[name]
+        want = np.array([float.fromhex(v) for v in vals]).reshape(shape)
+        np.testing.assert_allclose(np.asarray(val), want, rtol=1e-12, atol=1e-12, err_msg=name)
