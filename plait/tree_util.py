@@ -12,9 +12,9 @@ import dataclasses
 import functools
 from typing import Any, Callable, Iterable, Sequence
 
+from plait.core import pytree as _pytree
 from plait.core.pytree import (tree_flatten, tree_unflatten, tree_map, tree_leaves,
-                               tree_structure, register_pytree_node,
-                               register_pytree_node_class, TreeDef, leaf_paths, LEAF,
+                               tree_structure, register_pytree_node_class, TreeDef, leaf_paths, LEAF,
                                NONE, child_keys, is_node,
                                register_pytree_with_keys as _register_keys)
 
@@ -155,6 +155,17 @@ def _structure_path_leaf(x, path, is_leaf) -> TreeDef:
 
 
 # --- registration -------------------------------------------------------------------
+
+def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func: Callable,
+                         flatten_with_keys_func: Callable | None = None) -> None:
+    """Register ``nodetype``: ``flatten_func(x) -> (children, aux)``,
+    ``unflatten_func(aux, children) -> x``; with ``flatten_with_keys_func`` its children
+    get those keys in key paths (else ``FlattenedIndexKey`` s)."""
+    if flatten_with_keys_func is None:
+        _pytree.register_pytree_node(nodetype, flatten_func, unflatten_func)
+    else:
+        _register_keys(nodetype, flatten_with_keys_func, unflatten_func, flatten_func)
+
 
 def register_pytree_with_keys(nodetype: type, flatten_with_keys: Callable,
                               unflatten_func: Callable,

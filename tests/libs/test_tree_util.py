@@ -76,6 +76,23 @@ def test_keyed_registration_and_dataclass():
     assert [tu.keystr(p) for p, _ in tu.tree_leaves_with_path(Op(1, 2))] == [".x", ".y"]
 
 
+def test_register_pytree_node_with_keys_func():
+    class Pair:
+        def __init__(self, a, b):
+            self.a, self.b = a, b
+
+    tu.register_pytree_node(Pair, lambda p: ((p.a, p.b), None), lambda _, k: Pair(*k),
+                            lambda p: (((DictKey("a"), p.a), (DictKey("b"), p.b)), None))
+    assert [tu.keystr(k) for k, _ in tu.tree_leaves_with_path(Pair(1, 2))] == ["['a']", "['b']"]
+
+    class Plain:
+        def __init__(self, a):
+            self.a = a
+
+    tu.register_pytree_node(Plain, lambda p: ((p.a,), None), lambda _, k: Plain(*k))
+    assert tu.tree_leaves_with_path(Plain(5)) == [((FlattenedIndexKey(0),), 5)]
+
+
 def test_partial_through_jit_and_grad():
     f = tu.Partial(lambda a, x: pnp.sum(a * x * x), pnp.asarray([1.0, 2.0]))
 
