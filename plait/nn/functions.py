@@ -13,7 +13,6 @@ import numpy as np
 import plait.numpy as pnp
 from plait import lax
 from plait.errors import PlaitValueError
-from plait.random._special import erf
 
 SELU_ALPHA = 1.6732632423543772
 SELU_SCALE = 1.0507009873554805
@@ -88,7 +87,7 @@ def gelu(x, approximate: bool = True):
     if approximate:
         c = math.sqrt(2.0 / math.pi)
         return 0.5 * x * (1.0 + pnp.tanh(c * (x + 0.044715 * (x * x * x))))
-    return 0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))
+    return 0.5 * x * (1.0 + lax.erf(x / math.sqrt(2.0)))
 
 
 def _axes(axis, ndim: int) -> tuple[int, ...]:

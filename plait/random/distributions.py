@@ -18,7 +18,7 @@ import numpy as np
 import plait.numpy as pnp
 from plait import lax
 from plait.errors import PlaitTypeError, PlaitValueError
-from plait.random._special import erf, erfinv
+from plait.random._special import erfinv
 from plait.random.keys import _shape, check_key, random_bits, split
 
 
@@ -95,7 +95,7 @@ def truncated_normal(key, lower, upper, shape: Sequence[int] | None = None, dtyp
     hi = pnp.asarray(upper, dtype=dt)
     shape = (pnp.broadcast_shapes(lo.shape, hi.shape) if shape is None else _shape(shape))
     s2 = pnp.asarray(np.sqrt(2), dt)
-    a, b = erf(lo / s2).astype(dt), erf(hi / s2).astype(dt)
+    a, b = lax.erf(lo / s2).astype(dt), lax.erf(hi / s2).astype(dt)
     u = uniform(key, shape, dt, a, b)
     out = s2 * erfinv(u)
     return pnp.clip(out, pnp.nextafter(lax.stop_gradient(lo), pnp.asarray(np.inf, dt)),

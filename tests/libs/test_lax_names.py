@@ -90,6 +90,10 @@ def test_special_functions_vs_scipy():
     x = np.concatenate([np.linspace(-6, 6, 97), [-25.0, 0.0, 2.0, 25.0]])
     np.testing.assert_allclose(np.asarray(lax.erf(x)), special.erf(x), rtol=1e-14, atol=1e-16)
     np.testing.assert_allclose(np.asarray(lax.erfc(x)), special.erfc(x), rtol=1e-12, atol=0)
+    x32 = x.astype(np.float32)
+    e32 = np.asarray(lax.erf(x32))
+    assert e32.dtype == np.float32
+    np.testing.assert_allclose(e32, special.erf(x32.astype(float)), rtol=1.2e-7, atol=1e-30)
     u = np.linspace(-0.999, 0.999, 101)
     np.testing.assert_allclose(np.asarray(lax.erf_inv(u)), special.erfinv(u), rtol=1e-12, atol=1e-15)
     u32 = u.astype(np.float32)

@@ -65,9 +65,12 @@ def test_matches_jax(name):
 
 
 def test_gelu_exact_and_unbatched_attention():
-    # plait's erf is float32-accurate, so the exact gelu matches JAX to ~1e-7
     np.testing.assert_allclose(np.asarray(nn.gelu(X, approximate=False)), ref("gelu_erf"),
-                               atol=3e-7)
+                               rtol=1e-14, atol=1e-15)
+    x32 = X.astype(np.float32)
+    g32 = np.asarray(nn.gelu(x32, approximate=False))
+    assert g32.dtype == np.float32
+    np.testing.assert_allclose(g32, ref("gelu_erf"), rtol=2e-7, atol=2e-7)
     one = np.asarray(nn.dot_product_attention(Q[0], K[0], V[0]))
     np.testing.assert_allclose(one, ref("attn_plain", (2, 5, 4, 3))[0], atol=5e-7)
     assert nn.hard_swish is nn.hard_silu and np.asarray(nn.identity(X)).tolist() == X.tolist()
