@@ -9,7 +9,7 @@ from plait.runtime import Array, device_put, devices
 from plait.runtime import metrics
 from plait import lax
 from plait import numpy
-from plait import tree_util
+from plait import tree_util, tree
 from plait.api import jit, make_graph
 from plait.abstract import ShapeDtypeStruct, eval_shape
 from plait.transforms import (jvp, linearize, vjp, grad, value_and_grad, jacfwd, jacrev,
