@@ -103,7 +103,7 @@ static inline double plait_digamma(double x) {
   if (x != x || x == INFINITY) return x;
   if (x <= 0.0) {
     double fl = floor(x);
-    if (x == fl) return x == 0.0 ? -INFINITY : NAN;
+    if (x == fl) return x == 0.0 ? (signbit(x) ? INFINITY : -INFINITY) : NAN;
     r = -3.141592653589793 / tan(3.141592653589793 * (x - fl));
     x = 1.0 - x;
   }

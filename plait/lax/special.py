@@ -62,7 +62,8 @@ def digamma_ref(x: np.ndarray) -> np.ndarray:
         t = f * (-1 / 12 + f * (1 / 120 + f * (-1 / 252 + f * (1 / 240 + f * (
             -1 / 132 + f * (691 / 32760 + f * (-1 / 12)))))))
         out = acc + np.log(z) - 0.5 / z + t + refl
-        out = np.where(pole, np.where(x64 == 0, -np.inf, np.nan), out)
+        out = np.where(pole, np.where(x64 == 0, np.where(np.signbit(x64), np.inf, -np.inf),
+                                     np.nan), out)     # SciPy: -1/x at zero
         out = np.where(x64 == np.inf, np.inf, out)
         out = np.where(np.isnan(x64), np.nan, out)
     return out.astype(np.asarray(x).dtype)
