@@ -1,0 +1,42 @@
+"""Known open plait bugs the fuzzer keeps finding: reported apart, never counted as new.
+
+Each entry names the defect (issue 21 lists most of them) and recognises its
+failures from the op and the operands. When a fix lands, delete its entry: the fixed-
+seed CI slice then guards the fix. Deliberate differences from NumPy are not here;
+they are encoded once in the op table (``ops.py``).
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import numpy as np
+
+
+def _has_nan(*xs) -> bool:
+    return any(np.asarray(x).dtype.kind in "fc" and bool(np.isnan(np.asarray(x)).any()) for x in xs)
+
+
+def _int_zero(x) -> bool:
+    x = np.asarray(x)
+    return x.dtype.kind in "iu" and bool((x == 0).any())
+
+
+# (label, op names, engines or None for all, predicate(operands) -> bool)
+KNOWN: list[tuple[str, tuple, Optional[tuple], Callable]] = [
+    ("issue 21.8: signbit/copysign ignore the sign of NaN", ("signbit", "copysign"), None,
+     lambda ops: _has_nan(*ops)),
+    ("issue 21.8: integer reciprocal(0) returns 0 (NumPy: INT_MIN)", ("reciprocal",), None,
+     lambda ops: _int_zero(ops[0])),
+]
+
+
+def known_label(op: str, engine: str, operands: list) -> Optional[str]:
+    """The known defect explaining a failure of ``op`` on ``operands``, if any."""
+    for label, ops, engines, pred in KNOWN:
+        if op in ops and (engines is None or engine in engines):
+            try:
+                if pred(operands):
+                    return label
+            except Exception:   # noqa: BLE001 - a predicate that cannot judge does not match
+                continue
+    return None
