@@ -215,7 +215,7 @@ class CRenderer:
             return self._fm("fabs", dt, a) if fl else f"(({ct})({a} < 0 ? -{a} : {a}))"
         if name == "sign":
             if fl:
-                return f"({a} > 0 ? ({ct})1 : {a} < 0 ? ({ct})-1 : {a})"
+                return f"({a} > 0 ? ({ct})1 : {a} < 0 ? ({ct})-1 : {a} == 0 ? ({ct})0 : {a})"
             return f"(({ct})(({a} > 0) - ({a} < 0)))"
         if name in ("ident", "assign", "cast"):
             return a

@@ -645,9 +645,13 @@ def isrealobj(x) -> bool:
 
 
 def sinc(x, /):
-    """``sin(pi x) / (pi x)`` with ``sinc(0) = 1`` (NumPy's formulation)."""
+    """``sin(pi x) / (pi x)`` with ``sinc(0) = 1`` (NumPy's formulation: ``y = pi x``, then
+    ``sin(y) / y`` with ``y`` replaced by the dtype's eps where it is 0, which float16
+    can represent, unlike a fixed tiny constant)."""
     x = _inexact_arg(x, "sinc")
-    y = multiply(math.pi, where(equal(x, 0), 1.0e-20, x))
+    y = multiply(math.pi, x)
+    eps = float(np.finfo(y.dtype).eps) if _kind(y) == "f" else 1.0e-20
+    y = where(not_equal(y, 0), y, eps)
     return true_divide(sin(y), y)
 
 

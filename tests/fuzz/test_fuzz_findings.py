@@ -1,0 +1,57 @@
+"""Regression tests for plait bugs the differential fuzzer found (each a shrunk reproducer)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import plait
+import plait.numpy as pnp
+
+
+def _engines(f, *args):
+    """``f`` eagerly, under interp and under native, as NumPy arrays."""
+    return [np.asarray(f(*plait.device_put(args))),
+            np.asarray(plait.jit(f, backend="interp")(*args)),
+            np.asarray(plait.jit(f, backend="native")(*args))]
+
+
+@pytest.mark.parametrize("dt", ["float16", "float32", "float64"])
+def test_sinc_at_zero_is_one(dt):
+    """float16 sinc(0) was NaN: the 1e-20 stand-in for 0 underflowed to 0 (0/0)."""
+    x = np.array([0.0, -0.0, 0.25, 3.0], dt)
+    want = np.sinc(x)
+    for got in _engines(pnp.sinc, x):
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=4e-3 if dt == "float16" else 1e-6)
+
+
+def test_sinc_gradient_at_zero():
+    g = plait.grad(lambda v: pnp.sum(pnp.sinc(v)))(np.array([0.0, 0.5]))
+    h = 1e-6
+    fd = (np.sinc(np.array([0.0, 0.5]) + h) - np.sinc(np.array([0.0, 0.5]) - h)) / (2 * h)
+    np.testing.assert_allclose(np.asarray(g), fd, atol=1e-6)
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+def test_native_sign_of_negative_zero_is_positive_zero(dt):
+    """Native sign(-0.0) returned -0.0; NumPy (and eager plait) give +0.0."""
+    x = np.array([-0.0, 0.0, np.nan, -2.0, 3.0], dt)
+    want = np.sign(x)
+    for got in _engines(pnp.sign, x):
+        np.testing.assert_array_equal(got, want)
+        assert not np.signbit(got[:2]).any()
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64", "bool", "int8", "complex64"])
+def test_outer_is_elementwise_products(dt):
+    """outer(-1.5, 0.0) was +0.0 (an empty-contraction sum); NumPy multiplies: -0.0."""
+    a = np.array([-1.5, 2.0, 0.0], dt) if dt != "bool" else np.array([True, False, True])
+    b = np.array([0.0, -0.0, 1.0, np.inf], dt) if dt in ("float32", "float64") else \
+        (np.array([True, True, False, False]) if dt == "bool" else np.array([0, 1, 2, 3], dt))
+    with np.errstate(all="ignore"):
+        want = np.outer(a, b)
+    for got in _engines(pnp.outer, a, b):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        if dt in ("float32", "float64"):
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
