@@ -132,7 +132,7 @@ def check_values(program: Program, engine: str, result) -> Optional[Failure]:
         msg = check_node(node.spec, vals[n_in + k], want, operands, node.params)
         if msg is not None:
             kind = msg.split(" ", 1)[0] if msg.startswith(("dtype", "shape")) else "value"
-            return Failure(engine, k, node.op, kind, msg, known_label(node.op, engine, operands),
+            return Failure(engine, k, node.op, kind, msg, known_label(node.op, engine, operands, want),
                            operands)
     return None
 

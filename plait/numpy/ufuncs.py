@@ -375,6 +375,9 @@ def _logaddexp(x, y, base2: bool = False):
 
 def _log_base(c):
     def impl(x):
+        if get_aval(x).dtype == np.float16:   # one rounding, as NumPy's float32 loop, not two
+            y = impl(lax.convert_element_type(x, np.float32))
+            return lax.convert_element_type(y, np.float16)
         return lax.mul(lax.log(x), 1.0 / math.log(c)) if _kind(x) == "f" else \
             lax.div(lax.log(x), _full(x, math.log(c)))
     return impl
@@ -666,7 +669,10 @@ def round(a, decimals: int = 0):
     x = _inexact_arg(a, "round")
     k = _kind(x)
     if k == "b":
-        return x
+        if decimals != 0:
+            raise PlaitTypeError("round: a boolean array rounds only with decimals=0 "
+                                 "(NumPy cannot cast the scaled result back to bool)")
+        return lax.convert_element_type(x, np.float16)   # NumPy: rint of bool is float16
     if k in "iu":
         if decimals >= 0:
             return x

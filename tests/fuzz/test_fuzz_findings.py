@@ -55,3 +55,23 @@ def test_outer_is_elementwise_products(dt):
         np.testing.assert_array_equal(got, want)
         if dt in ("float32", "float64"):
             np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_round_of_bool_is_float16():
+    """NumPy rounds booleans through rint (float16); plait returned bool."""
+    x = np.array([True, False])
+    want = np.round(x)
+    for got in _engines(lambda v: pnp.round(v), x):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("name", ["log2", "log10"])
+def test_float16_log2_log10_round_once(name):
+    """float16 log2 rounded log(x) and the scaling separately: 2 ulps from NumPy."""
+    x = np.array([0.004241943359375, 0.3, 7.0, 1000.0, 1.0, 0.0, np.inf], np.float16)
+    with np.errstate(all="ignore"):
+        want = getattr(np, name)(x)
+    for got in _engines(getattr(pnp, name), x):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_max_ulp(got, want, maxulp=1)

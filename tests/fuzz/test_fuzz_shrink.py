@@ -1,0 +1,80 @@
+"""The fuzzer's own machinery: the shrinker, the comparer, the reproducer printer."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+
+from plait.fuzz.compare import check_node
+from plait.fuzz.generate import random_program, reference_values
+from plait.fuzz.ops import BY_NAME
+from plait.fuzz.program import Node, Program, Scalar
+from plait.fuzz.shrink import shrink
+
+
+def _has_nan_sin(p: Program) -> bool:
+    """A synthetic failure: some ``sin`` node reads an operand containing NaN."""
+    ref = reference_values(p)
+    return any(n.op == "sin" and any(isinstance(a, int) and np.isnan(np.asarray(ref[a], np.complex128)).any()
+                                     for a in n.args) for n in p.nodes)
+
+
+def test_shrinker_reaches_the_minimum():
+    x = np.array([[1.0, 2.0, np.nan], [4.0, -0.0, 6.0]], np.float32)
+    y = np.arange(6, dtype=np.int32).reshape(2, 3)
+    p = Program([x, y, np.ones(3, np.float64)], [
+        Node("add", (0, 1), {}),                                  # v3 = x + y (NaN survives)
+        Node("exp", (2,), {}),                                    # v4, irrelevant
+        Node("multiply", (3, 4), {}),                             # v5
+        Node("sin", (5,), {}),                                    # v6 (the failure)
+        Node("cos", (6,), {}),                                    # v7, after it
+    ])
+    assert _has_nan_sin(p)
+    small = shrink(p, _has_nan_sin, max_calls=500, max_seconds=60)
+    assert _has_nan_sin(small)
+    assert [n.op for n in small.nodes] == ["sin"]
+    assert len(small.inputs) == 1
+    only = np.asarray(small.inputs[0])
+    assert only.size == 1 and np.isnan(only).all()
+
+
+def test_shrinker_keeps_a_program_that_is_already_minimal():
+    p = Program([np.array(np.nan, np.float64)], [Node("sin", (0,), {})])
+    assert shrink(p, _has_nan_sin) is p
+
+
+def test_compare_rules():
+    spec = BY_NAME["add"]
+    nan = np.float32(np.nan)
+    args = [np.array([1.0, 2.0], np.float32), np.array([0.0, 0.0], np.float32)]
+    want = np.array([1.0, 2.0], np.float32)
+    assert check_node(spec, want.copy(), want, args, {}) is None
+    assert check_node(spec, np.array([1.0, nan], np.float32), want, args, {}) is not None      # NaN position
+    assert check_node(spec, np.nextafter(want, np.float32(3)), want, args, {}) is None         # 1 ulp
+    assert check_node(spec, want + np.float32(1e-3), want, args, {}) is not None
+    assert check_node(spec, want.astype(np.float64), want, args, {}).startswith("dtype")
+    neg = BY_NAME["negative"]
+    z = [np.array([0.0], np.float64)]
+    assert check_node(neg, np.array([0.0]), np.array([-0.0]), z, {}) is not None               # signed zero
+    assert check_node(BY_NAME["sum"], np.array(0.0), np.array(-0.0), z, {"axis": None}) is None  # not defined
+    inf = [np.array([np.inf])]
+    assert check_node(BY_NAME["exp"], np.array([1e308]), np.array([np.inf]), inf, {}) is not None
+    assert check_node(BY_NAME["less"], np.array([True]), np.array([False]), args, {}) is not None
+
+
+def test_reproducer_runs_standalone(tmp_path):
+    rng = np.random.default_rng(5)
+    p = random_program(rng)
+    while not p.nodes:
+        p = random_program(rng)
+    p.nodes.append(Node("add", (len(p.inputs),), {}) if False else Node("negative", (0,), {}))
+    p.inputs[0] = np.array([np.nan, -0.0, 1.5], np.float32)
+    p.nodes = [Node("negative", (0,), {}), Node("add", (1, Scalar(2.5)), {})]
+    p.inputs = p.inputs[:1]
+    src = p.to_python("interp")
+    path = tmp_path / "repro.py"
+    path.write_text(src)
+    out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "-0." in out.stdout and "nan" in out.stdout
