@@ -56,8 +56,10 @@ class Program:
         """A standalone script comparing ``engine`` with NumPy on every node."""
         n_in = len(self.inputs)
         ins = ", ".join(self.name(i) for i in range(n_in))
-        lines = ["import numpy as np", "import plait, plait.numpy as pnp, plait.lax as lax",
-                 "from plait.fuzz import oracles as fz", ""]
+        lines = ["import numpy as np", "import plait, plait.numpy as pnp, plait.lax as lax"]
+        if any("fz." in self.node_source(k, True) for k in range(len(self.nodes))):
+            lines.append("from plait.fuzz import oracles as fz")
+        lines.append("")
         for i, x in enumerate(self.inputs):
             lines.append(f"x{i} = {array_source(x)}")
         outs = ", ".join(self.name(n_in + k) for k in range(len(self.nodes)))
