@@ -15,6 +15,7 @@ import numpy as np
 
 import plait
 import plait.lax as lax
+import plait.nn
 import plait.numpy as pnp
 from plait.fuzz.compare import check_node, quiet
 from plait.fuzz.generate import eval_source, evaluate_numpy
@@ -22,7 +23,7 @@ from plait.fuzz.known import known_label
 from plait.fuzz.program import Node, Program
 
 ENGINES = ("eager", "interp", "native")
-_PENV = {"pnp": pnp, "lax": lax, "np": np}
+_PENV = {"pnp": pnp, "lax": lax, "np": np, "nn": plait.nn, "plait": plait}
 
 
 @dataclasses.dataclass

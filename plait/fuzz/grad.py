@@ -30,7 +30,9 @@ MAX_INPUT_ELEMENTS = 48
 
 
 def _loss_source(program: Program, weights: list, numpy: bool):
-    ns = {"np": np, "fz": None} if numpy else {"pnp": pnp, "lax": lax, "np": np}
+    from plait.fuzz import oracles
+    from plait.fuzz.engines import _PENV
+    ns = {"np": np, "fz": oracles} if numpy else dict(_PENV)
     n_in = len(program.inputs)
 
     def loss(*xs):

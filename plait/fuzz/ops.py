@@ -598,5 +598,89 @@ for _n in ("reduce_window_max", "reduce_window_min", "reduce_window_sum"):
        scale=(lambda a, p, w: np.abs(np.asarray(w, np.float64)) + np.nanmax(np.abs(np.asarray(a[0], np.float64)), initial=0) * 8)
        if _n.endswith("sum") else "out")
 
+
+# more primitives: dynamic slicing, scatters (.at), conv, xor-reduction, control flow, nested jit
+def p_dyn(rng, avals):
+    shape = avals[0][0]
+    if not shape or 0 in shape:
+        return None
+    sizes = tuple(int(rng.integers(0, s + 1)) for s in shape)
+    starts = tuple(int(rng.integers(-2, s + 2)) for s in shape)
+    return {"starts": starts, "sizes": sizes}
+
+
+def p_at(rng, avals):
+    shape = avals[0][0]
+    if not shape or shape[0] == 0:
+        return None
+    n = shape[0]
+    idx = [int(i) for i in rng.integers(-n, n, size=int(rng.integers(1, 5)))]
+    method = ["set", "add", "multiply", "min", "max"][int(rng.integers(5))]
+    dt = avals[0][1]
+    if method in ("add", "multiply") and dt == "bool":
+        method = "set"
+    if method in ("min", "max") and dt in COMPLEX:
+        method = "add"
+    value = True if dt == "bool" else (2 if dt in INTS else 1.5)
+    return {"idx": idx if method != "set" else sorted(set(idx)), "method": Src(method), "value": value}
+
+
+def p_reduce_axes(rng, avals):
+    nd = len(avals[0][0])
+    return {"axes": tuple(sorted(int(a) for a in rng.choice(nd, size=int(rng.integers(0, nd + 1)), replace=False)))}
+
+
+def p_conv(rng, avals):
+    shape = avals[0][0]
+    return {} if len(shape) == 1 and shape[0] >= 3 else None
+
+
+def p_softmax_axis(rng, avals):
+    shape = avals[0][0]
+    if not shape or 0 in shape:
+        return None
+    return {"axis": int(rng.integers(-len(shape), len(shape)))}
+
+
+op("lax.dynamic_slice", 1, "lax.dynamic_slice({0}, {starts}, {sizes})",
+   np_template="fz.dynamic_slice({0}, {starts}, {sizes})", params=p_dyn, grad=True)
+op("lax.dynamic_update_slice", 1, "lax.dynamic_update_slice({0}, {ns}.ones({sizes}, {0}.dtype), {starts})",
+   np_template="fz.dynamic_update_slice({0}, np.ones({sizes}, {0}.dtype), {starts})", params=p_dyn, grad=True)
+op("at", 1, "pnp.asarray({0}).at[{idx}].{method}({value})",
+   np_template="fz.at({0}, {idx}, '{method}', {value})", params=p_at, signed_zero=False)
+op("lax.reduce_xor", 1, "lax.reduce_xor({0}, {axes})", np_template="fz.reduce_xor({0}, {axes})",
+   dtypes=BOOL + INTS, params=p_reduce_axes)
+op("lax.expand_dims", 1, "lax.expand_dims({0}, (0,))", np_template="np.expand_dims({0}, 0)", grad=True)
+op("lax.stop_gradient", 1, "lax.stop_gradient({0})", np_template="np.copy({0})")
+op("lax.conv", 1, "lax.conv_general_dilated({0}[None, None, :], {ns}.asarray([[[1.0, -2.0, 0.5]]], {0}.dtype), (1,), 'VALID')[0, 0]",
+   np_template="fz.conv1d({0}, np.asarray([1.0, -2.0, 0.5], {0}.dtype))", dtypes=FLOATS, tol="reduce",
+   params=p_conv, signed_zero=False, grad=True,
+   scale=lambda a, p, w: np.abs(np.asarray(w, np.float64)) + 12 * np.max(np.abs(np.asarray(a[0], np.float64)), initial=0))
+op("lax.cond", 1, "lax.cond({ns}.sum({0}) > 0, lambda v: pnp.sin(v), lambda v: pnp.cos(v), {0})",
+   np_template="np.sin({0}) if np.sum({0}) > 0 else np.cos({0})", dtypes=FLOATS, tol="libm", grad=True,
+   smooth=lambda x: abs(float(np.sum(x))) > 0.05)
+op("lax.fori_loop", 1, "lax.fori_loop(0, 3, lambda i, v: v * 0.5 + 1, {0})", np_template="fz.fori({0})",
+   dtypes=FLOATS, tol="composite", scale=s_inputs, grad=True)
+op("lax.while_loop", 1, "lax.while_loop(lambda s: s[0] < 3, lambda s: (s[0] + 1, s[1] * 2), (0, {0}))[1]",
+   np_template="{0} * {0}.dtype.type(8)", dtypes=NUM, tol="round", grad=True)
+op("lax.scan", 1, "lax.scan(lambda c, v: (c + v, c * v), {ns}.zeros({0}.shape[1:], {0}.dtype), {0})[1]",
+   np_template="fz.scan_cum({0})", dtypes=INTS + FLOATS, tol="composite", params=lambda rng, av: {} if len(av[0][0]) >= 1 else None, scale=lambda a, p, w: s_cum(a, {"axis": 0}, w), grad=True,
+   signed_zero=False)
+op("jit", 1, "plait.jit(lambda v: pnp.sin(v) * 2)({0})", np_template="np.sin({0}) * 2",
+   dtypes=FLOATS, tol="libm", grad=True)
+op("nn.relu", 1, "nn.relu({0})", np_template="np.maximum({0}, 0)", dtypes=FLOATS, signed_zero=False)
+op("nn.sigmoid", 1, "nn.sigmoid({0})", np_template="fz.sigmoid({0})", dtypes=FLOATS, tol="composite", grad=True)
+op("nn.softplus", 1, "nn.softplus({0})", np_template="fz.softplus({0})", dtypes=FLOATS, tol="composite",
+   scale=s_inputs, grad=True, smooth=_bounded(30))
+op("nn.silu", 1, "nn.silu({0})", np_template="fz.silu({0})", dtypes=FLOATS, tol="composite", scale=s_inputs,
+   grad=True)
+op("nn.logsumexp", 1, "nn.logsumexp({0}, axis={axis})", np_template="fz.logsumexp({0}, {axis})",
+   dtypes=FLOATS, tol="composite", params=p_softmax_axis, scale=s_inputs, grad=True, signed_zero=False)
+op("nn.softmax", 1, "nn.softmax({0}, axis={axis})", np_template="fz.softmax({0}, {axis})",
+   dtypes=FLOATS, tol="composite", params=p_softmax_axis, grad=True,
+   scale=lambda a, p, w: np.abs(np.asarray(w, np.float64)) + np.max(np.abs(np.asarray(a[0], np.float64)), initial=1) * 1e-3)
+op("nn.log_softmax", 1, "nn.log_softmax({0}, axis={axis})", np_template="fz.log_softmax({0}, {axis})",
+   dtypes=FLOATS, tol="composite", params=p_softmax_axis, scale=s_inputs, grad=True)
+
 BY_NAME: dict[str, OpSpec] = {o.name: o for o in OPS}
 GRAD_OPS: list[OpSpec] = [o for o in OPS if o.grad]

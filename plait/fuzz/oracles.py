@@ -160,3 +160,100 @@ def reduce_window(x, kind, window, strides, padding):
             else:
                 out[o] = np.nan if (x.dtype.kind == "f" and np.isnan(win).any()) else win.min()
     return out
+
+
+def dynamic_slice(x, starts, sizes):
+    """``lax.dynamic_slice``: starts clamped so the window fits."""
+    x = np.asarray(x)
+    st = [min(max(int(s), 0), n - z) for s, n, z in zip(starts, x.shape, sizes)]
+    return x[tuple(slice(a, a + z) for a, z in zip(st, sizes))].copy()
+
+
+def dynamic_update_slice(x, u, starts):
+    x = np.asarray(x).copy()
+    st = [min(max(int(s), 0), n - z) for s, n, z in zip(starts, x.shape, u.shape)]
+    x[tuple(slice(a, a + z) for a, z in zip(st, u.shape))] = u
+    return x
+
+
+def at(x, idx, method, value):
+    """``x.at[idx].method(value)`` on a copy, duplicates accumulating (``np.<ufunc>.at``)."""
+    x = np.asarray(x).copy()
+    v = np.asarray(value).astype(x.dtype) if not isinstance(value, np.ndarray) else value
+    if method == "set":
+        x[idx] = v
+    else:
+        {"add": np.add, "multiply": np.multiply, "min": np.minimum, "max": np.maximum}[method].at(x, idx, v)
+    return x
+
+
+def reduce_xor(x, axes):
+    x = np.asarray(x)
+    return np.logical_xor.reduce(x, axis=tuple(axes)) if x.dtype == np.bool_ else \
+        np.bitwise_xor.reduce(x, axis=tuple(axes))
+
+
+def conv1d(x, k):
+    """Cross-correlation of a 1-D signal with kernel ``k`` ('VALID'), as ``lax.conv``."""
+    x, k = np.asarray(x), np.asarray(k)
+    n = x.shape[0] - k.shape[0] + 1
+    out = np.zeros(max(n, 0), np.result_type(x, k))
+    for i in range(max(n, 0)):
+        out[i] = np.sum(x[i:i + k.shape[0]] * k, dtype=out.dtype)
+    return out
+
+
+def scan_cum(x):
+    """``scan`` with carry ``c + v`` emitting ``c * v`` (carry starts at 0)."""
+    x = np.asarray(x)
+    c = np.zeros(x.shape[1:], x.dtype)
+    ys = []
+    for v in x:
+        ys.append(c * v)
+        c = c + v
+    return np.stack(ys).astype(x.dtype) if ys else np.zeros(x.shape, x.dtype)
+
+
+def fori(x):
+    x = np.asarray(x)
+    for _ in range(3):
+        x = x * x.dtype.type(0.5) + x.dtype.type(1)
+    return x
+
+
+def sigmoid(x):
+    x = np.asarray(x)
+    return (1 / (1 + np.exp(-x.astype(np.float64)))).astype(x.dtype)
+
+
+def softplus(x):
+    x = np.asarray(x)
+    return np.logaddexp(x.astype(np.float64), 0.0).astype(x.dtype)
+
+
+def logsumexp(x, axis):
+    x = np.asarray(x)
+    w = x.astype(np.float64)
+    m = np.max(w, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    return (np.log(np.sum(np.exp(w - m), axis=axis)) + np.squeeze(m, axis=axis)).astype(x.dtype)
+
+
+def softmax(x, axis):
+    x = np.asarray(x)
+    w = x.astype(np.float64)
+    e = np.exp(w - np.max(w, axis=axis, keepdims=True))
+    return (e / np.sum(e, axis=axis, keepdims=True)).astype(x.dtype)
+
+
+def log_softmax(x, axis):
+    x = np.asarray(x)
+    w = x.astype(np.float64)
+    s = w - np.max(w, axis=axis, keepdims=True)
+    return (s - np.log(np.sum(np.exp(s), axis=axis, keepdims=True))).astype(x.dtype)
+
+
+def silu(x):
+    x = np.asarray(x)
+    w = x.astype(np.float64)
+    return (w / (1 + np.exp(-w))).astype(x.dtype)

@@ -56,7 +56,7 @@ class Program:
         """A standalone script comparing ``engine`` with NumPy on every node."""
         n_in = len(self.inputs)
         ins = ", ".join(self.name(i) for i in range(n_in))
-        lines = ["import numpy as np", "import plait, plait.numpy as pnp, plait.lax as lax"]
+        lines = ["import numpy as np", "import plait, plait.numpy as pnp, plait.lax as lax, plait.nn as nn"]
         if any("fz." in self.node_source(k, True) for k in range(len(self.nodes))):
             lines.append("from plait.fuzz import oracles as fz")
         lines.append("")

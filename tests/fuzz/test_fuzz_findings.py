@@ -75,3 +75,15 @@ def test_float16_log2_log10_round_once(name):
     for got in _engines(getattr(pnp, name), x):
         assert got.dtype == want.dtype
         np.testing.assert_array_max_ulp(got, want, maxulp=1)
+
+
+@pytest.mark.parametrize("name,ref", [("relu", lambda x: np.maximum(x, 0)),
+                                      ("relu6", lambda x: np.minimum(np.maximum(x, 0), 6))])
+def test_relu_propagates_nan(name, ref):
+    """nn.relu(NaN) was 0: a NaN (a diverged activation) vanished silently."""
+    import plait.nn as nn
+    x = np.array([np.nan, -1.0, 0.0, 2.5, 7.0, np.inf, -np.inf], np.float32)
+    for got in _engines(getattr(nn, name), x):
+        np.testing.assert_array_equal(got, ref(x))
+    g = plait.grad(lambda v: pnp.sum(getattr(nn, name)(v)))(np.array([-1.0, 0.0, 2.0, 7.0]))
+    np.testing.assert_array_equal(np.asarray(g), [0.0, 0.0, 1.0, 0.0 if name == "relu6" else 1.0])
