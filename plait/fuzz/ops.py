@@ -19,6 +19,8 @@ Where plait deliberately differs from NumPy, the row says so once:
 * complex inputs are finite (C99's complex special cases are not NumPy's), and the
   sign of a zero real or imaginary part of a complex result is not compared.
 * IEEE leaves ``max(-0.0, +0.0)`` open: max/min/clip/clamp/sort do not compare signs of zero.
+* NumPy rounds integers with negative ``decimals`` through float64 (inexact above 2**53);
+  plait rounds them exactly: not compared there (``_undefined_round``).
 * NumPy's ``quantile`` of int64 subtracts in int64 (overflowing near 2**63); the oracle
   converts integer inputs to float64 first (NumPy's result dtype is float64 anyway).
 
@@ -459,8 +461,17 @@ unary("imag", tol="exact")
 unary("angle", tol="libm")
 unary("sinc", dtypes=INEXACT + ("int32",), tol="composite", grad=True, smooth=_bounded(10))
 unary("nan_to_num", dtypes=NUM, tol="exact")
+def _undefined_round(args, params, want):
+    """NumPy rounds integers with negative ``decimals`` through float64 (inexact above 2**53;
+    plait rounds them exactly) and large floats by scaling (inexact above ~1e15)."""
+    x = np.asarray(args[0])
+    if x.dtype.kind in "iu":
+        return np.abs(x.astype(np.float64)) >= 2.0 ** 53 if params["decimals"] < 0 else None
+    return np.abs(x.astype(np.float64)) > 1e15 if x.dtype.kind == "f" else None
+
+
 op("round", 1, "{ns}.round({0}, {decimals})", dtypes=REAL, tol="composite", params=p_round,
-   undefined=lambda args, p, w: (np.abs(np.asarray(args[0], np.float64)) > 1e15) if np.asarray(args[0]).dtype.kind == "f" else None)
+   undefined=_undefined_round)
 op("astype", 1, "{ns}.astype({0}, {dtype})", np_template="{0}.astype({dtype})", tol="exact",
    params=p_astype, undefined=_undefined_cast)
 op("clip", 1, "{ns}.clip({0}, {lo}, {hi})", dtypes=REAL, tol="exact", params=p_clip, signed_zero=False)
