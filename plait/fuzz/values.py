@@ -103,14 +103,20 @@ def same_failure(failure: Failure):
 
 
 def run_values(seed: int, programs: int, minutes: float, batch: int = 40,
-               engines=("eager", "interp", "native"), do_shrink: bool = True, log=None) -> Report:
-    """Run ``programs`` programs (or until ``minutes`` pass) from ``seed``."""
+               engines=("eager", "interp", "native"), do_shrink: bool = True, log=None,
+               skip: int = 0) -> Report:
+    """Run ``programs`` programs (or until ``minutes`` pass) from ``seed``, after skipping
+    the first ``skip`` programs of that seed's sequence (so a crash can be bisected)."""
     rep = Report("values")
     rng = np.random.default_rng(seed)
+    for _ in range(skip):
+        random_program(rng)
     t0 = time.monotonic()
     deadline = t0 + minutes * 60 if minutes else float("inf")
     while rep.programs < programs and time.monotonic() < deadline:
-        progs = [p for p in (random_program(rng) for _ in range(min(batch, programs - rep.programs))) if p.nodes]
+        generated = [random_program(rng) for _ in range(min(batch, programs - rep.programs))]
+        progs = [p for p in generated if p.nodes]
+        rep.programs += len(generated)
         if not progs:
             continue
         results = {}
@@ -121,7 +127,6 @@ def run_values(seed: int, programs: int, minutes: float, batch: int = 40,
                 f = check_values(p, eng, r)
                 if f is not None:
                     rep.add(f, p, do_shrink, same_failure(f))
-        rep.programs += len(progs)
         rep.nodes += sum(len(p.nodes) for p in progs)
         rep.seconds = time.monotonic() - t0
         if log:
@@ -129,3 +134,25 @@ def run_values(seed: int, programs: int, minutes: float, batch: int = 40,
                 f"{len(rep.findings)} distinct, {rep.seconds:.0f} s")
     rep.seconds = time.monotonic() - t0
     return rep
+
+
+def nth_program(seed: int, n: int) -> Program:
+    """The ``n``-th program (from 0) of ``seed``'s sequence, as ``run_values`` generates it."""
+    rng = np.random.default_rng(seed)
+    for _ in range(n):
+        random_program(rng)
+    return random_program(rng)
+
+
+def merge(into: Report, rep: Report) -> None:
+    """Add ``rep``'s counts and findings to ``into``."""
+    for f in ("programs", "nodes", "mismatches", "crashes", "known", "unconfirmed"):
+        setattr(into, f, getattr(into, f) + getattr(rep, f))
+    for sig, finding in rep.findings.items():
+        if sig in into.findings:
+            into.findings[sig].count += finding.count
+        else:
+            into.findings[sig] = finding
+    for label, n in rep.known_labels.items():
+        into.known_labels[label] = into.known_labels.get(label, 0) + n
+    into.notes.extend(rep.notes)

@@ -78,3 +78,17 @@ def test_reproducer_runs_standalone(tmp_path):
                          env=dict(os.environ, PYTHONPATH=root))
     assert out.returncode == 0, out.stderr
     assert "-1.5" in out.stdout and "nan" in out.stdout and "2.5" in out.stdout
+
+
+def test_crash_bisection_finds_the_program(monkeypatch):
+    """A child that dies whenever program 13 is in its range is narrowed to program 13."""
+    from plait.fuzz import supervise
+    calls = []
+
+    def fake_child(mode, seed, programs, minutes, skip=0, extra=(), timeout=None):
+        calls.append((skip, programs))
+        return None, (-11 if skip <= 13 < skip + programs else 0), ""
+
+    monkeypatch.setattr(supervise, "run_child", fake_child)
+    assert supervise.bisect_crash(7, 40, ()) == (13, 13)
+    assert len(calls) <= 2 * 6
