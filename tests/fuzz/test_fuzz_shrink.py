@@ -92,3 +92,15 @@ def test_crash_bisection_finds_the_program(monkeypatch):
     monkeypatch.setattr(supervise, "run_child", fake_child)
     assert supervise.bisect_crash(7, 40, ()) == (13, 13)
     assert len(calls) <= 2 * 6
+
+
+def test_grad_mode_flags_a_wrong_derivative(monkeypatch):
+    """An op whose plait side is sin but whose NumPy side is cos must fail the FD check."""
+    from plait.fuzz import ops
+    from plait.fuzz.grad import check_grad, unit_weights
+    bad = ops.OpSpec("bad_sin", 1, "{ns}.sin({0})", np_template="np.sin({0}) + 0.1 * {0} ** 2")
+    monkeypatch.setitem(ops.BY_NAME, "bad_sin", bad)
+    p = Program([np.array([0.3, 1.2])], [Node("bad_sin", (0,), {})])
+    assert check_grad(p, unit_weights(p)) is not None
+    good = Program([np.array([0.3, 1.2])], [Node("sin", (0,), {})])
+    assert check_grad(good, unit_weights(good)) is None
