@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from plait.fuzz.compare import quiet
-from plait.fuzz.ops import ALL, COMPLEX, FLOATS, GRAD_OPS, OPS, OpSpec
+from plait.fuzz.ops import ALL, FLOATS, GRAD_OPS, OPS, OpSpec
 from plait.fuzz.program import Node, Program, Scalar
 
 MAX_ELEMENTS = 512
@@ -207,6 +207,3 @@ def reference_values(program: Program) -> list:
         ref.append(evaluate_numpy(program, node, [ref[a] if isinstance(a, int) else a.value for a in node.args]))
     return ref
 
-
-__all__ = ["random_program", "random_values", "random_shape", "reference_values", "evaluate_numpy",
-           "eval_source", "COMPLEX"]

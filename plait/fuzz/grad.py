@@ -12,19 +12,18 @@ Inputs are kept away from kinks and poles by each op's ``smooth`` domain check
 """
 from __future__ import annotations
 
-import dataclasses
 import time
 
 import numpy as np
 
 import plait
-import plait.lax as lax
 import plait.numpy as pnp
 from plait.fuzz.compare import quiet
 from plait.fuzz.generate import eval_source, random_program
 from plait.fuzz.program import Program
 from plait.fuzz.shrink import shrink
-from plait.fuzz.values import Report
+from plait.fuzz.engines import Failure
+from plait.fuzz.values import Finding, Report
 
 MAX_INPUT_ELEMENTS = 48
 
@@ -81,7 +80,7 @@ def _close(got, want, scale) -> bool:
     return got.shape == want.shape and bool(np.all(np.abs(got - want) <= 1e-5 * (np.abs(want) + scale)))
 
 
-def check_grad(program: Program, weights: list, rng=None, jit_grads=None) -> str | None:
+def check_grad(program: Program, weights: list, jit_grads=None) -> str | None:
     """A description of the first disagreement, or ``None``."""
     argnums = tuple(range(len(program.inputs)))
     loss_p = _loss_source(program, weights, numpy=False)
@@ -96,7 +95,8 @@ def check_grad(program: Program, weights: list, rng=None, jit_grads=None) -> str
     for i, (a, b) in enumerate(zip(g, fd)):
         if not _close(a, b, scale):
             return f"grad vs finite differences, input {i}: plait {np.asarray(a)!r}, FD {b!r}"
-    t = [np.asarray(np.random.default_rng(7).uniform(-1, 1, size=x.shape)) for x in program.inputs]
+    tangent_rng = np.random.default_rng(7)
+    t = [tangent_rng.uniform(-1, 1, size=x.shape) for x in program.inputs]
     try:
         _, dl = quiet(plait.jvp, loss_p, tuple(program.inputs), tuple(t))
     except Exception as e:  # noqa: BLE001
@@ -156,14 +156,12 @@ def run_grad(seed: int, programs: int, minutes: float, batch: int = 20, do_shrin
                 rep.mismatches += 1
                 sig = ("grad", " ".join(sorted({n.op for n in p.nodes})), msg.split(",")[0][:40])
                 if sig not in rep.findings:
-                    def still(q, _w=w):
+                    def still(q):
                         try:
                             return bool(q.nodes) and check_grad(q, unit_weights(q)) is not None
                         except Exception:  # noqa: BLE001
                             return False
                     small = shrink(p, still, max_calls=40, max_seconds=30) if do_shrink else p
-                    from plait.fuzz.engines import Failure
-                    from plait.fuzz.values import Finding
                     rep.findings[sig] = Finding(Failure("grad", -1, sig[1], "grad", msg[:400]), small, len(p.nodes))
                 else:
                     rep.findings[sig].count += 1
@@ -175,5 +173,3 @@ def run_grad(seed: int, programs: int, minutes: float, batch: int = 20, do_shrin
     rep.seconds = time.monotonic() - t0
     return rep
 
-
-__all__ = ["run_grad", "check_grad", "finite_differences", "dataclasses"]

@@ -373,11 +373,6 @@ def _undefined_cast(args, params, want):
         return ~np.isfinite(v) | (v <= info.min - 1.0) | (v >= info.max + 1.0)
 
 
-def _undefined_int_result(args, params, want):
-    """Integer-valued float results cast to int (floor_divide of ints, etc.) are defined."""
-    return None
-
-
 # --- smooth domains for gradient mode ----------------------------------------------------
 def _far(x, points, margin=0.05):
     x = np.asarray(x, np.float64)
