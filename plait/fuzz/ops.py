@@ -290,6 +290,15 @@ def p_matmul(rng, avals):
 
 
 # --- scales (magnitude whose ulp is allowed) and undefined elements ---------------------
+def fabs(x) -> np.ndarray:
+    """``|x|`` in float64 with infinities and NaN read as 0: a lane holding an infinity is
+    compared exactly anyway, and must not shrink its neighbours' tolerance to zero."""
+    x = np.asarray(x)
+    with np.errstate(all="ignore"):
+        a = np.abs(x).astype(np.float64)
+    return np.where(np.isfinite(a), a, 0.0)
+
+
 def s_inputs(args, params, want):
     with np.errstate(all="ignore"):
         mags = [np.abs(np.asarray(a, np.complex128 if np.asarray(a).dtype.kind == "c" else np.float64))
@@ -304,7 +313,7 @@ def _abs_reduce(fn):
     def scale(args, params, want):
         x = np.asarray(args[0])
         with np.errstate(all="ignore"):
-            a = np.abs(x).astype(np.float64)
+            a = fabs(x)
             kw = {k: v for k, v in params.items() if k in ("axis", "keepdims")}
             ax = kw.get("axis")
             n = x.size if ax is None else int(np.prod([x.shape[i] for i in (ax if isinstance(ax, tuple) else (ax,))]))
@@ -326,7 +335,7 @@ def s_var(args, params, want):
         return 0.0
     with np.errstate(all="ignore"):
         kw = {k: v for k, v in params.items() if k in ("axis", "keepdims")}
-        a = np.abs(x).astype(np.float64)
+        a = fabs(x)
         ax = kw.get("axis")
         n = x.size if ax is None else int(np.prod([x.shape[i] for i in (ax if isinstance(ax, tuple) else (ax,))]))
         m2 = np.mean(a * a, **kw) * max(n, 1) * 4
@@ -346,7 +355,7 @@ def s_prod(args, params, want):
 def s_cum(args, params, want):
     x = np.asarray(args[0])
     with np.errstate(all="ignore"):
-        a = np.abs(x).astype(np.float64)
+        a = fabs(x)
         ax = params.get("axis")
         if ax is None:
             a = a.ravel()
@@ -355,7 +364,7 @@ def s_cum(args, params, want):
 
 
 def s_matmul(args, params, want):
-    x = np.abs(np.asarray(args[0]).astype(np.complex128 if np.asarray(args[0]).dtype.kind == "c" else np.float64))
+    x = fabs(args[0])
     with np.errstate(all="ignore"):
         if x.ndim == 1:
             return np.sum(x * x) * max(x.shape[0], 1)
@@ -536,7 +545,7 @@ op("median", 1, "{ns}.median({0}, axis={axis})", dtypes=INTS + FLOATS, tol="roun
    params=lambda rng, av: p_arg(rng, av), scale=s_inputs, signed_zero=False)
 op("quantile", 1, "{ns}.quantile({0}, {q}, axis={axis})", dtypes=INTS + FLOATS, tol="composite",
    np_template="np.quantile({0}.astype(np.float64) if {0}.dtype.kind in 'iu' else {0}, {q}, axis={axis})",
-   params=p_quantile, scale=lambda a, p, w: np.nanmax(np.abs(np.asarray(a[0], np.float64))) if np.asarray(a[0]).size else 0.0,
+   params=p_quantile, scale=lambda a, p, w: np.max(fabs(a[0]), initial=0.0),
    signed_zero=False)
 for _n in ("cumsum", "cumprod"):
     op(_n, 1, "{ns}.%s({0}, axis={axis})" % _n, dtypes=NUM + BOOL, tol="reduce", params=p_cum,
@@ -588,8 +597,18 @@ op("lax.population_count", 1, "lax.population_count({0})", np_template="fz.popul
 op("lax.clamp", 1, "lax.clamp({ns}.zeros((), {0}.dtype), {0}, {ns}.ones((), {0}.dtype))",
    np_template="np.clip({0}, np.zeros((), {0}.dtype), np.ones((), {0}.dtype))", dtypes=INTS + FLOATS,
    signed_zero=False)
+def _undefined_pow_overflow(args, params, want):
+    """Complex powers whose intermediate ``|x|**|y|`` overflows: NumPy's own ``power`` gives
+    NaN there, repeated multiplication with a scaled division 0; neither is a contract."""
+    x = np.asarray(args[0])
+    if x.dtype.kind != "c":
+        return None
+    with np.errstate(all="ignore"):
+        return np.abs(x.astype(np.complex128)) ** abs(params["y"]) >= float(np.finfo(x.real.dtype).max) / 4
+
+
 op("lax.integer_pow", 1, "lax.integer_pow({0}, {y})", np_template="fz.integer_pow({0}, {y})",
-   dtypes=SINTS + FLOATS + COMPLEX, tol="composite", params=p_int_pow)
+   dtypes=SINTS + FLOATS + COMPLEX, tol="composite", params=p_int_pow, undefined=_undefined_pow_overflow)
 op("lax.logistic", 1, "lax.logistic({0})", np_template="fz.logistic({0})", dtypes=INEXACT, tol="composite")
 op("lax.rsqrt", 1, "lax.rsqrt({0})", np_template="fz.rsqrt({0})", dtypes=INEXACT, tol="libm")
 op("lax.round", 1, "lax.round({0})", np_template="np.rint({0})", dtypes=FLOATS)
@@ -601,7 +620,7 @@ for _n in ("reduce_window_max", "reduce_window_min", "reduce_window_sum"):
        np_template="fz.reduce_window({0}, %r, {w}, {s}, {pad})" % _n.split("_")[-1],
        dtypes=(INTS + FLOATS) if _n.endswith("sum") else REAL,
        tol="reduce" if _n.endswith("sum") else "exact", params=p_window, signed_zero=False,
-       scale=(lambda a, p, w: np.abs(np.asarray(w, np.float64)) + np.nanmax(np.abs(np.asarray(a[0], np.float64)), initial=0) * 8)
+       scale=(lambda a, p, w: np.abs(np.asarray(w, np.float64)) + np.max(fabs(a[0]), initial=0) * 8)
        if _n.endswith("sum") else "out")
 
 
@@ -661,7 +680,7 @@ op("lax.stop_gradient", 1, "lax.stop_gradient({0})", np_template="np.copy({0})")
 op("lax.conv", 1, "lax.conv_general_dilated({0}[None, None, :], {ns}.asarray([[[1.0, -2.0, 0.5]]], {0}.dtype), (1,), 'VALID')[0, 0]",
    np_template="fz.conv1d({0}, np.asarray([1.0, -2.0, 0.5], {0}.dtype))", dtypes=FLOATS, tol="reduce",
    params=p_conv, signed_zero=False, grad=True,
-   scale=lambda a, p, w: np.abs(np.asarray(w, np.float64)) + 12 * np.max(np.abs(np.asarray(a[0], np.float64)), initial=0))
+   scale=lambda a, p, w: np.abs(np.asarray(w, np.float64)) + 12 * np.max(fabs(a[0]), initial=0))
 op("lax.cond", 1, "lax.cond({ns}.sum({0}) > 0, lambda v: pnp.sin(v), lambda v: pnp.cos(v), {0})",
    np_template="np.sin({0}) if np.sum({0}) > 0 else np.cos({0})", dtypes=FLOATS, tol="libm", grad=True,
    smooth=lambda x: abs(float(np.sum(x))) > 0.05)
@@ -684,7 +703,7 @@ op("nn.logsumexp", 1, "nn.logsumexp({0}, axis={axis})", np_template="fz.logsumex
    dtypes=FLOATS, tol="composite", params=p_softmax_axis, scale=s_inputs, grad=True, signed_zero=False)
 op("nn.softmax", 1, "nn.softmax({0}, axis={axis})", np_template="fz.softmax({0}, {axis})",
    dtypes=FLOATS, tol="composite", params=p_softmax_axis, grad=True,
-   scale=lambda a, p, w: np.abs(np.asarray(w, np.float64)) + np.max(np.abs(np.asarray(a[0], np.float64)), initial=1) * 1e-3)
+   scale=lambda a, p, w: np.abs(np.asarray(w, np.float64)) + np.max(fabs(a[0]), initial=1) * 1e-3)
 op("nn.log_softmax", 1, "nn.log_softmax({0}, axis={axis})", np_template="fz.log_softmax({0}, {axis})",
    dtypes=FLOATS, tol="composite", params=p_softmax_axis, scale=s_inputs, grad=True)
 
