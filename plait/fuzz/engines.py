@@ -17,13 +17,14 @@ import plait
 import plait.lax as lax
 import plait.nn
 import plait.numpy as pnp
+from plait.fuzz import custom
 from plait.fuzz.compare import check_node, quiet
 from plait.fuzz.generate import eval_source, evaluate_numpy
 from plait.fuzz.known import known_label
 from plait.fuzz.program import Node, Program
 
 ENGINES = ("eager", "interp", "native")
-_PENV = {"pnp": pnp, "lax": lax, "np": np, "nn": plait.nn, "plait": plait}
+_PENV = {"pnp": pnp, "lax": lax, "np": np, "nn": plait.nn, "plait": plait, "fzc": custom}
 
 
 @dataclasses.dataclass

@@ -59,6 +59,8 @@ class Program:
         lines = ["import numpy as np", "import plait, plait.numpy as pnp, plait.lax as lax, plait.nn as nn"]
         if any("fz." in self.node_source(k, True) for k in range(len(self.nodes))):
             lines.append("from plait.fuzz import oracles as fz")
+        if any("fzc." in self.node_source(k, False) for k in range(len(self.nodes))):
+            lines.append("from plait.fuzz import custom as fzc")
         lines.append("")
         for i, x in enumerate(self.inputs):
             lines.append(f"x{i} = {array_source(x)}")
