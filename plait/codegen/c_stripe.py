@@ -521,6 +521,8 @@ class CRenderer:
             scope.scalars[st.into] = (name, st.dtype)
         elif isinstance(st, ir.Intrinsic):
             expr, dt = self.intrinsic(st, scope)
+            if dt == "f16":   # float16 math runs in float; round each op's result as NumPy does
+                expr = f"((float)(_Float16)({expr}))"
             (out,) = st.outputs
             name = _cname(out, self.depth, "s_")
             self.emit(f"const {COMPUTE_TYPES[dt]} {name} = {expr};")

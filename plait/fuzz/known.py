@@ -3,8 +3,7 @@
 Each entry names the defect (issue 21 lists most of them) and recognises its
 failures from the op and the operands. When a fix lands, delete its entry: the fixed-
 seed CI slice then guards the fix. Deliberate differences from NumPy are not here;
-they are encoded once in the op table (``ops.py``). Entries marked "open question" are
-differences that may be deliberate; until someone decides, they are reported apart.
+they are encoded once in the op table (``ops.py``).
 """
 from __future__ import annotations
 
@@ -22,23 +21,12 @@ def _int_zero(x) -> bool:
     return x.dtype.kind in "iu" and bool((x == 0).any())
 
 
-# multi-step ops whose float16 native kernels keep float32 precision between steps
-_F16_COMPOSITE = ("var", "std", "mean", "sinc", "logaddexp", "logaddexp2", "cumprod", "prod",
-                  "matmul", "quantile", "median", "hypot", "arctan2", "power", "float_power",
-                  "lax.logistic", "lax.integer_pow", "round", "cumsum", "sum", "nansum")
-
 # (label, op names, engines or None for all, predicate(operands, want) -> bool)
 KNOWN: list[tuple[str, tuple, Optional[tuple], Callable]] = [
     ("issue 21.8: signbit/copysign ignore the sign of NaN", ("signbit", "copysign"), None,
      lambda ops, want: _has_nan(*ops)),
     ("issue 21.8: integer reciprocal(0) returns 0 (NumPy: INT_MIN)", ("reciprocal",), None,
      lambda ops, want: _int_zero(ops[0])),
-    ("open question: native float16 keeps float32 precision inside a fused multi-step op "
-     "(no float16 overflow or rounding between steps; NumPy and eager plait round each step)",
-     _F16_COMPOSITE, ("native",), lambda ops, want: np.asarray(want).dtype == np.float16),
-    ("open question: float16 cumprod/prod accumulate in float32 in every engine "
-     "(NumPy's float16 accumulator overflows to inf, e.g. -548.5 * 20688 * 0 is nan, not -0)",
-     ("cumprod", "prod"), None, lambda ops, want: np.asarray(want).dtype == np.float16),
 ]
 
 

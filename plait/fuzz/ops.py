@@ -25,6 +25,8 @@ Where plait deliberately differs from NumPy, the row says so once:
   converts integer inputs to float64 first (NumPy's result dtype is float64 anyway).
 * complex ``integer_pow`` whose intermediate power overflows is not compared (NumPy's
   own ``power`` and a scaled division disagree there).
+* products whose value depends on the multiplication order through overflow or
+  underflow (``1e300 * 1e300 * 0``) are not compared (``_undefined_prod``).
 * reverse-mode ``while_loop`` is unsupported by design (as in JAX): not in grad mode.
 
 The rows cover plait.numpy's elementwise functions, reductions, cumulative ops,
@@ -354,6 +356,28 @@ def s_std(args, params, want):
     return s_var(args, dict(params, _std=True), want)
 
 
+def _undefined_prod(args, params, want):
+    """Lanes of a product where some order of multiplication overflows or underflows
+    (``1e300 * 1e300 * 0`` is nan one way and 0 another): the order is not a contract."""
+    x = np.asarray(args[0])
+    if x.dtype.kind not in "fc":
+        return None
+    info = np.finfo(x.real.dtype)
+    with np.errstate(all="ignore"):
+        a = np.abs(x).astype(np.float64)
+        lg = np.where(np.isfinite(a) & (a > 0), np.log(np.where(a > 0, a, 1.0)), 0.0)
+    pos, neg = np.where(lg > 0, lg, 0.0), np.where(lg < 0, lg, 0.0)
+    ax = params.get("axis")
+    if "keepdims" in params:                 # prod
+        pos = np.sum(pos, axis=ax, keepdims=params["keepdims"])
+        neg = np.sum(neg, axis=ax, keepdims=params["keepdims"])
+    else:                                    # cumprod
+        if ax is None:
+            pos, neg, ax = pos.ravel(), neg.ravel(), 0
+        pos, neg = np.cumsum(pos, axis=ax), np.cumsum(neg, axis=ax)
+    return (pos > np.log(float(info.max)) - 1) | (neg < np.log(float(info.tiny)) + 1)
+
+
 def s_prod(args, params, want):
     x = np.asarray(args[0])
     with np.errstate(all="ignore"):
@@ -525,7 +549,7 @@ op("where_cmp", 2, "{ns}.where({0} > {1}, {0}, {1})", dtypes=REAL, tol="exact")
 op("sum", 1, "{ns}.sum({0}, axis={axis}, keepdims={keepdims})", tol="reduce", params=p_reduce,
    scale=s_sum, signed_zero=False, grad=True)
 op("prod", 1, "{ns}.prod({0}, axis={axis}, keepdims={keepdims})", tol="reduce", params=p_reduce,
-   scale=s_prod, signed_zero=False, grad=True, smooth=lambda x: _far(x, [0.0], 0.1) and _bounded(3)(x))
+   scale=s_prod, undefined=_undefined_prod, signed_zero=False, grad=True, smooth=lambda x: _far(x, [0.0], 0.1) and _bounded(3)(x))
 op("mean", 1, "{ns}.mean({0}, axis={axis}, keepdims={keepdims})", dtypes=NUM + BOOL, tol="reduce",
    params=p_reduce, scale=s_mean, signed_zero=False, grad=True)
 op("var", 1, "{ns}.var({0}, axis={axis}, keepdims={keepdims})", dtypes=NUM + BOOL, tol="reduce",
@@ -557,6 +581,7 @@ op("quantile", 1, "{ns}.quantile({0}, {q}, axis={axis})", dtypes=INTS + FLOATS, 
    signed_zero=False)
 for _n in ("cumsum", "cumprod"):
     op(_n, 1, "{ns}.%s({0}, axis={axis})" % _n, dtypes=NUM + BOOL, tol="reduce", params=p_cum,
+       undefined=_undefined_prod if _n == "cumprod" else None,
        scale=s_cum if _n == "cumsum" else (lambda a, p, w: np.abs(np.asarray(w, np.complex128)) * max(np.asarray(a[0]).size, 1)),
        signed_zero=False, grad=True, smooth=None if _n == "cumsum" else (lambda x: _far(x, [0.0], 0.1) and _bounded(3)(x)))
 op("diff", 1, "{ns}.diff({0}, axis={axis})", dtypes=NUM + BOOL, tol="round", params=p_axis_int,

@@ -87,3 +87,19 @@ def test_relu_propagates_nan(name, ref):
         np.testing.assert_array_equal(got, ref(x))
     g = plait.grad(lambda v: pnp.sum(getattr(nn, name)(v)))(np.array([-1.0, 0.0, 2.0, 7.0]))
     np.testing.assert_array_equal(np.asarray(g), [0.0, 0.0, 1.0, 0.0 if name == "relu6" else 1.0])
+
+
+def test_native_float16_rounds_between_fused_ops():
+    """Native float16 chains kept float32 precision between ops: cosh(37) stayed finite
+    inside the kernel, so log2(cosh(x)) was 52.4 where NumPy (and plait eagerly) give inf."""
+    x = np.array([-37, 3, 0], np.int8)
+    with np.errstate(all="ignore"):
+        want = np.log2(np.cosh(x))
+        want_std = np.std(np.array([0.0, 16544.0], np.float16))
+    for got in _engines(lambda v: pnp.log2(pnp.cosh(v)), x):
+        np.testing.assert_array_equal(got, want)
+    a, b = np.array([1.5], np.float16), np.array([1.5], np.float32)
+    for got in _engines(lambda u, v: pnp.fmin(v, pnp.log2(u)), a, b):
+        np.testing.assert_array_equal(got, np.fmin(b, np.log2(a)))
+    for got in _engines(pnp.std, np.array([0.0, 16544.0], np.float16)):
+        np.testing.assert_array_equal(got, want_std)
