@@ -24,6 +24,7 @@ from plait.fuzz.generate import eval_source, random_program
 from plait.fuzz.program import Program
 from plait.fuzz.shrink import shrink
 from plait.fuzz.engines import Failure
+from plait.fuzz.known import known_grad_label
 from plait.fuzz.values import Finding, Report
 
 MAX_INPUT_ELEMENTS = 48
@@ -159,7 +160,11 @@ def run_grad(seed: int, programs: int, minutes: float, batch: int = 20, do_shrin
             msg = check_grad(p, w, jit_grads=g)
             if msg is None and g is None:
                 msg = "jit(grad) raised"
-            if msg is not None:
+            label = known_grad_label(p, msg) if msg is not None else None
+            if label is not None:
+                rep.known += 1
+                rep.known_labels[label] = rep.known_labels.get(label, 0) + 1
+            elif msg is not None:
                 rep.mismatches += 1
                 sig = ("grad", " ".join(sorted({n.op for n in p.nodes})), msg.split(",")[0][:40])
                 if sig not in rep.findings:

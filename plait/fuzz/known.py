@@ -40,3 +40,14 @@ def known_label(op: str, engine: str, operands: list, want) -> Optional[str]:
             except Exception:   # noqa: BLE001 - a predicate that cannot judge does not match
                 continue
     return None
+
+
+def known_grad_label(program, message: str) -> Optional[str]:
+    """The known defect explaining a gradient-mode failure of ``program``, if any."""
+    from plait.fuzz.generate import reference_values
+    ref = reference_values(program)
+    for node in program.nodes:
+        ops = [ref[a] for a in node.args if isinstance(a, int)]
+        if node.op in ("sort", "argsort") and ops and np.asarray(ops[0]).size == 0 and "gather" in message:
+            return "issue 21.8: grad(sum(sort(x))) of an empty x raises in gather"
+    return None
