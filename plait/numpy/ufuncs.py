@@ -378,6 +378,10 @@ def _log_base(c):
         if get_aval(x).dtype == np.float16:   # one rounding, as NumPy's float32 loop, not two
             y = impl(lax.convert_element_type(x, np.float32))
             return lax.convert_element_type(y, np.float16)
+        if _kind(x) == "c":   # scale the parts: a complex division turns log(0)'s 0j into nan
+            lg = lax.log(x)
+            return lax.complex(lax.mul(lax.real(lg), 1.0 / math.log(c)),
+                               lax.mul(lax.imag(lg), 1.0 / math.log(c)))
         return lax.mul(lax.log(x), 1.0 / math.log(c)) if _kind(x) == "f" else \
             lax.div(lax.log(x), _full(x, math.log(c)))
     return impl
