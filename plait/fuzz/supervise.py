@@ -14,20 +14,23 @@ import sys
 import tempfile
 import time
 
+import plait
 from plait.fuzz.engines import Failure
 from plait.fuzz.values import Finding, Report, merge, nth_program
 
 
 def run_child(mode: str, seed: int, programs: int, minutes: float, skip: int = 0,
               extra: tuple = (), timeout: float | None = None):
-    """``(report or None, returncode, stderr tail)`` of one child run."""
+    """``(report or None, returncode, stderr tail)`` of one child run (of this same plait)."""
     fd, out = tempfile.mkstemp(prefix="plait-fuzz-", suffix=".pkl")
     os.close(fd)
     cmd = [sys.executable, "-m", "plait.fuzz", "--worker-out", out, "--mode", mode, "--seed", str(seed),
            "--programs", str(programs), "--minutes", str(minutes), "--skip", str(skip), "--quiet", *extra]
     limit = timeout if timeout is not None else (minutes * 60 if minutes else 3600) + 600
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
+        root = os.path.dirname(os.path.dirname(os.path.abspath(plait.__file__)))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit, env=env)
         code, err = proc.returncode, proc.stderr[-2000:]
     except subprocess.TimeoutExpired as e:
         code, err = "timeout", str(e.stderr or "")[-2000:]

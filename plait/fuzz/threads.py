@@ -72,6 +72,8 @@ def run_threads(seed: int, programs: int, minutes: float, threads: int = 4, roun
     def worker(w: int) -> None:
         order = np.random.default_rng(seed * 1000 + w).permutation(len(progs) * rounds) % len(progs)
         for n, i in enumerate(order):
+            if stop.is_set():
+                return
             p = progs[int(i)]
             mode = "eager" if (n + w) % 2 else "jit"
             try:
@@ -122,8 +124,8 @@ def run_threads(seed: int, programs: int, minutes: float, threads: int = 4, roun
     for t in workers:
         t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
     stop.set()
-    for t in background:
-        t.join(30)
+    for t in workers + background:     # every thread ends before the report is returned
+        t.join()
     rep.programs = len(progs) * rounds * threads
     rep.nodes = sum(len(p.nodes) for p in progs) * rounds * threads
     rep.mismatches = sum(1 for f in failures if "returned" in f or "differ" in f or "wrong" in f)
