@@ -27,6 +27,8 @@ Where plait deliberately differs from NumPy, the row says so once:
   own ``power`` and a scaled division disagree there).
 * products whose value depends on the multiplication order through overflow or
   underflow (``1e300 * 1e300 * 0``) are not compared (``_undefined_prod``).
+* NumPy squares float16 deviations in float16 inside ``var``/``std`` (overflowing above
+  256); plait squares them in float32: such lanes are not compared (``_undefined_var16``).
 * reverse-mode ``while_loop`` is unsupported by design (as in JAX): not in grad mode.
 
 The rows cover plait.numpy's elementwise functions, reductions, cumulative ops,
@@ -352,6 +354,19 @@ def s_var(args, params, want):
         return np.sqrt(m2) * np.sqrt(n) if params.get("_std") else m2
 
 
+def _undefined_var16(args, params, want):
+    """NumPy squares float16 deviations in float16 (inf above 256); plait squares them in
+    float32: lanes of a float16 var/std with such deviations are not compared."""
+    x = np.asarray(args[0])
+    if x.dtype != np.float16 or not x.size:
+        return None
+    kw = {k: v for k, v in params.items() if k in ("axis", "keepdims")}
+    with np.errstate(all="ignore"):
+        w = x.astype(np.float64)
+        dev = np.abs(w - np.mean(w, axis=kw.get("axis"), keepdims=True))
+        return np.max(np.where(np.isnan(dev), 0, dev), **kw) >= 255
+
+
 def s_std(args, params, want):
     return s_var(args, dict(params, _std=True), want)
 
@@ -554,9 +569,9 @@ op("prod", 1, "{ns}.prod({0}, axis={axis}, keepdims={keepdims})", tol="reduce", 
 op("mean", 1, "{ns}.mean({0}, axis={axis}, keepdims={keepdims})", dtypes=NUM + BOOL, tol="reduce",
    params=p_reduce, scale=s_mean, signed_zero=False, grad=True)
 op("var", 1, "{ns}.var({0}, axis={axis}, keepdims={keepdims})", dtypes=NUM + BOOL, tol="reduce",
-   params=p_reduce, scale=s_var, signed_zero=False, grad=True)
+   params=p_reduce, scale=s_var, undefined=_undefined_var16, signed_zero=False, grad=True)
 op("std", 1, "{ns}.std({0}, axis={axis}, keepdims={keepdims})", dtypes=REAL, tol="reduce",
-   params=p_reduce, scale=s_std, signed_zero=False)
+   params=p_reduce, scale=s_std, undefined=_undefined_var16, signed_zero=False)
 for _n in ("max", "min"):
     op(_n, 1, "{ns}.%s({0}, axis={axis}, keepdims={keepdims})" % _n, dtypes=REAL, tol="exact",
        params=p_reduce_nonempty, signed_zero=False)
