@@ -30,7 +30,8 @@ def _parser() -> argparse.ArgumentParser:
                     "with --minutes, else 200)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--backend", action="append", choices=("eager", "interp", "native"),
-                    help="engines for values mode (repeatable; default all three)")
+                    help="engines for values mode (repeatable; default all three); grad mode "
+                    "runs jit(grad) natively unless native is left out")
     ap.add_argument("--batch", type=int, default=40, help="programs per jitted batch")
     ap.add_argument("--chunk", type=int, default=400, help="values programs per child process")
     ap.add_argument("--no-shrink", action="store_true")
@@ -50,7 +51,8 @@ def _run_mode(m: str, args, n: int, minutes: float, log):
                           engines=tuple(args.backend or ("eager", "interp", "native")),
                           do_shrink=not args.no_shrink, log=log, skip=args.skip)
     if m == "grad":
-        return run_grad(args.seed, n, minutes, do_shrink=not args.no_shrink, log=log)
+        backend = "native" if not args.backend or "native" in args.backend else "interp"
+        return run_grad(args.seed, n, minutes, do_shrink=not args.no_shrink, log=log, backend=backend)
     return run_threads(args.seed, min(n, 40), max(minutes, 0.5), log=log)
 
 

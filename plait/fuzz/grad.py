@@ -6,7 +6,8 @@ weights, so every node's derivative is exercised. Checked per program:
 * eager ``grad`` against central finite differences of the NumPy loss;
 * ``jvp`` along a random tangent against ``<grad, tangent>`` (forward vs reverse;
   skipped for programs with a ``custom_vjp``, whose forward mode is an error by design);
-* ``jit(grad)`` (a batch of programs, one native compile) against eager ``grad``.
+* ``jit(grad)`` (a batch of programs, one native compile; ``interp`` on request)
+  against eager ``grad``.
 
 Inputs are kept away from kinks and poles by each op's ``smooth`` domain check
 (``ops.py``), with margins far larger than the difference step.
@@ -127,7 +128,7 @@ def _random_grad_program(rng):
             return p
 
 
-def _jit_grads(items: list):
+def _jit_grads(items: list, backend: str = "native"):
     def fn(*flat):
         outs, off = [], 0
         for p, w in items:
@@ -137,15 +138,17 @@ def _jit_grads(items: list):
         return tuple(outs)
     flat = [x for p, _ in items for x in p.inputs]
     try:
-        return list(quiet(plait.jit(fn, backend="native"), *flat))
+        return list(quiet(plait.jit(fn, backend=backend), *flat))
     except Exception:  # noqa: BLE001 - one program breaks the batch: run them alone
         if len(items) == 1:
             return [None]
-        return [_jit_grads([it])[0] for it in items]
+        return [_jit_grads([it], backend)[0] for it in items]
 
 
 def run_grad(seed: int, programs: int, minutes: float, batch: int = 20, do_shrink: bool = True,
-             log=None) -> Report:
+             log=None, backend: str = "native") -> Report:
+    """``programs`` gradient programs (or until ``minutes`` pass); ``jit(grad)`` batches run
+    on ``backend``."""
     rep = Report("grad")
     rng = np.random.default_rng(seed)
     t0 = time.monotonic()
@@ -155,7 +158,7 @@ def run_grad(seed: int, programs: int, minutes: float, batch: int = 20, do_shrin
         for _ in range(min(batch, programs - rep.programs)):
             p = _random_grad_program(rng)
             items.append((p, _weights(p, rng)))
-        jg = _jit_grads(items)
+        jg = _jit_grads(items, backend)
         for (p, w), g in zip(items, jg):
             msg = check_grad(p, w, jit_grads=g)
             if msg is None and g is None:
