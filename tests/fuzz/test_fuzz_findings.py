@@ -115,3 +115,13 @@ def test_complex_log2_log10_of_zero(name):
     for got in _engines(getattr(pnp, name), x):
         np.testing.assert_array_equal(np.isnan(got.imag), np.isnan(want.imag))
         np.testing.assert_allclose(got, want, rtol=1e-14)
+
+
+def test_arccosh_gradient_of_a_python_float():
+    """grad(arccosh)(2.0) raised "sub requires the same dtype, float64, int64": the JVP
+    subtracted the Python int 1 from the raw Python-float primal."""
+    for x in (2.0, np.float64(2.0), np.array([2.0, 3.5], np.float32)):
+        g = plait.grad(lambda v: pnp.sum(pnp.arccosh(v)))(x)
+        np.testing.assert_allclose(np.asarray(g), 1 / np.sqrt(np.asarray(x, np.float64) ** 2 - 1), rtol=1e-6)
+    _, t = plait.jvp(pnp.arccosh, (2.0,), (1.0,))
+    np.testing.assert_allclose(float(t), 1 / np.sqrt(3.0))
