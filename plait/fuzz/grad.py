@@ -171,9 +171,10 @@ def run_grad(seed: int, programs: int, minutes: float, batch: int = 20, do_shrin
                 rep.mismatches += 1
                 sig = ("grad", " ".join(sorted({n.op for n in p.nodes})), msg.split(",")[0][:40])
                 if sig not in rep.findings:
-                    def still(q):
+                    def still(q, _kind=msg.split(":")[0].split(",")[0]):
                         try:
-                            return bool(q.nodes) and check_grad(q, unit_weights(q)) is not None
+                            m = check_grad(q, unit_weights(q)) if q.nodes else None
+                            return m is not None and m.startswith(_kind)
                         except Exception:  # noqa: BLE001
                             return False
                     small = shrink(p, still, max_calls=40, max_seconds=30) if do_shrink else p
