@@ -117,11 +117,20 @@ def test_complex_log2_log10_of_zero(name):
         np.testing.assert_allclose(got, want, rtol=1e-14)
 
 
-def test_arccosh_gradient_of_a_python_float():
-    """grad(arccosh)(2.0) raised "sub requires the same dtype, float64, int64": the JVP
-    subtracted the Python int 1 from the raw Python-float primal."""
+@pytest.mark.parametrize("name,deriv", [("arccosh", lambda x: 1 / np.sqrt(x * x - 1)),
+                                        ("log1p", lambda x: 1 / (1 + x))])
+def test_gradient_of_a_python_float(name, deriv):
+    """grad(arccosh)(2.0) and grad(log1p)(2.0) raised "sub/add requires the same dtype,
+    float64, int64": the JVP combined the Python int 1 with the raw Python-float primal."""
+    f = getattr(pnp, name)
     for x in (2.0, np.float64(2.0), np.array([2.0, 3.5], np.float32)):
-        g = plait.grad(lambda v: pnp.sum(pnp.arccosh(v)))(x)
-        np.testing.assert_allclose(np.asarray(g), 1 / np.sqrt(np.asarray(x, np.float64) ** 2 - 1), rtol=1e-6)
-    _, t = plait.jvp(pnp.arccosh, (2.0,), (1.0,))
-    np.testing.assert_allclose(float(t), 1 / np.sqrt(3.0))
+        g = plait.grad(lambda v: pnp.sum(f(v)))(x)
+        np.testing.assert_allclose(np.asarray(g), deriv(np.asarray(x, np.float64)), rtol=1e-6)
+    _, t = plait.jvp(f, (2.0,), (1.0,))
+    np.testing.assert_allclose(float(t), deriv(2.0))
+
+
+def test_power_gradient_of_python_floats():
+    """grad(power, (0, 1))(1.5, 0.7) raised the same dtype error (``y - 1`` in the JVP)."""
+    gx, gy = plait.grad(pnp.power, argnums=(0, 1))(1.5, 0.7)
+    np.testing.assert_allclose([float(gx), float(gy)], [0.7 * 1.5 ** -0.3, np.log(1.5) * 1.5 ** 0.7])
