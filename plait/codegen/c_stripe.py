@@ -267,7 +267,7 @@ class CRenderer:
             return self._fm("fabs", dt, a) if fl else f"(({ct})({a} < 0 ? -{a} : {a}))"
         if name == "sign":
             if fl:
-                return f"({a} > 0 ? ({ct})1 : {a} < 0 ? ({ct})-1 : {a})"
+                return f"({a} > 0 ? ({ct})1 : {a} < 0 ? ({ct})-1 : {a} == 0 ? ({ct})0 : {a})"
             return f"(({ct})(({a} > 0) - ({a} < 0)))"
         if name in ("ident", "assign", "cast"):
             return a
@@ -591,6 +591,8 @@ class CRenderer:
             scope.scalars[st.into] = (name, st.dtype)
         elif isinstance(st, ir.Intrinsic):
             expr, dt = self.intrinsic(st, scope)
+            if dt == "f16":   # float16 math runs in float; round each op's result as NumPy does
+                expr = f"((float)(_Float16)({expr}))"
             (out,) = st.outputs
             name = _cname(out, self.depth, "s_")
             self.emit(f"const {COMPUTE_TYPES[dt]} {name} = {expr};")

@@ -144,7 +144,7 @@ deflinear(neg_p, lambda ct, x: [neg(ct)])
 defjvp(exp_p, lambda g, ans, x: mul(g, ans))
 defjvp(exp2_p, lambda g, ans, x: mul(g, mul(ans, float(np.log(2)))))
 defjvp(log_p, lambda g, ans, x: div(g, x))
-defjvp(log1p_p, lambda g, ans, x: div(g, add(x, 1)))
+defjvp(log1p_p, lambda g, ans, x: div(g, add(x, 1.0)))
 defjvp(expm1_p, lambda g, ans, x: mul(g, add(ans, 1)))
 defjvp(tanh_p, lambda g, ans, x: mul(g, sub(1, mul(ans, ans))))
 defjvp(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(1, ans))))
@@ -157,7 +157,7 @@ defjvp(atan_p, lambda g, ans, x: div(g, add(1, mul(x, x))))
 defjvp(sinh_p, lambda g, ans, x: mul(g, cosh(x)))
 defjvp(cosh_p, lambda g, ans, x: mul(g, sinh(x)))
 defjvp(asinh_p, lambda g, ans, x: mul(g, rsqrt(add(mul(x, x), 1))))
-defjvp(acosh_p, lambda g, ans, x: mul(g, mul(rsqrt(sub(x, 1)), rsqrt(add(x, 1)))))
+defjvp(acosh_p, lambda g, ans, x: mul(g, mul(rsqrt(sub(x, 1.0)), rsqrt(add(x, 1.0)))))
 defjvp(atanh_p, lambda g, ans, x: div(g, sub(1, mul(x, x))))
 defjvp(sqrt_p, lambda g, ans, x: div(g, mul(ans, 2)))
 defjvp(rsqrt_p, lambda g, ans, x: mul(g, mul(div(ans, x), -0.5)))
@@ -285,7 +285,7 @@ def _choose_mask(x, y, cmp):
 
 def _pow_jvp_y(g, ans, x, y):
     a = get_aval(x)
-    safe_x = select(eq(x, 0), full(a.shape, 1, a.dtype), x)
+    safe_x = select(eq(x, 0.0), full(a.shape, 1, a.dtype), x)
     return mul(g, mul(ans, log(safe_x)))
 
 
@@ -298,7 +298,7 @@ mul_p.def_rule("transpose", _mul_transpose)
 defjvp(div_p, lambda g, ans, x, y: div(g, y), lambda g, ans, x, y: neg(mul(g, div(ans, y))))
 div_p.def_rule("transpose", lambda ct, x, y: [div(ct, y), None])
 defjvp(rem_p, lambda g, ans, x, y: g, lambda g, ans, x, y: neg(mul(g, _trunc(div(x, y)))))
-defjvp(pow_p, lambda g, ans, x, y: mul(g, mul(y, pow(x, sub(y, 1)))), _pow_jvp_y)
+defjvp(pow_p, lambda g, ans, x, y: mul(g, mul(y, pow(x, sub(y, 1.0)))), _pow_jvp_y)
 defjvp(max_p, lambda g, ans, x, y: mul(g, _choose_mask(x, y, gt)),
        lambda g, ans, x, y: mul(g, _choose_mask(y, x, gt)))
 defjvp(min_p, lambda g, ans, x, y: mul(g, _choose_mask(x, y, lt)),

@@ -26,15 +26,15 @@ def _float(x):
 
 
 def relu(x):
-    """``max(x, 0)`` (gradient 0 at 0)."""
+    """``max(x, 0)`` (gradient 0 at 0; NaN stays NaN, as NumPy's ``maximum``)."""
     x = pnp.asarray(x)
-    return pnp.where(x > 0, x, pnp.zeros_like(x))
+    return pnp.where(x <= 0, pnp.zeros_like(x), x)
 
 
 def relu6(x):
-    """``min(max(x, 0), 6)``."""
+    """``min(max(x, 0), 6)`` (NaN stays NaN)."""
     x = pnp.asarray(x)
-    return pnp.where(x > 0, pnp.where(x < 6, x, pnp.full_like(x, 6)), pnp.zeros_like(x))
+    return pnp.where(x <= 0, pnp.zeros_like(x), pnp.where(x >= 6, pnp.full_like(x, 6), x))
 
 
 def leaky_relu(x, negative_slope: float = 0.01):

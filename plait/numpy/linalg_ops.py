@@ -8,6 +8,8 @@ strong arrays as NumPy does (``np.dot(int32_array, 2)`` is int64); ``matmul``,
 """
 from __future__ import annotations
 
+import numpy as np
+
 from plait import lax
 from plait.lax.contractions import dot_general_p
 from plait.core import dtypes
@@ -83,9 +85,14 @@ def inner(a, b):
 
 
 def outer(a, b):
-    """Outer product of the flattened inputs: shape ``(a.size, b.size)``."""
+    """Outer product of the flattened inputs: shape ``(a.size, b.size)``, each element the
+    one product ``a[i] * b[j]`` (as NumPy: no summation, so signed zeros survive)."""
     a, b = _strong_pair("outer", a, b)
-    return lax.dot_general(_ravel(a), _ravel(b), (((), ()), ((), ())))
+    ra, rb = _ravel(a), _ravel(b)
+    shape = (get_aval(ra).shape[0], get_aval(rb).shape[0])
+    ba = lax.broadcast_in_dim(ra, shape, (0,))
+    bb = lax.broadcast_in_dim(rb, shape, (1,))
+    return lax.bitwise_and(ba, bb) if get_aval(ba).dtype == np.bool_ else lax.mul(ba, bb)
 
 
 def tensordot(a, b, axes=2):

@@ -404,6 +404,13 @@ def _logaddexp(x, y, base2: bool = False):
 
 def _log_base(c):
     def impl(x):
+        if get_aval(x).dtype == np.float16:   # one rounding, as NumPy's float32 loop, not two
+            y = impl(lax.convert_element_type(x, np.float32))
+            return lax.convert_element_type(y, np.float16)
+        if _kind(x) == "c":   # scale the parts: a complex division turns log(0)'s 0j into nan
+            lg = lax.log(x)
+            return lax.complex(lax.mul(lax.real(lg), 1.0 / math.log(c)),
+                               lax.mul(lax.imag(lg), 1.0 / math.log(c)))
         return lax.mul(lax.log(x), 1.0 / math.log(c)) if _kind(x) == "f" else \
             lax.div(lax.log(x), _full(x, math.log(c)))
     return impl
@@ -674,9 +681,13 @@ def isrealobj(x) -> bool:
 
 
 def sinc(x, /):
-    """``sin(pi x) / (pi x)`` with ``sinc(0) = 1`` (NumPy's formulation)."""
+    """``sin(pi x) / (pi x)`` with ``sinc(0) = 1`` (NumPy's formulation: ``y = pi x``, then
+    ``sin(y) / y`` with ``y`` replaced by the dtype's eps where it is 0, which float16
+    can represent, unlike a fixed tiny constant)."""
     x = _inexact_arg(x, "sinc")
-    y = multiply(math.pi, where(equal(x, 0), 1.0e-20, x))
+    y = multiply(math.pi, x)
+    eps = float(np.finfo(y.dtype).eps) if _kind(y) == "f" else 1.0e-20
+    y = where(not_equal(y, 0), y, eps)
     return true_divide(sin(y), y)
 
 
@@ -691,7 +702,10 @@ def round(a, decimals: int = 0):
     x = _inexact_arg(a, "round")
     k = _kind(x)
     if k == "b":
-        return x
+        if decimals != 0:
+            raise PlaitTypeError("round: a boolean array rounds only with decimals=0 "
+                                 "(NumPy cannot cast the scaled result back to bool)")
+        return lax.convert_element_type(x, np.float16)   # NumPy: rint of bool is float16
     if k in "iu":
         if decimals >= 0:
             return x

@@ -1,0 +1,136 @@
+"""Regression tests for plait bugs the differential fuzzer found (each a shrunk reproducer)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import plait
+import plait.numpy as pnp
+
+
+def _engines(f, *args):
+    """``f`` eagerly, under interp and under native, as NumPy arrays."""
+    return [np.asarray(f(*plait.device_put(args))),
+            np.asarray(plait.jit(f, backend="interp")(*args)),
+            np.asarray(plait.jit(f, backend="native")(*args))]
+
+
+@pytest.mark.parametrize("dt", ["float16", "float32", "float64"])
+def test_sinc_at_zero_is_one(dt):
+    """float16 sinc(0) was NaN: the 1e-20 stand-in for 0 underflowed to 0 (0/0)."""
+    x = np.array([0.0, -0.0, 0.25, 3.0], dt)
+    want = np.sinc(x)
+    for got in _engines(pnp.sinc, x):
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=4e-3 if dt == "float16" else 1e-6)
+
+
+def test_sinc_gradient_at_zero():
+    g = plait.grad(lambda v: pnp.sum(pnp.sinc(v)))(np.array([0.0, 0.5]))
+    h = 1e-6
+    fd = (np.sinc(np.array([0.0, 0.5]) + h) - np.sinc(np.array([0.0, 0.5]) - h)) / (2 * h)
+    np.testing.assert_allclose(np.asarray(g), fd, atol=1e-6)
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+def test_native_sign_of_negative_zero_is_positive_zero(dt):
+    """Native sign(-0.0) returned -0.0; NumPy (and eager plait) give +0.0."""
+    x = np.array([-0.0, 0.0, np.nan, -2.0, 3.0], dt)
+    want = np.sign(x)
+    for got in _engines(pnp.sign, x):
+        np.testing.assert_array_equal(got, want)
+        assert not np.signbit(got[:2]).any()
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64", "bool", "int8", "complex64"])
+def test_outer_is_elementwise_products(dt):
+    """outer(-1.5, 0.0) was +0.0 (an empty-contraction sum); NumPy multiplies: -0.0."""
+    a = np.array([-1.5, 2.0, 0.0], dt) if dt != "bool" else np.array([True, False, True])
+    b = np.array([0.0, -0.0, 1.0, np.inf], dt) if dt in ("float32", "float64") else \
+        (np.array([True, True, False, False]) if dt == "bool" else np.array([0, 1, 2, 3], dt))
+    with np.errstate(all="ignore"):
+        want = np.outer(a, b)
+    for got in _engines(pnp.outer, a, b):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        if dt in ("float32", "float64"):
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_round_of_bool_is_float16():
+    """NumPy rounds booleans through rint (float16); plait returned bool."""
+    x = np.array([True, False])
+    want = np.round(x)
+    for got in _engines(lambda v: pnp.round(v), x):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("name", ["log2", "log10"])
+def test_float16_log2_log10_round_once(name):
+    """float16 log2 rounded log(x) and the scaling separately: 2 ulps from NumPy."""
+    x = np.array([0.004241943359375, 0.3, 7.0, 1000.0, 1.0, 0.0, np.inf], np.float16)
+    with np.errstate(all="ignore"):
+        want = getattr(np, name)(x)
+    for got in _engines(getattr(pnp, name), x):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_max_ulp(got, want, maxulp=1)
+
+
+@pytest.mark.parametrize("name,ref", [("relu", lambda x: np.maximum(x, 0)),
+                                      ("relu6", lambda x: np.minimum(np.maximum(x, 0), 6))])
+def test_relu_propagates_nan(name, ref):
+    """nn.relu(NaN) was 0: a NaN (a diverged activation) vanished silently."""
+    import plait.nn as nn
+    x = np.array([np.nan, -1.0, 0.0, 2.5, 7.0, np.inf, -np.inf], np.float32)
+    for got in _engines(getattr(nn, name), x):
+        np.testing.assert_array_equal(got, ref(x))
+    g = plait.grad(lambda v: pnp.sum(getattr(nn, name)(v)))(np.array([-1.0, 0.0, 2.0, 7.0]))
+    np.testing.assert_array_equal(np.asarray(g), [0.0, 0.0, 1.0, 0.0 if name == "relu6" else 1.0])
+
+
+def test_native_float16_rounds_between_fused_ops():
+    """Native float16 chains kept float32 precision between ops: cosh(37) stayed finite
+    inside the kernel, so log2(cosh(x)) was 52.4 where NumPy (and plait eagerly) give inf."""
+    x = np.array([-37, 3, 0], np.int8)
+    with np.errstate(all="ignore"):
+        want = np.log2(np.cosh(x))
+        want_std = np.std(np.array([0.0, 16544.0], np.float16))
+    for got in _engines(lambda v: pnp.log2(pnp.cosh(v)), x):
+        np.testing.assert_array_equal(got, want)
+    a, b = np.array([1.5], np.float16), np.array([1.5], np.float32)
+    for got in _engines(lambda u, v: pnp.fmin(v, pnp.log2(u)), a, b):
+        np.testing.assert_array_equal(got, np.fmin(b, np.log2(a)))
+    for got in _engines(pnp.std, np.array([0.0, 16544.0], np.float16)):
+        np.testing.assert_array_equal(got, want_std)
+
+
+@pytest.mark.parametrize("name", ["log2", "log10"])
+def test_complex_log2_log10_of_zero(name):
+    """log2(0j) was -inf+nanj: dividing by a complex log(2) turned the 0 imaginary part
+    into nan; NumPy scales the parts: -inf+0j."""
+    x = np.array([0j, 1 + 1j, -2 + 0j, 1e-300 + 0j], np.complex128)
+    with np.errstate(all="ignore"):
+        want = getattr(np, name)(x)
+    for got in _engines(getattr(pnp, name), x):
+        np.testing.assert_array_equal(np.isnan(got.imag), np.isnan(want.imag))
+        np.testing.assert_allclose(got, want, rtol=1e-14)
+
+
+@pytest.mark.parametrize("name,deriv", [("arccosh", lambda x: 1 / np.sqrt(x * x - 1)),
+                                        ("log1p", lambda x: 1 / (1 + x))])
+def test_gradient_of_a_python_float(name, deriv):
+    """grad(arccosh)(2.0) and grad(log1p)(2.0) raised "sub/add requires the same dtype,
+    float64, int64": the JVP combined the Python int 1 with the raw Python-float primal."""
+    f = getattr(pnp, name)
+    for x in (2.0, np.float64(2.0), np.array([2.0, 3.5], np.float32)):
+        g = plait.grad(lambda v: pnp.sum(f(v)))(x)
+        np.testing.assert_allclose(np.asarray(g), deriv(np.asarray(x, np.float64)), rtol=1e-6)
+    _, t = plait.jvp(f, (2.0,), (1.0,))
+    np.testing.assert_allclose(float(t), deriv(2.0))
+
+
+def test_power_gradient_of_python_floats():
+    """grad(power, (0, 1))(1.5, 0.7) raised the same dtype error (``y - 1`` in the JVP)."""
+    gx, gy = plait.grad(pnp.power, argnums=(0, 1))(1.5, 0.7)
+    np.testing.assert_allclose([float(gx), float(gy)], [0.7 * 1.5 ** -0.3, np.log(1.5) * 1.5 ** 0.7])

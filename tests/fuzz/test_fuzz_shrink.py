@@ -1,0 +1,106 @@
+"""The fuzzer's own machinery: the shrinker, the comparer, the reproducer printer."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+import plait
+from plait.fuzz.compare import check_node
+from plait.fuzz.generate import reference_values
+from plait.fuzz.ops import BY_NAME
+from plait.fuzz.program import Node, Program, Scalar
+from plait.fuzz.shrink import shrink
+
+
+def _has_nan_sin(p: Program) -> bool:
+    """A synthetic failure: some ``sin`` node reads an operand containing NaN."""
+    ref = reference_values(p)
+    return any(n.op == "sin" and any(isinstance(a, int) and np.isnan(np.asarray(ref[a], np.complex128)).any()
+                                     for a in n.args) for n in p.nodes)
+
+
+def test_shrinker_reaches_the_minimum():
+    x = np.array([[1.0, 2.0, np.nan], [4.0, -0.0, 6.0]], np.float32)
+    y = np.arange(6, dtype=np.int32).reshape(2, 3)
+    p = Program([x, y, np.ones(3, np.float64)], [
+        Node("add", (0, 1), {}),                                  # v3 = x + y (NaN survives)
+        Node("exp", (2,), {}),                                    # v4, irrelevant
+        Node("multiply", (3, 4), {}),                             # v5
+        Node("sin", (5,), {}),                                    # v6 (the failure)
+        Node("cos", (6,), {}),                                    # v7, after it
+    ])
+    assert _has_nan_sin(p)
+    small = shrink(p, _has_nan_sin, max_calls=500, max_seconds=60)
+    assert _has_nan_sin(small)
+    assert [n.op for n in small.nodes] == ["sin"]
+    assert len(small.inputs) == 1
+    only = np.asarray(small.inputs[0])
+    assert only.size == 1 and np.isnan(only).all()
+
+
+def test_shrinker_keeps_a_program_that_is_already_minimal():
+    p = Program([np.array(np.nan, np.float64)], [Node("sin", (0,), {})])
+    assert shrink(p, _has_nan_sin) is p
+
+
+def test_compare_rules():
+    spec = BY_NAME["add"]
+    nan = np.float32(np.nan)
+    args = [np.array([1.0, 2.0], np.float32), np.array([0.0, 0.0], np.float32)]
+    want = np.array([1.0, 2.0], np.float32)
+    assert check_node(spec, want.copy(), want, args, {}) is None
+    assert check_node(spec, np.array([1.0, nan], np.float32), want, args, {}) is not None      # NaN position
+    assert check_node(spec, np.nextafter(want, np.float32(3)), want, args, {}) is None         # 1 ulp
+    assert check_node(spec, want + np.float32(1e-3), want, args, {}) is not None
+    assert check_node(spec, want.astype(np.float64), want, args, {}).startswith("dtype")
+    neg = BY_NAME["negative"]
+    z = [np.array([0.0], np.float64)]
+    assert check_node(neg, np.array([0.0]), np.array([-0.0]), z, {}) is not None               # signed zero
+    assert check_node(BY_NAME["sum"], np.array(0.0), np.array(-0.0), z, {"axis": None}) is None  # not defined
+    inf = [np.array([np.inf])]
+    assert check_node(BY_NAME["exp"], np.array([1e308]), np.array([np.inf]), inf, {}) is not None
+    assert check_node(BY_NAME["less"], np.array([True]), np.array([False]), args, {}) is not None
+
+
+def test_reproducer_runs_standalone(tmp_path):
+    p = Program([np.array([np.nan, -0.0, 1.5], np.float32)],
+                [Node("negative", (0,), {}), Node("add", (1, Scalar(2.5)), {}),
+                 Node("sum", (2,), {"axis": None, "keepdims": False})])
+    src = p.to_python("interp")
+    assert "np.nan" in src and "-0.0" in src and "2.5" in src
+    path = tmp_path / "repro.py"
+    path.write_text(src)
+    root = os.path.dirname(os.path.dirname(plait.__file__))
+    out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=root))
+    assert out.returncode == 0, out.stderr
+    assert "-1.5" in out.stdout and "nan" in out.stdout and "2.5" in out.stdout
+
+
+def test_crash_bisection_finds_the_program(monkeypatch):
+    """A child that dies whenever program 13 is in its range is narrowed to program 13."""
+    from plait.fuzz import supervise
+    calls = []
+
+    def fake_child(mode, seed, programs, minutes, skip=0, extra=(), timeout=None):
+        calls.append((skip, programs))
+        return None, (-11 if skip <= 13 < skip + programs else 0), ""
+
+    monkeypatch.setattr(supervise, "run_child", fake_child)
+    assert supervise.bisect_crash(7, 40, ()) == (13, 13)
+    assert len(calls) <= 2 * 6
+
+
+def test_grad_mode_flags_a_wrong_derivative(monkeypatch):
+    """An op whose plait side is sin but whose NumPy side is cos must fail the FD check."""
+    from plait.fuzz import ops
+    from plait.fuzz.grad import check_grad, unit_weights
+    bad = ops.OpSpec("bad_sin", 1, "{ns}.sin({0})", np_template="np.sin({0}) + 0.1 * {0} ** 2")
+    monkeypatch.setitem(ops.BY_NAME, "bad_sin", bad)
+    p = Program([np.array([0.3, 1.2])], [Node("bad_sin", (0,), {})])
+    assert check_grad(p, unit_weights(p)) is not None
+    good = Program([np.array([0.3, 1.2])], [Node("sin", (0,), {})])
+    assert check_grad(good, unit_weights(good)) is None
