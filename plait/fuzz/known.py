@@ -9,16 +9,6 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-import numpy as np
-
-
-def _has_nan(*xs) -> bool:
-    return any(np.asarray(x).dtype.kind in "fc" and bool(np.isnan(np.asarray(x)).any()) for x in xs)
-
-
-def _int_zero(x) -> bool:
-    x = np.asarray(x)
-    return x.dtype.kind in "iu" and bool((x == 0).any())
 
 
 # (label, op names, engines or None for all, predicate(operands, want) -> bool)
