@@ -20,5 +20,7 @@ from plait import random
 from plait import nn
 from plait import example_libraries
 from plait.core.graph import check_graph
+from plait import debug, experimental
+from plait.lax.callbacks import pure_callback
 
 __version__ = "0.1.0"

@@ -1,0 +1,33 @@
+"""Side effects: which equations must run even when nothing uses their outputs.
+
+A primitive declares itself effectful with ``Primitive.effectful = True`` (the
+callback primitives of ``plait.lax.callbacks`` do). An equation *has effects* when
+its primitive is effectful or any sub-graph in its params (a loop body, a branch, a
+called graph) holds an equation that has effects. Graph passes ask this generically:
+DCE keeps such equations, CSE never merges them, LICM never hoists them, and
+backends never constant-fold them, so effects run once each, in program order.
+"""
+from __future__ import annotations
+
+from plait.core.graph import Graph, subgraphs_of
+
+_GRAPH_MEMO: dict[int, tuple[Graph, bool]] = {}
+
+
+def graph_has_effects(graph: Graph) -> bool:
+    """Whether any equation of ``graph`` (or of its sub-graphs) has effects."""
+    hit = _GRAPH_MEMO.get(id(graph))
+    if hit is not None and hit[0] is graph:
+        return hit[1]
+    res = any(has_effects(e) for e in graph.eqns)
+    if len(_GRAPH_MEMO) > 4096:
+        _GRAPH_MEMO.clear()
+    _GRAPH_MEMO[id(graph)] = (graph, res)
+    return res
+
+
+def has_effects(eqn) -> bool:
+    """Whether ``eqn`` must run even when its outputs are unused."""
+    if getattr(eqn.prim, "effectful", False):
+        return True
+    return any(graph_has_effects(g) for g in subgraphs_of(eqn.params))
