@@ -4,7 +4,7 @@ Three ways in over one IR: ``plait.jit`` (tracing), ``plait.jit(f, autograph=Tru
 (Python control flow compiled), and lazy arrays. See README.md and ARCHITECTURE.md.
 """
 from plait import errors
-from plait.config import config
+from plait.config import config, disable_jit
 from plait.runtime import Array, device_put, devices
 from plait.runtime import metrics
 from plait import lax

@@ -10,6 +10,9 @@ least recently used evicted first; default 512),
 ``PLAIT_CACHE_DIR`` (where compiled kernels are kept; default
 ``$XDG_CACHE_HOME/plait`` or ``~/.cache/plait``), ``PLAIT_KERNEL_CACHE_SIZE`` (how many
 loaded kernel libraries the in-memory index keeps, least recently used dropped first).
+``PLAIT_DISABLE_JIT`` (``jit(f)`` calls ``f`` eagerly, op by op; also ``disable_jit()``),
+``PLAIT_DEBUG_NANS``/``PLAIT_DEBUG_INFS`` (a NaN/infinity produced by an eager op or a
+jitted function raises ``PlaitFloatingPointError`` naming the primitive and the line).
 """
 from __future__ import annotations
 
@@ -43,6 +46,9 @@ class Config:
         # None: $PLAIT_CACHE_DIR, read at each compile, else the XDG/home default
         self.cache_dir: str | None = None
         self.kernel_cache_size: int = _int("PLAIT_KERNEL_CACHE_SIZE", 256)
+        self.disable_jit: bool = _flag("PLAIT_DISABLE_JIT")
+        self.debug_nans: bool = _flag("PLAIT_DEBUG_NANS")   # see plait.runtime.nan_check
+        self.debug_infs: bool = _flag("PLAIT_DEBUG_INFS")
 
     def resolved_backend(self) -> str:
         """The backend ``jit`` uses: ``auto`` becomes ``native`` or ``interp``."""
@@ -62,6 +68,21 @@ class Config:
 
 
 config = Config()
+
+
+class disable_jit:
+    """``with plait.disable_jit(): ...``: ``jit(f)(x)`` runs ``f`` eagerly, op by op, so
+    Python ``print`` and a debugger see concrete values (like ``jax.disable_jit``)."""
+
+    def __init__(self, disable: bool = True):
+        self.disable = disable
+
+    def __enter__(self):
+        self._saved = config.disable_jit
+        config.disable_jit = self.disable
+
+    def __exit__(self, *exc):
+        config.disable_jit = self._saved
 
 
 _WARNED: list = []

@@ -20,6 +20,7 @@ import numpy as np
 from plait.core.aval import ShapedArray, aval_of
 from plait.core import primitive as _primitive_module
 from plait.core.array_methods import ArrayMethods
+from plait.config import config as _config
 from plait.errors import (TracerArrayConversionError, TracerBoolConversionError,
                           TracerIntegerConversionError, UnexpectedTracerError,
                           PlaitTypeError)
@@ -322,6 +323,9 @@ def full_lower(val):
     return val.full_lower() if isinstance(val, Tracer) else val
 
 
+_EAGER_CHECK: list = [lambda prim, outs: None]   # set by plait.runtime.nan_check
+
+
 def _eval_primitive(prim, vals, params):
     """Eager evaluation: abstract rule (for weak types and early errors), then impl."""
     rules = prim.rules
@@ -331,6 +335,8 @@ def _eval_primitive(prim, vals, params):
         abstract_eval, impl = prim.rule("abstract_eval"), prim.rule("impl")
     out_avals = abstract_eval(*[get_aval(v) for v in vals], **params)
     outs = impl(*[concrete_value(v) for v in vals], **params)
+    if _config.debug_nans or _config.debug_infs:
+        _EAGER_CHECK[0](prim, outs)
     wrap = _WRAP
     if prim.multiple_results:
         return [wrap(o, a.weak_type) for o, a in zip(outs, out_avals)]

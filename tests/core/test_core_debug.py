@@ -136,3 +136,68 @@ def test_io_callback_not_removed(backend, capsys):
         return plait.experimental.io_callback(lambda a: (log.append(float(a)), a + 1)[1], x, x)
     assert [float(v) for v in plait.vmap(g)(np.array([1.0, 2.0]))] == [2.0, 3.0]
     assert log == [2.0, 1.0, 2.0]
+
+
+# --- disable_jit, debug_nans / debug_infs -----------------------------------------
+
+@pytest.fixture
+def nans():
+    plait.config.update("debug_nans", True)
+    yield
+    plait.config.update("debug_nans", False)
+
+
+def _nan_fn(x):
+    y = pnp.exp(x)
+    z = pnp.log(x - 1.0)            # NAN_LINE: the first NaN comes from here
+    return pnp.sqrt(y + z)
+
+
+NAN_LINE = f"{__file__}:{[i for i, l in enumerate(open(__file__), 1) if 'NAN_LINE:' in l][0]}"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_debug_nans_jit_names_primitive_and_line(backend, nans):
+    from plait.errors import PlaitFloatingPointError
+    jf = plait.jit(_nan_fn, backend=backend)
+    np.testing.assert_allclose(np.asarray(jf(np.array([2.0, 3.0]))),
+                               np.sqrt(np.exp([2.0, 3.0]) + np.log([1.0, 2.0])))
+    with pytest.raises(PlaitFloatingPointError, match="operation producing it is log") as e:
+        jf(np.array([0.5, 2.0]))
+    assert NAN_LINE in str(e.value)
+    assert isinstance(e.value, FloatingPointError)
+
+
+def test_debug_nans_eager_and_infs(nans):
+    from plait.errors import PlaitFloatingPointError
+    with pytest.raises(PlaitFloatingPointError, match="log produced a NaN") as e:
+        _nan_fn(np.array([0.5, 2.0]))
+    assert NAN_LINE in str(e.value)
+    assert float(pnp.divide(1.0, np.float64(0.0))) == np.inf   # infs are not NaNs
+    plait.config.update("debug_infs", True)
+    try:
+        with pytest.raises(PlaitFloatingPointError, match="div produced an infinity"):
+            pnp.divide(1.0, np.float64(0.0))
+        with pytest.raises(PlaitFloatingPointError, match="producing it is div"):
+            plait.jit(lambda x: 1.0 / x)(np.float64(0.0))
+    finally:
+        plait.config.update("debug_infs", False)
+
+
+def test_debug_nans_env(monkeypatch):
+    from plait.config import Config
+    monkeypatch.setenv("PLAIT_DEBUG_NANS", "1")
+    monkeypatch.setenv("PLAIT_DISABLE_JIT", "1")
+    c = Config()
+    assert c.debug_nans and c.disable_jit and not c.debug_infs
+
+
+def test_disable_jit(capsys):
+    def f(x):
+        print("concrete", type(x).__name__, float(x))   # a tracer would refuse float()
+        return x + 1
+    with plait.disable_jit():
+        assert float(plait.jit(f)(np.float64(1.0))) == 2.0
+        assert float(plait.jit(f)(np.float64(2.0))) == 3.0
+    assert _lines(capsys) == ["concrete float64 1.0", "concrete float64 2.0"]
+    assert not plait.config.disable_jit
