@@ -1,0 +1,147 @@
+"""Reverse mode through ``while``: the linear loop ``while_lin`` and its transpose.
+
+JAX refuses ``grad`` of ``while_loop`` because the trip count is only known at run
+time. plait splits the loop when it is linearized (``while``'s partial-eval rule, with
+a predicate that depends on known values only):
+
+1. a *known* loop runs the primal carries and counts the trips ``n``;
+2. ``while_lin`` (staged in the linear graph) takes the known body constants, the
+   initial primal carry ``c0``, ``n`` and the tangents; its value is the tangent loop
+   (each step recomputes the primal step to get its residuals).
+3. Its transpose runs the transposed body for ``k = n-1 .. 0``. The primal carry of
+   step ``k`` is *recomputed* from ``c0`` by ``k`` body steps, so the backward pass
+   needs no storage that grows with ``n`` (shapes stay static, the loops stay native
+   C on the native backend, and the vjp function can be called again or vmapped), at
+   the price of ``n(n-1)/2`` extra primal body evaluations.
+
+``while_loop(..., max_steps=N)`` takes the other route: it becomes a ``scan`` of ``N``
+steps whose body is a ``cond`` (finished steps pass the carry through), so the
+residuals of every step are stored in a fixed tape of ``N`` entries and the backward
+pass costs one transposed body per step.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from plait.core.ad_util import UndefinedPrimal
+from plait.core.graph import eval_graph, run_graph
+from plait.core.graph_transforms import graph_transform
+from plait.core.primitive import new_primitive
+from plait.core.trace import concrete_value
+from plait.lax.control_flow.common import closed_to_traced, split_list
+
+while_lin_p = new_primitive("while_lin", multiple_results=True)
+
+
+def _split(args, nkc, nkcarry, nuc):
+    kc, c0, rest = args[:nkc], args[nkc:nkc + nkcarry], args[nkc + nkcarry:]
+    n, uc, u = rest[0], rest[1:1 + nuc], rest[1 + nuc:]
+    return list(kc), list(c0), n, list(uc), list(u)
+
+
+def _abstract(*avals, known_graph, unknown_graph, nkc, nkcarry, nuc):
+    return list(unknown_graph.out_avals)
+
+
+def _impl(*args, known_graph, unknown_graph, nkc, nkcarry, nuc):
+    kc, c, n, uc, u = _split(args, nkc, nkcarry, nuc)
+    for _ in range(int(concrete_value(n))):
+        outs = run_graph(known_graph, kc + c)
+        c, res = outs[:nkcarry], outs[nkcarry:]
+        u = run_graph(unknown_graph, res + uc + u)
+    return u
+
+
+def _transpose(cts, *args, known_graph, unknown_graph, nkc, nkcarry, nuc):
+    """Transposed body for k = n-1 .. 0, the primal carry of step k recomputed from c0."""
+    from plait.lax._ad_helpers import instantiate, zeros
+    from plait.lax.control_flow.loops import fori_loop, while_loop
+    from plait.lax.elementwise import add, gt, sub
+    transpose_graph = graph_transform("transpose_graph")
+    kc, c0, n, uc, u = _split(args, nkc, nkcarry, nuc)
+    nres = len(unknown_graph.invars) - nuc - len(u)
+    tu = closed_to_traced(transpose_graph(unknown_graph, [False] * nres + [True] * (nuc + len(u))))
+    ct_u = [instantiate(c) for c in cts]
+    acc = [zeros(v.aval) for v in unknown_graph.invars[nres:nres + nuc]]
+
+    def primal_step(_, c):
+        return eval_graph(known_graph, [], *kc, *c)[:nkcarry]
+
+    def body(state):
+        k, ct, acc = state
+        k = sub(k, np.int32(1))
+        ck = fori_loop(np.int32(0), k, primal_step, list(c0))
+        res = eval_graph(known_graph, [], *kc, *ck)[nkcarry:]
+        outs = eval_graph(tu.graph, tu.consts, *res, *ct)
+        ct_uc, ct_new = split_list(outs, [nuc])
+        return k, list(ct_new), [add(a, b) for a, b in zip(acc, ct_uc)]
+    _, ct_u, acc = while_loop(lambda s: gt(s[0], np.int32(0)), body,
+                              (n, ct_u, acc))
+    return ([None] * (nkc + nkcarry + 1)
+            + [a if isinstance(x, UndefinedPrimal) else None for a, x in zip(acc, uc)]
+            + [c if isinstance(x, UndefinedPrimal) else None for c, x in zip(ct_u, u)])
+
+
+def _as_loop(known_graph, unknown_graph, nkc, nkcarry, nuc):
+    """``while_lin`` written as a ``while_loop`` (for transformations other than transpose)."""
+    from plait.lax.control_flow.loops import while_loop
+    from plait.lax.elementwise import add, lt
+
+    def run(*args):
+        kc, c0, n, uc, u0 = _split(args, nkc, nkcarry, nuc)
+
+        def body(s):
+            k, c, u = s
+            outs = eval_graph(known_graph, [], *kc, *c)
+            u = eval_graph(unknown_graph, [], *outs[nkcarry:], *uc, *u)
+            return add(k, np.int32(1)), outs[:nkcarry], u
+        return while_loop(lambda s: lt(s[0], n), body, (np.int32(0), c0, u0))[2]
+    return run
+
+
+def _batch(vals, dims, **params):
+    vmap = graph_transform("vmap")
+    outs = vmap(_as_loop(**params), in_axes=tuple(dims))(*vals)
+    return list(outs), [0] * len(outs)
+
+
+while_lin_p.def_abstract_eval(_abstract)
+while_lin_p.def_rule("batch", _batch)
+while_lin_p.def_impl(_impl)
+while_lin_p.def_rule("transpose", _transpose)
+
+
+def stage_while_lin(trace, tracers, cond_graph, body_graph, cond_nconsts, body_nconsts,
+                    cc_uk, bc_uk, carry_uk):
+    """The partial evaluation of a ``while`` whose predicate is known: a known loop
+    (counting its trips) and a staged ``while_lin`` for the unknown carries."""
+    from plait.lax.control_flow.common import select_inputs
+    from plait.lax.control_flow.loops import while_loop, _split as split3
+    from plait.lax.elementwise import add
+    partial_eval_graph = graph_transform("partial_eval_graph")
+    known_cg, unknown_g, _, _ = partial_eval_graph(body_graph, bc_uk + carry_uk,
+                                                      instantiate=carry_uk)
+    kt = closed_to_traced(known_cg)
+    cc, bc, init = split3(tracers, cond_nconsts, body_nconsts)
+    kcc = [t.known for t, u in zip(cc, cc_uk) if not u]
+    kbc = [t.known for t, u in zip(bc, bc_uk) if not u]
+    c0 = [t.known for t, u in zip(init, carry_uk) if not u]
+    cond_k = select_inputs(cond_graph, [not u for u in cc_uk] + [not u for u in carry_uk])
+    kconsts = list(kt.consts) + kbc
+    nk = len(c0)
+
+    def cond(state):
+        return eval_graph(cond_k, [], *kcc, *state[1])[0]
+
+    def body(state):
+        return add(state[0], np.int32(1)), eval_graph(kt.graph, [], *kconsts,
+                                                      *state[1])[:nk]
+    n, c_final = while_loop(cond, body, (np.int32(0), c0))
+    ubc = [t for t, u in zip(bc, bc_uk) if u]
+    uinit = [t for t, u in zip(init, carry_uk) if u]
+    params = dict(known_graph=kt.graph, unknown_graph=unknown_g, nkc=len(kconsts),
+                  nkcarry=nk, nuc=len(ubc))
+    u_out = iter(trace.stage(while_lin_p, [*map(trace.pure, kconsts + c0 + [n]), *ubc, *uinit],
+                             params))
+    k_out = iter(c_final)
+    return [next(u_out) if u else trace.pure(next(k_out)) for u in carry_uk]
