@@ -12,7 +12,8 @@ from plait import numpy
 from plait import tree_util
 from plait.api import jit, make_graph
 from plait.transforms import (jvp, linearize, vjp, grad, value_and_grad, jacfwd, jacrev,
-                              hessian, custom_jvp, custom_vjp, vmap)
+                              hessian, custom_jvp, custom_vjp, vmap, custom_vmap,
+                              custom_batching)
 from plait.lax import stop_gradient
 from plait.transforms.autograph import autograph
 from plait import lazy
