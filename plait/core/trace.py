@@ -21,6 +21,7 @@ from plait.core.aval import ShapedArray, aval_of
 from plait.core import primitive as _primitive_module
 from plait.core.array_methods import ArrayMethods
 from plait.config import config as _config
+from plait.core.dtypes import narrow_value
 from plait.errors import (TracerArrayConversionError, TracerBoolConversionError,
                           TracerIntegerConversionError, UnexpectedTracerError,
                           PlaitTypeError)
@@ -208,13 +209,16 @@ def concrete_value(x) -> np.ndarray:
     if t is _ARRAY_CLS:
         return x._value
     if t is np.ndarray:
+        if not _config.x64:
+            x = narrow_value(x)
         return x if x.dtype.isnative else _native(x)
     if _ARRAY_CLS is not None and isinstance(x, _ARRAY_CLS):
         return x._value
     if isinstance(x, np.ndarray):
+        x = narrow_value(x)
         return x if x.dtype.isnative else _native(x)
     if isinstance(x, np.generic):
-        return _native(np.asarray(x))
+        return _native(narrow_value(np.asarray(x)))
     if isinstance(x, (bool, int, float, complex)):
         return np.asarray(x, dtype=aval_of(x).dtype)
     raise PlaitTypeError(f"{type(x).__name__} is not a valid plait array value: {x!r:.60}")
