@@ -201,3 +201,28 @@ def test_disable_jit(capsys):
         assert float(plait.jit(f)(np.float64(2.0))) == 3.0
     assert _lines(capsys) == ["concrete float64 1.0", "concrete float64 2.0"]
     assert not plait.config.disable_jit
+
+
+def test_print_of_lazy_array_runs_when_reached(capsys):
+    x = plait.lazy.asarray(np.arange(3.0))
+    y = x * 2.0
+    plait.debug.print("lazy {}", y)       # nothing uses its (no) outputs: still printed
+    assert _lines(capsys) == ["lazy [0. 2. 4.]"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_print_in_backward_pass(backend, capsys):
+    @plait.custom_vjp
+    def f(x):
+        return pnp.sin(x)
+
+    def fwd(x):
+        return pnp.sin(x), x
+
+    def bwd(x, ct):
+        plait.debug.print("bwd ct={} x={}", ct, x)
+        return (ct * pnp.cos(x),)
+    f.defvjp(fwd, bwd)
+    g = plait.jit(plait.grad(lambda x: 3.0 * f(x)), backend=backend)(np.float64(0.5))
+    assert float(g) == pytest.approx(3 * np.cos(0.5))
+    assert _lines(capsys) == ["bwd ct=3.0 x=0.5"]
