@@ -154,3 +154,18 @@ def test_while_second_order():
     ref = np.asarray(plait.hessian(g)(X))
     np.testing.assert_allclose(np.asarray(plait.hessian(f)(X)), ref, rtol=1e-10)
     np.testing.assert_allclose(np.asarray(plait.jacrev(plait.grad(f))(X)), ref, rtol=1e-10)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_while_grad_long_loop_uses_checkpoints(backend):
+    # 75 trips > CHECKPOINTS: steps are recomputed from saved carries (stride 3)
+    def run(x, a, use_while):
+        step = lambda v: pnp.sin(v) * a + 0.3 * v          # noqa: E731
+        if use_while:
+            return pnp.sum(lax.while_loop(lambda c: c[0] < 75,
+                                          lambda c: (c[0] + 1, step(c[1])), (0, x))[1])
+        return pnp.sum(lax.fori_loop(0, 75, lambda i, v: step(v), x))
+    g = plait.jit(plait.grad(lambda x, a: run(x, a, True), argnums=(0, 1)), backend=backend)
+    ref = plait.grad(lambda x, a: run(x, a, False), argnums=(0, 1))(X, np.float64(0.9))
+    for a, b in zip(g(X, np.float64(0.9)), ref):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-11, atol=1e-14)

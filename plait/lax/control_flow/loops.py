@@ -124,9 +124,9 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val, *,
 
     ``val`` is a pytree whose structure, shapes and dtypes ``body_fun`` preserves;
     ``cond_fun`` returns a bool scalar. Differentiable in both modes (unlike JAX):
-    reverse mode recomputes each step's primal carry from the initial one (no storage
-    growing with the trip count; ``n(n-1)/2`` extra body evaluations, see
-    ``while_ad``). With ``max_steps=N`` the loop runs at most ``N`` steps as a ``scan``
+    reverse mode recomputes each step's primal carry from the nearest of 32 saved
+    carries (no storage growing with the trip count; about ``n + n^2/64`` extra body
+    evaluations, see ``while_ad``). With ``max_steps=N`` the loop runs at most ``N`` steps as a ``scan``
     whose finished steps pass the carry through: reverse mode then stores every
     step's residuals in a fixed tape of ``N`` entries and needs no recomputation.
     """

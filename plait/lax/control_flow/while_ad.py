@@ -9,10 +9,12 @@ a predicate that depends on known values only):
    initial primal carry ``c0``, ``n`` and the tangents; its value is the tangent loop
    (each step recomputes the primal step to get its residuals).
 3. Its transpose runs the transposed body for ``k = n-1 .. 0``. The primal carry of
-   step ``k`` is *recomputed* from ``c0`` by ``k`` body steps, so the backward pass
-   needs no storage that grows with ``n`` (shapes stay static, the loops stay native
-   C on the native backend, and the vjp function can be called again or vmapped), at
-   the price of ``n(n-1)/2`` extra primal body evaluations.
+   step ``k`` is *recomputed*: one forward pass saves ``CHECKPOINTS`` (32) carries,
+   at steps ``0, s, 2s, ...`` with ``s = ceil(n / 32)``, and step ``k`` is reached from
+   the checkpoint before it in fewer than ``s`` steps. The backward pass needs no
+   storage that grows with ``n`` (shapes stay static, the loops stay native C on the
+   native backend, the vjp function can be called again or vmapped), at the price of
+   about ``n + n^2 / 64`` extra primal body evaluations (``2n`` up to 32 trips).
 
 ``while_loop(..., max_steps=N)`` takes the other route: it becomes a ``scan`` of ``N``
 steps whose body is a ``cond`` (finished steps pass the carry through), so the
@@ -52,11 +54,47 @@ def _impl(*args, known_graph, unknown_graph, nkc, nkcarry, nuc):
     return u
 
 
+CHECKPOINTS = 32   # primal carries kept by the backward pass (a static-size buffer)
+
+
+def _checkpoint_carries(c0: list, n, primal_step):
+    """``(stride, buffers)``: the primal carries of steps ``0, s, 2s, ...`` with
+    ``s = max(1, ceil(n / CHECKPOINTS))``, each leaf in a ``[CHECKPOINTS, ...]`` buffer."""
+    from plait.core.trace import get_aval
+    from plait.lax._ad_helpers import zeros
+    from plait.lax.control_flow.loops import while_loop
+    from plait.lax.elementwise import add, div, eq, lt, max as lmax, rem, select
+    from plait.lax.shape_ops import broadcast_in_dim, dynamic_update_slice, expand_dims
+    K = CHECKPOINTS
+    stride = lmax(div(add(n, np.int32(K - 1)), np.int32(K)), np.int32(1))
+    bufs = [zeros(get_aval(c).update(shape=(K,) + get_aval(c).shape, weak_type=False))
+            for c in c0]
+
+    def body(state):
+        k, c, bufs = state
+        at = eq(rem(k, stride), np.int32(0))
+        j = div(k, stride)
+        new = []
+        for b, ci in zip(bufs, c):
+            shape = get_aval(b).shape
+            upd = dynamic_update_slice(b, expand_dims(ci, (0,)),
+                                       [j] + [np.int32(0)] * (len(shape) - 1))
+            new.append(select(broadcast_in_dim(at, shape, ()), upd, b))
+        return add(k, np.int32(1)), primal_step(k, c), new
+    _, _, bufs = while_loop(lambda st: lt(st[0], n), body, (np.int32(0), list(c0), bufs))
+    return stride, bufs
+
+
 def _transpose(cts, *args, known_graph, unknown_graph, nkc, nkcarry, nuc):
-    """Transposed body for k = n-1 .. 0, the primal carry of step k recomputed from c0."""
+    """Transposed body for k = n-1 .. 0. The primal carry of step k is recomputed from
+    the nearest checkpoint before it (``CHECKPOINTS`` carries saved by one forward
+    pass), so the backward pass costs about ``n + n^2 / (2 * CHECKPOINTS)`` primal
+    steps and a fixed amount of memory."""
+    from plait.core.trace import get_aval
     from plait.lax._ad_helpers import instantiate, zeros
     from plait.lax.control_flow.loops import fori_loop, while_loop
-    from plait.lax.elementwise import add, gt, sub
+    from plait.lax.elementwise import add, div, gt, mul, sub
+    from plait.lax.shape_ops import dynamic_slice, squeeze
     transpose_graph = graph_transform("transpose_graph")
     kc, c0, n, uc, u = _split(args, nkc, nkcarry, nuc)
     nres = len(unknown_graph.invars) - nuc - len(u)
@@ -66,11 +104,18 @@ def _transpose(cts, *args, known_graph, unknown_graph, nkc, nkcarry, nuc):
 
     def primal_step(_, c):
         return eval_graph(known_graph, [], *kc, *c)[:nkcarry]
+    stride, bufs = _checkpoint_carries(c0, n, primal_step)
 
     def body(state):
         k, ct, acc = state
         k = sub(k, np.int32(1))
-        ck = fori_loop(np.int32(0), k, primal_step, list(c0))
+        j = div(k, stride)
+        start = []
+        for b in bufs:
+            shape = get_aval(b).shape
+            row = dynamic_slice(b, [j] + [np.int32(0)] * (len(shape) - 1), (1,) + shape[1:])
+            start.append(squeeze(row, (0,)))
+        ck = fori_loop(mul(j, stride), k, primal_step, start)
         res = eval_graph(known_graph, [], *kc, *ck)[nkcarry:]
         outs = eval_graph(tu.graph, tu.consts, *res, *ct)
         ct_uc, ct_new = split_list(outs, [nuc])
