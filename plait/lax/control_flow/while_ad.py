@@ -144,6 +144,24 @@ def _as_loop(known_graph, unknown_graph, nkc, nkcarry, nuc):
     return run
 
 
+def _jvp(primals, tangents, **params):
+    """Forward mode of the loop form (e.g. forward-over-reverse through ``linearize``)."""
+    from plait.core.ad_util import Zero
+    from plait.core.staging import trace_to_graph
+    from plait.core.trace import get_aval
+    from plait.lax._ad_helpers import tangent_aval
+    jvp_graph = graph_transform("jvp_graph")
+    closed, _ = trace_to_graph(_as_loop(**params), [get_aval(p) for p in primals],
+                               description="jvp of while_lin")
+    nz = [not isinstance(t, Zero) for t in tangents]
+    jg, out_nz = jvp_graph(closed, nz)
+    outs = eval_graph(jg.graph, jg.consts, *primals, *[t for t, z in zip(tangents, nz) if z])
+    n = len(closed.graph.outvars)
+    t_iter = iter(outs[n:])
+    return outs[:n], [next(t_iter) if z else Zero(tangent_aval(a))
+                      for z, a in zip(out_nz, closed.out_avals)]
+
+
 def _batch(vals, dims, **params):
     vmap = graph_transform("vmap")
     outs = vmap(_as_loop(**params), in_axes=tuple(dims))(*vals)
@@ -152,6 +170,7 @@ def _batch(vals, dims, **params):
 
 while_lin_p.def_abstract_eval(_abstract)
 while_lin_p.def_rule("batch", _batch)
+while_lin_p.def_rule("jvp", _jvp)
 while_lin_p.def_impl(_impl)
 while_lin_p.def_rule("transpose", _transpose)
 
