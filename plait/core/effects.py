@@ -9,7 +9,7 @@ backends never constant-fold them, so effects run once each, in program order.
 """
 from __future__ import annotations
 
-from plait.core.graph import Graph, subgraphs_of
+from plait.core.graph import ClosedGraph, Graph, subgraphs_of
 
 _GRAPH_MEMO: dict[int, tuple[Graph, bool]] = {}
 
@@ -31,3 +31,29 @@ def has_effects(eqn) -> bool:
     if getattr(eqn.prim, "effectful", False):
         return True
     return any(graph_has_effects(g) for g in subgraphs_of(eqn.params))
+
+
+def drop_output_free_effects(graph: Graph) -> Graph:
+    """``graph`` without its effects that have no outputs (debug prints and callbacks),
+    also inside sub-graphs: for code that *recomputes* a value already computed once
+    (the backward pass of a loop), so prints run once per forward evaluation."""
+    if not graph_has_effects(graph):
+        return graph
+    eqns = []
+    for e in graph.eqns:
+        if getattr(e.prim, "effectful", False) and not e.outputs:
+            continue
+        if any(True for _ in subgraphs_of(e.params)):
+            e = e.replace(params={k: _strip(v) for k, v in e.params.items()})
+        eqns.append(e)
+    return Graph(graph.constvars, graph.invars, eqns, graph.outvars, graph.name)
+
+
+def _strip(v):
+    if isinstance(v, Graph):
+        return drop_output_free_effects(v)
+    if isinstance(v, ClosedGraph):
+        return ClosedGraph(drop_output_free_effects(v.graph), v.consts)
+    if isinstance(v, tuple):
+        return tuple(_strip(x) for x in v)
+    return v

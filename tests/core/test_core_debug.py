@@ -226,3 +226,15 @@ def test_print_in_backward_pass(backend, capsys):
     g = plait.jit(plait.grad(lambda x: 3.0 * f(x)), backend=backend)(np.float64(0.5))
     assert float(g) == pytest.approx(3 * np.cos(0.5))
     assert _lines(capsys) == ["bwd ct=3.0 x=0.5"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_print_in_differentiated_while_runs_once_per_step(backend, capsys):
+    # reverse mode of while recomputes steps; the recomputation must not print again
+    def h(x):
+        def body(c):
+            plait.debug.print("it {}", c[0])
+            return c[0] + 1, c[1] * 1.5
+        return lax.while_loop(lambda c: c[0] < 2, body, (0, x))[1]
+    assert float(plait.jit(plait.grad(h), backend=backend)(1.0)) == 2.25
+    assert _lines(capsys) == ["it 0", "it 1"]

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from plait.core.ad_util import UndefinedPrimal
+from plait.core.effects import drop_output_free_effects
 from plait.core.graph import eval_graph, run_graph
 from plait.core.graph_transforms import graph_transform
 from plait.core.primitive import new_primitive
@@ -47,6 +48,7 @@ def _abstract(*avals, known_graph, unknown_graph, nkc, nkcarry, nuc):
 
 def _impl(*args, known_graph, unknown_graph, nkc, nkcarry, nuc):
     kc, c, n, uc, u = _split(args, nkc, nkcarry, nuc)
+    known_graph = drop_output_free_effects(known_graph)
     for _ in range(int(concrete_value(n))):
         outs = run_graph(known_graph, kc + c)
         c, res = outs[:nkcarry], outs[nkcarry:]
@@ -97,6 +99,7 @@ def _transpose(cts, *args, known_graph, unknown_graph, nkc, nkcarry, nuc):
     from plait.lax.shape_ops import dynamic_slice, squeeze
     transpose_graph = graph_transform("transpose_graph")
     kc, c0, n, uc, u = _split(args, nkc, nkcarry, nuc)
+    known_graph = drop_output_free_effects(known_graph)   # the forward loop printed
     nres = len(unknown_graph.invars) - nuc - len(u)
     tu = closed_to_traced(transpose_graph(unknown_graph, [False] * nres + [True] * (nuc + len(u))))
     ct_u = [instantiate(c) for c in cts]
@@ -131,6 +134,8 @@ def _as_loop(known_graph, unknown_graph, nkc, nkcarry, nuc):
     """``while_lin`` written as a ``while_loop`` (for transformations other than transpose)."""
     from plait.lax.control_flow.loops import while_loop
     from plait.lax.elementwise import add, lt
+
+    known_graph = drop_output_free_effects(known_graph)
 
     def run(*args):
         kc, c0, n, uc, u0 = _split(args, nkc, nkcarry, nuc)
