@@ -59,14 +59,35 @@ def _impl(*args, known_graph, unknown_graph, nkc, nkcarry, nuc):
 CHECKPOINTS = 32   # primal carries kept by the backward pass (a static-size buffer)
 
 
+def _row_mask(j, shape):
+    """Bool array of ``shape`` true on row ``j`` of axis 0 (one-hot row selection keeps
+    checkpoint reads and writes elementwise, so the loops compile to native code)."""
+    from plait.lax.elementwise import eq
+    from plait.lax.shape_ops import broadcast_in_dim, broadcasted_iota
+    return eq(broadcasted_iota(np.int32, shape, 0), broadcast_in_dim(j, shape, ()))
+
+
+def _read_row(buf, j):
+    """Row ``j`` of ``buf``."""
+    from plait.core.trace import get_aval
+    from plait.lax._ad_helpers import zeros
+    from plait.lax.elementwise import bitwise_and, select
+    from plait.lax.reductions import reduce_or, reduce_sum
+    a = get_aval(buf)
+    mask = _row_mask(j, a.shape)
+    if a.dtype == np.bool_:
+        return reduce_or(bitwise_and(mask, buf), (0,))
+    return reduce_sum(select(mask, buf, zeros(a)), (0,))
+
+
 def _checkpoint_carries(c0: list, n, primal_step):
     """``(stride, buffers)``: the primal carries of steps ``0, s, 2s, ...`` with
     ``s = max(1, ceil(n / CHECKPOINTS))``, each leaf in a ``[CHECKPOINTS, ...]`` buffer."""
     from plait.core.trace import get_aval
     from plait.lax._ad_helpers import zeros
     from plait.lax.control_flow.loops import while_loop
-    from plait.lax.elementwise import add, div, eq, lt, max as lmax, rem, select
-    from plait.lax.shape_ops import broadcast_in_dim, dynamic_update_slice, expand_dims
+    from plait.lax.elementwise import add, bitwise_and, div, eq, lt, max as lmax, rem, select
+    from plait.lax.shape_ops import broadcast_in_dim
     K = CHECKPOINTS
     stride = lmax(div(add(n, np.int32(K - 1)), np.int32(K)), np.int32(1))
     bufs = [zeros(get_aval(c).update(shape=(K,) + get_aval(c).shape, weak_type=False))
@@ -79,9 +100,9 @@ def _checkpoint_carries(c0: list, n, primal_step):
         new = []
         for b, ci in zip(bufs, c):
             shape = get_aval(b).shape
-            upd = dynamic_update_slice(b, expand_dims(ci, (0,)),
-                                       [j] + [np.int32(0)] * (len(shape) - 1))
-            new.append(select(broadcast_in_dim(at, shape, ()), upd, b))
+            mask = bitwise_and(_row_mask(j, shape), broadcast_in_dim(at, shape, ()))
+            row = broadcast_in_dim(ci, shape, tuple(range(1, len(shape))))
+            new.append(select(mask, row, b))
         return add(k, np.int32(1)), primal_step(k, c), new
     _, _, bufs = while_loop(lambda st: lt(st[0], n), body, (np.int32(0), list(c0), bufs))
     return stride, bufs
@@ -92,11 +113,9 @@ def _transpose(cts, *args, known_graph, unknown_graph, nkc, nkcarry, nuc):
     the nearest checkpoint before it (``CHECKPOINTS`` carries saved by one forward
     pass), so the backward pass costs about ``n + n^2 / (2 * CHECKPOINTS)`` primal
     steps and a fixed amount of memory."""
-    from plait.core.trace import get_aval
     from plait.lax._ad_helpers import instantiate, zeros
     from plait.lax.control_flow.loops import fori_loop, while_loop
     from plait.lax.elementwise import add, div, gt, mul, sub
-    from plait.lax.shape_ops import dynamic_slice, squeeze
     transpose_graph = graph_transform("transpose_graph")
     kc, c0, n, uc, u = _split(args, nkc, nkcarry, nuc)
     known_graph = drop_output_free_effects(known_graph)   # the forward loop printed
@@ -113,11 +132,7 @@ def _transpose(cts, *args, known_graph, unknown_graph, nkc, nkcarry, nuc):
         k, ct, acc = state
         k = sub(k, np.int32(1))
         j = div(k, stride)
-        start = []
-        for b in bufs:
-            shape = get_aval(b).shape
-            row = dynamic_slice(b, [j] + [np.int32(0)] * (len(shape) - 1), (1,) + shape[1:])
-            start.append(squeeze(row, (0,)))
+        start = [_read_row(b, j) for b in bufs]
         ck = fori_loop(mul(j, stride), k, primal_step, start)
         res = eval_graph(known_graph, [], *kc, *ck)[nkcarry:]
         outs = eval_graph(tu.graph, tu.consts, *res, *ct)
