@@ -238,3 +238,11 @@ def test_print_in_differentiated_while_runs_once_per_step(backend, capsys):
         return lax.while_loop(lambda c: c[0] < 2, body, (0, x))[1]
     assert float(plait.jit(plait.grad(h), backend=backend)(1.0)) == 2.25
     assert _lines(capsys) == ["it 0", "it 1"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_print_of_constants_is_not_folded(backend, capsys):
+    f = plait.jit(lambda x: (plait.debug.print("hi {}", 3.0), plait.debug.print("hi"),
+                             x + 1)[-1], backend=backend)
+    assert float(f(1.0)) == 2.0 and float(f(2.0)) == 3.0
+    assert _lines(capsys) == ["hi 3.0", "hi"] * 2
