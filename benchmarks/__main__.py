@@ -37,6 +37,7 @@ WORKLOADS = [
     ("w7", "benchmarks.eager_overhead", "run_w7"),
     ("fft", "benchmarks.fft", "run"),
     ("k", "benchmarks.kernels", "run"),
+    ("la", "benchmarks.linalg", "run"),
 ]
 FULL_ONLY = {"k"}            # kernel-level report: in the full run or with --only k
 

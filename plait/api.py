@@ -5,6 +5,8 @@ The cache key is the pytree structure of the dynamic arguments, each leaf's
 (no active transformation) a call goes straight to the cached executable. Under
 a transformation (``grad(jit(f))``, ``jit`` inside ``jit``) the call binds
 ``jit_call`` with the staged sub-graph, so outer interpreters see one primitive.
+Threads may call one jitted function at once: each signature is traced and compiled
+by one thread while the others wait for it (:mod:`plait.runtime.once`).
 """
 from __future__ import annotations
 
@@ -30,8 +32,10 @@ from plait.errors import StaticArgumentError, PlaitTypeError
 from plait.lru import LRUCache
 from plait.runtime import metrics, nan_check
 from plait.runtime.array import Array
+from plait.runtime.once import Once
 
 log = logging.getLogger("plait")
+_ONCE = Once()      # traces and compiles in progress, keyed by what they build
 
 
 def _fun_name(f) -> str:
@@ -104,9 +108,12 @@ class Jitted:
         if obj is None:
             return self
         if self._method_jit is None:
-            m = Jitted(self.fun, (0,) + tuple(i + 1 for i in self.static_argnums if i >= 0),
-                       self.static_argnames, self.backend)
-            self._method_jit = m
+            def build():
+                self._method_jit = Jitted(
+                    self.fun, (0,) + tuple(i + 1 for i in self.static_argnums if i >= 0),
+                    self.static_argnames, self.backend)
+                return self._method_jit
+            _ONCE.run(("method", id(self)), lambda: self._method_jit, build)
         return functools.partial(self._method_jit._call_with_self, obj)
 
     def _call_with_self(self, obj, *args, **kwargs):
@@ -225,7 +232,7 @@ class Jitted:
             return "first call (the function is new)"
         paths = self._paths(in_tree)
         best, best_diff = None, None
-        for old in self._cache:
+        for old in list(self._cache):
             if old[0] != key[0]:
                 continue
             diff = [(p, a, b) for p, a, b in zip(paths, old[1], key[1]) if a != b]
@@ -249,30 +256,40 @@ class Jitted:
     def _entry(self, avals, in_tree, static_info, key) -> _Entry:
         entry = self._cache.get(key)
         if entry is None:
-            entry = self._trace(avals, in_tree, static_info, key)
-            entry.key = key
-            self._cache[key] = entry
-        else:
-            metrics.bump("cache_hits")
+            def build():
+                e = self._trace(avals, in_tree, static_info, key)
+                e.key = key
+                self._cache[key] = e
+                return e
+            entry, built = _ONCE.run(("trace", id(self), key), lambda: self._cache.get(key),
+                                     build)
+            if built:
+                return entry
+        metrics.bump("cache_hits")
         return entry
 
     def _compile(self, entry: _Entry):
         if entry.executable is None:
-            from plait.backends import compile as backend_compile
-            t0 = time.perf_counter()
-            backend = self.backend or config.resolved_backend()
-            if config.log_compiles:
-                log.warning("plait: compiling %s with the %s backend", self._name, backend)
-            entry.executable = backend_compile(entry.closed, backend)
-            metrics.bump("compiles")
-            metrics.bump("compile_time_s", time.perf_counter() - t0)
+            _ONCE.run(("compile", id(entry)), lambda: entry.executable,
+                      lambda: self._build_executable(entry))
+        return entry.executable
+
+    def _build_executable(self, entry: _Entry):
+        from plait.backends import compile as backend_compile
+        t0 = time.perf_counter()
+        backend = self.backend or config.resolved_backend()
+        if config.log_compiles:
+            log.warning("plait: compiling %s with the %s backend", self._name, backend)
+        entry.executable = backend_compile(entry.closed, backend)
+        metrics.bump("compiles")
+        metrics.bump("compile_time_s", time.perf_counter() - t0)
         return entry.executable
 
     # -- calling -----------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         if config.disable_jit:
             return self.fun(*args, **kwargs)
-        if not kwargs and len(_trace._STACK) == 1:
+        if not kwargs and (not _trace._NESTED[0] or len(_trace._LOCAL.stack) == 1):
             # fastest path: positional concrete arrays whose signature was seen before
             try:
                 avals = tuple([a.aval if type(a) is Array else _np_aval(a) for a in args])
@@ -465,10 +482,13 @@ _CALL_CACHE: "weakref.WeakKeyDictionary[Graph, Any]" = weakref.WeakKeyDictionary
 def _jit_call_impl(*args, graph: Graph, name: str):
     exe = _CALL_CACHE.get(graph)
     if exe is None:
-        from plait.backends import compile as backend_compile
-        exe = backend_compile(ClosedGraph(graph, []), config.resolved_backend())
-        _CALL_CACHE[graph] = exe
-        metrics.bump("compiles")
+        def build():
+            from plait.backends import compile as backend_compile
+            e = _CALL_CACHE[graph] = backend_compile(ClosedGraph(graph, []),
+                                                      config.resolved_backend())
+            metrics.bump("compiles")
+            return e
+        exe, _ = _ONCE.run(("call", id(graph)), lambda: _CALL_CACHE.get(graph), build)
     return exe(*args)
 
 

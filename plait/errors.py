@@ -69,6 +69,10 @@ class MissingRuleError(PlaitError, NotImplementedError):
         self.rule = rule
 
 
+class LinAlgError(PlaitError, __import__("numpy").linalg.LinAlgError):
+    """NumPy's ``LinAlgError`` (singular or non-square matrix) raised on concrete values."""
+
+
 class ConcretizationError(PlaitError):
     """A concrete Python value was needed from a traced (abstract) array."""
 

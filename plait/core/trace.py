@@ -7,11 +7,21 @@ arguments, raising lower-level values into it first. While ``jit`` stages a
 function, its main is *dynamic*: every primitive is staged, even one whose
 inputs are all constants.
 
+Each thread has its own stack (``threading.local``): a thread that traces never
+sees another thread's transformations, and a tracer used in a thread other than
+the one tracing it is an ``UnexpectedTracerError``. (A trace never spans an
+``await``, since traced functions are synchronous, so per thread is also per
+asyncio task.) ``_NESTED`` counts the transformations active in all threads
+together; while it is 0, ``bind`` knows every thread is at top level without
+reading its thread's stack, which keeps the eager path as fast as a global stack.
+
 Concrete arrays are not defined here: ``plait.runtime`` registers its ``Array``
 type with :func:`register_concrete_type`.
 """
 from __future__ import annotations
 
+import os
+import threading
 from contextlib import contextmanager
 from typing import Any
 
@@ -28,9 +38,13 @@ from plait.errors import (TracerArrayConversionError, TracerBoolConversionError,
 
 
 class MainTrace:
-    """One active transformation: its level on the stack, trace class, and payload."""
+    """One active transformation: its level on the stack, trace class, and payload.
 
-    __slots__ = ("level", "trace_type", "payload", "alive", "description")
+    ``owner`` is the stack (one per thread) it was pushed on, or None for a
+    permanent interpreter shared by all threads (eager evaluation, lazy arrays).
+    """
+
+    __slots__ = ("level", "trace_type", "payload", "alive", "description", "owner")
 
     def __init__(self, level: int, trace_type: type, payload: Any = None,
                  description: str = ""):
@@ -39,6 +53,7 @@ class MainTrace:
         self.payload = payload
         self.alive = True
         self.description = description
+        self.owner: list | None = None
 
     def with_trace(self) -> "Trace":
         return self.trace_type(self)
@@ -256,30 +271,65 @@ class EvalTrace(Trace):
         return _eval_primitive(prim, vals, params)
 
 
-_STACK: list[MainTrace] = [MainTrace(0, EvalTrace, description="eager evaluation")]
-_DYNAMIC: list[MainTrace] = [_STACK[0]]
+_EVAL_MAIN = MainTrace(0, EvalTrace, description="eager evaluation")
+
+
+class _Stack(list):
+    """One thread's trace stack; ``dynamic`` is its innermost dynamic main (``jit``)."""
+
+    __slots__ = ("dynamic",)
+
+
+class _ThreadStack(threading.local):
+    """Holds the running thread's stack (made on the thread's first use)."""
+
+    def __init__(self):
+        self.stack = _Stack([_EVAL_MAIN])
+        self.stack.dynamic = _EVAL_MAIN
+
+
+_LOCAL = _ThreadStack()
+_NESTED = [0]       # mains pushed in all threads together; 0: every thread is eager
+_NESTED_LOCK = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    """Only the forking thread lives on in a child: count its mains alone."""
+    global _NESTED_LOCK
+    _NESTED_LOCK = threading.Lock()     # another thread may have held it at the fork
+    _NESTED[0] = len(_LOCAL.stack) - 1
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def cur_stack() -> list[MainTrace]:
-    return _STACK
+    """The running thread's trace stack (bottom: eager evaluation)."""
+    return _LOCAL.stack
 
 
 @contextmanager
 def new_main(trace_type: type, payload: Any = None, dynamic: bool = False,
              description: str = ""):
-    """Push a new transformation on the stack for the duration of the block."""
-    main = MainTrace(len(_STACK), trace_type, payload, description)
-    _STACK.append(main)
-    prev_dynamic = _DYNAMIC[0]
+    """Push a new transformation on this thread's stack for the duration of the block."""
+    stack = _LOCAL.stack
+    main = MainTrace(len(stack), trace_type, payload, description)
+    main.owner = stack
+    with _NESTED_LOCK:      # before the push: a thread with a main always sees _NESTED > 0
+        _NESTED[0] += 1
+    stack.append(main)
+    prev_dynamic = stack.dynamic
     if dynamic:
-        _DYNAMIC[0] = main
+        stack.dynamic = main
     try:
         yield main
     finally:
         main.alive = False
         main.payload = None     # break builder <-> tracer cycles: garbage dies by refcount
-        _DYNAMIC[0] = prev_dynamic
-        _STACK.pop()
+        stack.dynamic = prev_dynamic
+        stack.pop()
+        with _NESTED_LOCK:
+            _NESTED[0] -= 1
 
 
 def _leak_error(t: Tracer):
@@ -292,18 +342,41 @@ def _leak_error(t: Tracer):
         f"instead of storing them.")
 
 
+def _foreign_error(t: Tracer):
+    main = t._trace.main
+    raise UnexpectedTracerError(
+        f"a traced array of type {t.aval.str_short()} from "
+        f"{main.description or 'a transformation'} running in another thread was used "
+        f"in this thread. A traced value belongs to the thread that traces it; pass "
+        f"concrete arrays between threads, or return values out of the traced function.")
+
+
+def _check_main(t: Tracer, stack: list) -> None:
+    """Raise unless the main of tracer ``t`` is alive and this thread's (or permanent)."""
+    m = t._trace.main
+    if not m.alive:
+        _leak_error(t)
+    if m.owner is not None and m.owner is not stack:
+        _foreign_error(t)
+
+
 def at_top_level() -> bool:
-    """True when no transformation is active (only eager evaluation is on the stack)."""
-    return _DYNAMIC[0].level == 0 and len(_STACK) == 1
+    """True when no transformation is active in this thread (only eager evaluation)."""
+    return not _NESTED[0] or len(_LOCAL.stack) == 1
 
 
 def find_top_trace(args) -> Trace:
-    top = _DYNAMIC[0]
+    """The trace of the innermost main among ``args``' tracers and the dynamic main."""
+    return _top_trace(args, _LOCAL.stack)
+
+
+def _top_trace(args, stack: _Stack) -> Trace:
+    top = stack.dynamic
     for a in args:
         if isinstance(a, Tracer):
             m = a._trace.main
-            if not m.alive:
-                _leak_error(a)
+            if not m.alive or (m.owner is not stack and m.owner is not None):
+                _check_main(a, stack)       # raises
             if m.level > top.level:
                 top = m
     return top.with_trace()
@@ -316,8 +389,8 @@ def full_raise(trace: Trace, val):
     main = val._trace.main
     if main is trace.main:
         return val
-    if not main.alive:
-        _leak_error(val)
+    if not main.alive or (main.owner is not None and main.owner is not _LOCAL.stack):
+        _check_main(val, _LOCAL.stack)      # raises
     if main.level < trace.main.level:
         return trace.lift(val)
     _leak_error(val)
@@ -349,7 +422,8 @@ def _eval_primitive(prim, vals, params):
 
 def bind(prim, args, params) -> Any:
     """Apply ``prim`` to ``args`` under the innermost active trace."""
-    if _DYNAMIC[0].level == 0 and len(_STACK) == 1:
+    stack = _LOCAL.stack if _NESTED[0] else None
+    if stack is None or len(stack) == 1:        # no transformation in this thread
         trace = None
         for a in args:
             if isinstance(a, Tracer):
@@ -362,14 +436,15 @@ def bind(prim, args, params) -> Any:
             if trace is None:
                 outs = _eval_primitive(prim, args, params)
                 return outs if prim.multiple_results else outs[0]
-            if trace.main.alive:
+            if trace.main.owner is None and trace.main.alive:
                 # no transformation is active, so these tracers belong to a permanent
                 # interpreter (lazy arrays) whose values are already fully lowered
+                # (others: leaked or another thread's, an error from _top_trace)
                 outs = trace.process_primitive(
                     prim, [a if isinstance(a, Tracer) else trace.pure(a) for a in args],
                     params)
                 return outs if prim.multiple_results else outs[0]
-    trace = find_top_trace(args)
+    trace = _top_trace(args, _LOCAL.stack if stack is None else stack)
     tracers = [full_raise(trace, a) for a in args]
     outs = trace.process_primitive(prim, tracers, params)
     if prim.multiple_results:

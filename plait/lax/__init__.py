@@ -26,3 +26,4 @@ from plait.lax.indexing import (gather, scatter, scatter_add, scatter_mul, scatt
 from plait.lax.sorting import sort, sort_key_val, top_k
 from plait.lax.control_flow import cond, switch, while_loop, fori_loop, scan, map
 from plait.lax.fft import fft, FftType
+from plait.lax import linalg  # noqa: E402  (plait.lax.linalg: decompositions and solves)

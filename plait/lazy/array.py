@@ -12,13 +12,20 @@ Nodes point at their inputs' *nodes* (or constants), never at the ``LazyArray``
 objects: a ``LazyArray`` that still exists is therefore referenced by user code,
 and that is the liveness test materialization uses (weak references in
 ``Node.outs`` and in the live registry).
+
+The lazy graph is shared by all threads. Recording a node only reads its inputs,
+so threads record concurrently; cutting the graph (a materialization, or a region
+for differentiation) rewrites nodes and holds :func:`graph_lock`.
 """
 from __future__ import annotations
 
 import itertools
 import os
 import sys
+import threading
 import weakref
+from contextlib import contextmanager
+from typing import Iterator
 
 import numpy as np
 
@@ -57,8 +64,9 @@ class Const:
 
     def wait(self) -> np.ndarray:
         """The value, once the launch computing it (if any) has completed."""
-        if self.launch is not None:
-            self.launch.wait()
+        launch = self.launch        # (read once: another thread may clear it)
+        if launch is not None:
+            launch.wait()
             self.launch = None
         return self.value
 
@@ -105,6 +113,35 @@ class Node:
 
 _NODE_SEQ = itertools.count()
 RECORDING = [0]     # > 0 while a function of lazy arrays is recorded for differentiation
+_RECORDING_LOCK = threading.Lock()
+_GRAPH_LOCK = threading.RLock()
+
+
+def graph_lock() -> "threading.RLock":
+    """The lock a thread holds while it cuts the graph (materializes, differentiates)."""
+    return _GRAPH_LOCK
+
+
+def _after_fork_in_child() -> None:
+    global _GRAPH_LOCK, _RECORDING_LOCK
+    _GRAPH_LOCK = threading.RLock()     # another thread may have held them at the fork
+    _RECORDING_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+@contextmanager
+def recording() -> Iterator[None]:
+    """Keep every node's inputs while the block runs (in any thread: nodes are shared),
+    so the function being recorded for differentiation can be cut out whole."""
+    with _RECORDING_LOCK:
+        RECORDING[0] += 1
+    try:
+        yield
+    finally:
+        with _RECORDING_LOCK:
+            RECORDING[0] -= 1
 
 
 # --- user source lines (cheap: cached per file name) ------------------------------

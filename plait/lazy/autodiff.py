@@ -25,11 +25,13 @@ from plait.core.trace import Tracer, at_top_level
 from plait.errors import PlaitTypeError
 from plait.lax.elementwise import convert_element_type_p
 from plait.lazy import modes
+from plait.lazy.array import (Const, LazyArray, Node, format_site, graph_lock, recording,
+                              symbolic, user_code_line)
 from plait.lru import LRUCache
-from plait.lazy.array import (Const, LazyArray, Node, RECORDING, format_site, symbolic,
-                              user_code_line)
+from plait.runtime.once import Once
 
 _BACKWARD = LRUCache()      # region structure -> backward graph; least recently used go first
+_DERIVING = Once()          # backward graphs being derived
 
 
 def clear() -> None:
@@ -152,26 +154,28 @@ def record_vjp(trace, flat, primals: list, description: str):
     markers = [_marker(a, site) for a in lazy_primals]
     marker_nodes = {id(m._ref[0]): k for k, m in enumerate(markers)}
     start = markers[0]._ref[0].seq
-    RECORDING[0] += 1
-    try:
+    with recording():
         outs = flat(*markers)
-    finally:
-        RECORDING[0] -= 1
     main = [_as_lazy(trace, o, f"an output of {description}") for o in outs[:flat.num_out]]
-    region = _Region([o._ref for o in main], marker_nodes, start)
+    with graph_lock():
+        region = _Region([o._ref for o in main], marker_nodes, start)
     marker_avals = [a._aval for a in lazy_primals]
     key = (region.key, tuple(marker_avals))
     outside = [LazyArray(r, r.aval) if r.__class__ is Const
                else LazyArray(r, r[0].out_avals[r[1]]) for r in region.outside]
     out_avals = [o._aval.strip_weak() for o in main]
 
+    def derive():
+        closed = region.graph(marker_avals, f"region of {description}")
+        backward = graph_transform("vjp_graph")(closed, len(markers))
+        entry = _BACKWARD[key] = (closure_convert(backward), tuple(backward.consts))
+        modes.bump("lazy_backward_graphs")
+        return entry
+
     def pullback(cts: list) -> list:
         entry = _BACKWARD.get(key)
-        if entry is None:
-            closed = region.graph(marker_avals, f"region of {description}")
-            backward = graph_transform("vjp_graph")(closed, len(markers))
-            entry = _BACKWARD[key] = (closure_convert(backward), tuple(backward.consts))
-            modes.bump("lazy_backward_graphs")
+        if entry is None:       # one thread derives a region's backward graph
+            entry, _ = _DERIVING.run(key, lambda: _BACKWARD.get(key), derive)
         graph, consts = entry
         cts = [c if c._aval.dtype == a.dtype else c.astype(a.dtype)
                for c, a in zip((_as_lazy(trace, c, "a cotangent") for c in cts), out_avals)]

@@ -18,7 +18,7 @@ import time
 from plait.config import config
 from plait.core.graph import ClosedGraph, Graph, Eqn, Literal, Var
 from plait.lazy import autodiff, modes
-from plait.lazy.array import format_site
+from plait.lazy.array import format_site, graph_lock
 from plait.lazy.extract import Extracted
 from plait.lru import LRUCache
 
@@ -49,8 +49,9 @@ _N_TRACES = [0]
 
 def clear() -> None:
     """Forget every cached trace, the widening history and the cached backward graphs."""
-    _HISTORY.clear()
-    autodiff.clear()
+    with graph_lock():
+        _HISTORY.clear()
+        autodiff.clear()
 
 
 def cached_traces() -> list[ClosedGraph]:

@@ -11,8 +11,8 @@ import time
 import numpy as np
 
 from plait.lazy import modes
-from plait.lazy.array import (Const, LazyArray, RECORDING, live_arrays, user_code_line,
-                              format_site)
+from plait.lazy.array import (Const, LazyArray, RECORDING, graph_lock, live_arrays,
+                              user_code_line, format_site)
 from plait.lazy.cache import lookup
 from plait.lazy.extract import extract
 
@@ -24,6 +24,14 @@ def materialize(arrays: list[LazyArray]) -> None:
         return
     site = format_site(user_code_line())
     modes.check_allowed(site)
+    with graph_lock():
+        # another thread may have computed them while this one waited
+        arrays = [a for a in arrays if a._ref.__class__ is not Const]
+        if arrays:
+            _materialize(arrays, site)
+
+
+def _materialize(arrays: list[LazyArray], site: str) -> None:
     modes.bump("lazy_materializations")
     modes.SITES[site] += 1
     ex = extract(arrays)

@@ -7,20 +7,29 @@ every materialization wait for its results (by default native traces run on a wo
 thread while Python records the next step). ``with plait.lazy.forbid_materialization():`` makes any
 materialization an error (for tests that must stay on one trace). Counters go
 through :mod:`plait.runtime.metrics` under ``lazy_*`` names.
+
+The switches are context variables: a block changes them for its own thread (and
+asyncio task) only. A new thread starts with the environment's settings.
 """
 from __future__ import annotations
 
 import os
 from collections import Counter
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Iterator
 
 from plait.errors import PlaitError
 from plait.runtime import metrics as _metrics
 
-_EAGER = [os.environ.get("PLAIT_LAZY_EAGER", "").strip().lower() not in ("", "0", "false", "no")]
-_SYNC = [os.environ.get("PLAIT_LAZY_SYNC", "").strip().lower() not in ("", "0", "false", "no")]
-_FORBID = [0]
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
+
+
+_EAGER: ContextVar[bool] = ContextVar("plait_lazy_eager", default=_flag("PLAIT_LAZY_EAGER"))
+_SYNC: ContextVar[bool] = ContextVar("plait_lazy_sync", default=_flag("PLAIT_LAZY_SYNC"))
+_FORBID: ContextVar[int] = ContextVar("plait_lazy_forbid", default=0)
 SITES: Counter = Counter()     # user line -> number of materializations it forced
 _BASE: dict = {}               # counter values at the last reset_metrics()
 
@@ -35,7 +44,7 @@ class MaterializationForbiddenError(PlaitError):
 
 def is_eager() -> bool:
     """True when lazy arrays run op by op (``PLAIT_LAZY_EAGER=1`` or ``eager_mode()``)."""
-    return _EAGER[0]
+    return _EAGER.get()
 
 
 @contextmanager
@@ -45,45 +54,43 @@ def eager_mode(enabled: bool = True) -> Iterator[None]:
     Results are identical to lazy execution on the reference backend; symbolic
     arrays made before the block are materialized when an operation uses them.
     """
-    prev = _EAGER[0]
-    _EAGER[0] = bool(enabled)
+    token = _EAGER.set(bool(enabled))
     try:
         yield
     finally:
-        _EAGER[0] = prev
+        _EAGER.reset(token)
 
 
 def is_sync() -> bool:
     """True when materializations run to completion before returning
     (``PLAIT_LAZY_SYNC=1`` or ``synchronous()``); by default a fully native trace is
     launched on the native worker thread and only observing a value waits for it."""
-    return _SYNC[0]
+    return _SYNC.get()
 
 
 @contextmanager
 def synchronous(enabled: bool = True) -> Iterator[None]:
     """Run every materialization inside the block to completion before it returns."""
-    prev = _SYNC[0]
-    _SYNC[0] = bool(enabled)
+    token = _SYNC.set(bool(enabled))
     try:
         yield
     finally:
-        _SYNC[0] = prev
+        _SYNC.reset(token)
 
 
 @contextmanager
 def forbid_materialization() -> Iterator[None]:
     """Make any materialization of a lazy array inside the block raise an error."""
-    _FORBID[0] += 1
+    token = _FORBID.set(_FORBID.get() + 1)
     try:
         yield
     finally:
-        _FORBID[0] -= 1
+        _FORBID.reset(token)
 
 
 def check_allowed(site: str) -> None:
     """Raise if materialization is forbidden; ``site`` is the user's line that forced it."""
-    if _FORBID[0]:
+    if _FORBID.get():
         raise MaterializationForbiddenError(
             f"a lazy array was materialized at {site} inside "
             f"plait.lazy.forbid_materialization(); remove the observation (print, item(), "

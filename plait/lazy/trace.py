@@ -23,7 +23,7 @@ class LazyTrace(Trace):
 
     def pure(self, val) -> LazyArray:
         c = const_of(val)
-        if c.value.ndim and c.value.size > 1 and not modes._EAGER[0]:
+        if c.value.ndim and c.value.size > 1 and not modes._EAGER.get():
             b = _uniform_broadcast(c)
             if b is not None:
                 return b
@@ -32,7 +32,7 @@ class LazyTrace(Trace):
     lift = pure
 
     def process_primitive(self, prim, tracers, params):
-        if modes._EAGER[0] or prim.effectful:   # effects (debug prints) run when reached
+        if modes._EAGER.get() or prim.effectful:   # effects (debug prints) run when reached
             return _run_eagerly(prim, tracers, params)
         avals = [t._aval for t in tracers]
         out = prim.rule("abstract_eval")(*avals, **params)

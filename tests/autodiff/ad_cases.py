@@ -219,3 +219,70 @@ ZERO_DERIVATIVE = {"sign", "floor", "ceil", "round", "is_finite", "not", "popula
                    "shift_right_logical", "eq", "ne", "lt", "le", "gt", "ge", "iota",
                    "reduce_and", "reduce_or", "reduce_xor", "argmax", "argmin",
                    "stop_gradient"}
+
+# --- linalg (well-conditioned inputs: SPD, distinct eigen/singular values) -------------
+from plait.lax import linalg as la  # noqa: E402
+
+
+def _spd(n, shape=()):
+    def make(rng, dt):
+        a = rng.uniform(-1, 1, shape + (n, n))
+        return ((a @ np.swapaxes(a, -1, -2) + np.diag(np.arange(1.0, n + 1) * n)).astype(dt),)
+    return make
+
+
+def _tri(n, k=2):
+    return lambda rng, dt: ((np.tril(rng.uniform(-1, 1, (n, n))) + 3 * np.eye(n)).astype(dt),
+                            rng.uniform(-1, 1, (n, k)).astype(dt))
+
+
+def _gen(shape, shift=0.0):
+    return lambda rng, dt: ((rng.uniform(-1, 1, shape) +
+                             shift * np.eye(*shape[-2:])).astype(dt),)
+
+
+def _sv(m, n):
+    """Matrices with well separated singular values 1, 2, 3, ..."""
+    def make(rng, dt):
+        q1 = np.linalg.qr(rng.uniform(-1, 1, (m, m)))[0]
+        q2 = np.linalg.qr(rng.uniform(-1, 1, (n, n)))[0]
+        s = np.zeros((m, n))
+        k = min(m, n)
+        s[np.arange(k), np.arange(k)] = np.arange(1.0, k + 1)
+        return ((q1 @ s @ q2).astype(dt),)
+    return make
+
+
+case("cholesky", la.cholesky_p, la.cholesky, _spd(3, (2,)), complex_ok=True)
+case("triangular_solve_left", la.triangular_solve_p,
+     lambda a, b: la.triangular_solve(a, b, left_side=True, lower=True), _tri(3),
+     complex_ok=True)
+case("triangular_solve_right_t", la.triangular_solve_p,
+     lambda a, b: la.triangular_solve(a, b.T, lower=True, transpose_a=True,
+                                      unit_diagonal=True), _tri(3))
+case("lu", la.lu_p, lambda a: la.lu(a)[0], _gen((3, 3), 3.0), complex_ok=True)
+case("qr", la.qr_p, lambda a: la.qr(a, full_matrices=False), _gen((4, 3), 1.0))
+case("qr_square_complex", la.qr_p, lambda a: la.qr(a)[1], _gen((3, 3), 2.0),
+     complex_ok=True)
+case("eigh", la.eigh_p, la.eigh, _spd(3, (2,)))
+case("eigh_values_complex", la.eigh_p, lambda a: la.eigh(a)[1], _spd(3), complex_ok=True)
+case("eig_values", la.eig_p,
+     lambda a: la.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0],
+     _gen((3, 3), 0.0))
+case("eig_vectors_abs", la.eig_p,
+     lambda a: lax.abs(la.eig(a, compute_left_eigenvectors=False)[1]), _spd(3))
+def _svd_gauge_free(a):
+    """Singular values and sign-invariant functions of the singular vectors (each
+    vector's sign is arbitrary, so finite differences of raw vectors can jump)."""
+    s, u, vt = la.svd(a, full_matrices=False)
+    return s, (u * s ** 2) @ vt, (u * s) @ u.T, (vt.T * s) @ vt
+
+
+case("svd", la.svd_p, _svd_gauge_free, _sv(4, 3))
+case("svd_wide", la.svd_p, _svd_gauge_free, _sv(2, 4))
+case("svd_values", la.svd_p, lambda a: la.svd(a, compute_uv=False), _sv(3, 4),
+     complex_ok=True)
+case("tridiagonal_solve", la.tridiagonal_solve_p, la.tridiagonal_solve,
+     lambda rng, dt: (rng.uniform(-1, 1, 4).astype(dt), rng.uniform(4, 5, 4).astype(dt),
+                      rng.uniform(-1, 1, 4).astype(dt), rng.uniform(-1, 1, (4, 2)).astype(dt)),
+     complex_ok=True)

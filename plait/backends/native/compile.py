@@ -9,6 +9,7 @@ import weakref
 import numpy as np
 
 from plait.backends.native import control  # noqa: F401  (registers the native rules)
+from plait.backends.native import lapack  # noqa: F401  (linalg native rules)
 from plait.backends.native.cprogram import CProgram, CallStep, step_buffers, driver_source
 from plait.backends.native.launch import Launch, launch
 from plait.backends.native.partition import KernelStep, partition
@@ -268,7 +269,8 @@ class Prepared:
         self.scratch = cprog.scratch         # name -> peak bytes a C function allocates
         self.source = PRELUDE + "\n\n" + cprog.source()
         self.entry = None     # the whole program as one C function, when fully native
-        if self.stripe and all(isinstance(s, (KernelStep, CallStep)) for s in self.steps):
+        self.native = any(isinstance(s, (KernelStep, CallStep)) for s in self.steps)
+        if self.native and all(isinstance(s, (KernelStep, CallStep)) for s in self.steps):
             self.entry = "plait_run"
             self.source += ("\n\n" + driver_source("plait_main", closure_convert(self.closed),
                                                self.steps, self.stripe)
@@ -342,7 +344,7 @@ def compile_native(closed: ClosedGraph) -> NativeExecutable:
     t0 = time.perf_counter()
     prep = Prepared(closed)
     loaded = None
-    if prep.stripe:
+    if prep.native:
         # the key covers the module wrapper too (its name, which is the key, left out)
         wrapper = module_source(_MODULE_NAME, {
             st.name: (len(st.inputs), len(st.outputs)) for st in prep.steps
@@ -417,6 +419,7 @@ def _open_library(path: str, module: str | None) -> tuple:
     OSError or ImportError when it does not load; the kernel cache then rebuilds it)."""
     _openmp_defaults()
     lib = ctypes.CDLL(path)
+    lapack.init_library(lib)         # LAPACK pointers, for programs that call LAPACK
     return lib, (_load_module(module, path) if module else None)
 
 

@@ -181,6 +181,7 @@ class Launch:
 
 
 _LOCK = threading.Lock()
+_QUEUE_LOCK = threading.Lock()  # _IN_FLIGHT: threads reap (wait) while another launches
 _LIB: list = []              # the loaded runtime, or None when it cannot be built
 _IN_FLIGHT: "collections.deque[Launch]" = collections.deque()
 _SUBMIT: list = []
@@ -230,9 +231,10 @@ def _reap() -> None:
     """Forget the buffers of every completed launch."""
     if not _IN_FLIGHT:
         return
-    done = _runtime().plait_rt_completed()
-    while _IN_FLIGHT and _IN_FLIGHT[0].ticket <= done:
-        _IN_FLIGHT.popleft()._settle()
+    with _QUEUE_LOCK:
+        done = _runtime().plait_rt_completed()
+        while _IN_FLIGHT and _IN_FLIGHT[0].ticket <= done:
+            _IN_FLIGHT.popleft()._settle()
 
 
 def _pointers(arrays: list) -> ctypes.Array:
@@ -252,30 +254,41 @@ def launch(entry: int, ins: list[np.ndarray], outs: list[np.ndarray],
     if lib is None:
         return None
     _reap()
-    while len(_IN_FLIGHT) >= MAX_IN_FLIGHT:
-        _IN_FLIGHT[0].join()
+    while True:
+        with _QUEUE_LOCK:
+            if len(_IN_FLIGHT) < MAX_IN_FLIGHT:
+                break
+            oldest = _IN_FLIGHT[0]
+        oldest.join()
     buffers = ins + outs
+    submit = _submit_address(lib)
     status = ctypes.c_int64(0)
     where = ctypes.addressof(status)
-    if module is not None:
-        ticket = module.launch(_submit_address(lib), buffers, len(ins), where)
-    else:
-        ticket = lib.plait_rt_submit(entry, _pointers(ins), len(ins), _pointers(outs),
-                                     len(outs), where)
-    if ticket < 0:
-        return None
-    job = Launch(ticket, buffers, status, tuple(d for d in deps if not d.done or d.error is not None), describe)
-    _IN_FLIGHT.append(job)
+    with _QUEUE_LOCK:       # tickets enter _IN_FLIGHT in the order they were issued
+        if module is not None:
+            ticket = module.launch(submit, buffers, len(ins), where)
+        else:
+            ticket = lib.plait_rt_submit(entry, _pointers(ins), len(ins), _pointers(outs),
+                                         len(outs), where)
+        if ticket < 0:
+            return None
+        job = Launch(ticket, buffers, status,
+                     tuple(d for d in deps if not d.done or d.error is not None), describe)
+        _IN_FLIGHT.append(job)
     return job
 
 
 def wait_all() -> None:
     """Block until every queued launch has completed."""
-    if _IN_FLIGHT:
-        _IN_FLIGHT[-1].join()
+    with _QUEUE_LOCK:
+        last = _IN_FLIGHT[-1] if _IN_FLIGHT else None
+    if last is not None:
+        last.join()
 
 
 def _after_fork_in_child() -> None:
+    global _QUEUE_LOCK
+    _QUEUE_LOCK = threading.Lock()      # another thread may have held it at the fork
     _IN_FLIGHT.clear()
     if _LIB and _LIB[0] is not None:
         _LIB[0].plait_rt_reset()
