@@ -4,7 +4,7 @@ Three ways in over one IR: ``plait.jit`` (tracing), ``plait.jit(f, autograph=Tru
 (Python control flow compiled), and lazy arrays. See README.md and ARCHITECTURE.md.
 """
 from plait import errors
-from plait.config import config
+from plait.config import config, disable_jit
 from plait.runtime import Array, device_put, devices
 from plait.runtime import metrics
 from plait import lax
@@ -13,7 +13,8 @@ from plait import tree_util, tree
 from plait.api import jit, make_graph
 from plait.abstract import ShapeDtypeStruct, eval_shape
 from plait.transforms import (jvp, linearize, vjp, grad, value_and_grad, jacfwd, jacrev,
-                              hessian, custom_jvp, custom_vjp, vmap)
+                              hessian, custom_jvp, custom_vjp, vmap, custom_vmap,
+                              custom_batching)
 from plait.lax import stop_gradient
 from plait.transforms.autograph import autograph
 from plait import ad_checkpoint
@@ -23,5 +24,7 @@ from plait import random
 from plait import nn
 from plait import example_libraries
 from plait.core.graph import check_graph
+from plait import debug, experimental
+from plait.lax.callbacks import pure_callback
 
 __version__ = "0.1.0"

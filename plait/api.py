@@ -30,7 +30,7 @@ from plait.core.staging import trace_to_graph
 from plait.core.trace import Tracer, get_aval, concrete_value
 from plait.errors import StaticArgumentError, PlaitTypeError
 from plait.lru import LRUCache
-from plait.runtime import metrics
+from plait.runtime import metrics, nan_check
 from plait.runtime.array import Array
 from plait.runtime.once import Once
 
@@ -338,6 +338,8 @@ class Jitted:
 
     # -- calling -----------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        if config.disable_jit:
+            return self.fun(*args, **kwargs)
         if self.inline and not _trace.at_top_level():     # traced inside a transformation:
             return self.fun(*[a.value if isinstance(a, _Static) else a for a in args],
                             **kwargs)                    # become part of the caller's graph
@@ -353,6 +355,8 @@ class Jitted:
                 metrics.bump("cache_hits")
                 self._cache.touch(entry.key)
                 outs = _unaliased(entry.executable(*[concrete_value(a) for a in args]), args)
+                if nan_check.enabled():
+                    nan_check.check_jit(entry.closed, args, outs, self._name)
                 if entry.single:
                     return Array(outs[0], entry.out_weak[0])
                 return tree_unflatten(entry.out_tree, [Array(o, w) for o, w in
@@ -367,6 +371,8 @@ class Jitted:
                     type(a) in (Array, np.ndarray) for a in args):
                 self._fast[tuple(avals)] = entry
             outs = _unaliased(exe(*[concrete_value(x) for x in leaves]), leaves)
+            if nan_check.enabled():
+                nan_check.check_jit(entry.closed, leaves, outs, self._name)
             outs = [Array(o, a.weak_type) for o, a in zip(outs, entry.closed.out_avals)]
             if entry.out_tree.kind == "leaf":
                 return outs[0]

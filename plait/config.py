@@ -10,6 +10,11 @@ least recently used evicted first; default 512),
 ``PLAIT_CACHE_DIR`` (where compiled kernels are kept; default
 ``$XDG_CACHE_HOME/plait`` or ``~/.cache/plait``), ``PLAIT_KERNEL_CACHE_SIZE`` (how many
 loaded kernel libraries the in-memory index keeps, least recently used dropped first).
+``PLAIT_X64`` (``0``: float32 mode, JAX's defaults: Python floats and default dtypes
+are float32, ints int32, complex complex64; ``jax_enable_x64`` is accepted as the name),
+``PLAIT_DISABLE_JIT`` (``jit(f)`` calls ``f`` eagerly, op by op; also ``disable_jit()``),
+``PLAIT_DEBUG_NANS``/``PLAIT_DEBUG_INFS`` (a NaN/infinity produced by an eager op or a
+jitted function raises ``PlaitFloatingPointError`` naming the primitive and the line).
 """
 from __future__ import annotations
 
@@ -43,6 +48,13 @@ class Config:
         # None: $PLAIT_CACHE_DIR, read at each compile, else the XDG/home default
         self.cache_dir: str | None = None
         self.kernel_cache_size: int = _int("PLAIT_KERNEL_CACHE_SIZE", 256)
+        self.disable_jit: bool = _flag("PLAIT_DISABLE_JIT")
+        self.debug_nans: bool = _flag("PLAIT_DEBUG_NANS")   # see plait.runtime.nan_check
+        self.debug_infs: bool = _flag("PLAIT_DEBUG_INFS")
+        # False: float32 mode (JAX's defaults; docs/numpy-differences.md). Set it at
+        # startup: functions already traced keep the dtypes they were traced with
+        self.x64: bool = os.environ.get("PLAIT_X64", "1").strip().lower() not in (
+            "0", "false", "no")
 
     def resolved_backend(self) -> str:
         """The backend ``jit`` uses: ``auto`` becomes ``native`` or ``interp``."""
@@ -56,12 +68,31 @@ class Config:
 
     def update(self, name: str, value) -> None:
         """Set a setting by name (like ``jax.config.update``)."""
+        name = _ALIASES.get(name, name)
         if not hasattr(self, name):
             raise AttributeError(f"plait.config has no setting {name!r}")
         setattr(self, name, value)
 
 
+_ALIASES = {"jax_enable_x64": "x64", "jax_disable_jit": "disable_jit",
+            "jax_debug_nans": "debug_nans", "jax_debug_infs": "debug_infs"}
+
 config = Config()
+
+
+class disable_jit:
+    """``with plait.disable_jit(): ...``: ``jit(f)(x)`` runs ``f`` eagerly, op by op, so
+    Python ``print`` and a debugger see concrete values (like ``jax.disable_jit``)."""
+
+    def __init__(self, disable: bool = True):
+        self.disable = disable
+
+    def __enter__(self):
+        self._saved = config.disable_jit
+        config.disable_jit = self.disable
+
+    def __exit__(self, *exc):
+        config.disable_jit = self._saved
 
 
 _WARNED: list = []

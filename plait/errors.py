@@ -116,6 +116,11 @@ class ControlFlowError(PlaitError, TypeError):
     """Branches or loop bodies whose types do not match."""
 
 
+class PlaitFloatingPointError(PlaitError, FloatingPointError):
+    """``debug_nans``/``debug_infs``: a computation produced a NaN or an infinity; the
+    message names the primitive and the user's line that first produced it."""
+
+
 class PlaitMemoryError(PlaitError, MemoryError):
     """A native kernel's temporary, an intermediate or an output buffer could not be
     allocated (the message names the step and the size)."""

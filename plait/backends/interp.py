@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from plait.core.effects import has_effects
 from plait.core.graph import ClosedGraph, Literal
 from plait.core.printer import pp_graph
 
@@ -35,7 +36,7 @@ class InterpExecutable:
                 else:
                     ins.append(("var", slot[a]))
             impl = eqn.prim.rule("impl")
-            if all(k == "lit" for k, _ in ins):
+            if all(k == "lit" for k, _ in ins) and not has_effects(eqn):
                 # constant folding at compile time: inputs are all known
                 r = impl(*[v for _, v in ins], **eqn.params)
                 rs = r if eqn.prim.multiple_results else [r]

@@ -4,11 +4,13 @@
 A primitive may register a ``dce`` rule ``(eqn, used_outputs: list[bool]) ->
 (new_eqn | None, used_inputs: list[bool])`` to prune its own sub-graphs (e.g.
 unused loop carries); otherwise an equation is kept whole if any output is used.
+Equations with effects (:mod:`plait.core.effects`) are always kept.
 The pass over closed graphs is ``plait.passes.dce``; loop primitives' rules call
 :func:`dce_graph` on their bodies.
 """
 from __future__ import annotations
 
+from plait.core.effects import has_effects
 from plait.core.graph import Graph, Var
 
 
@@ -21,6 +23,12 @@ def dce_graph(graph: Graph, used_outputs: list[bool] | None = None,
     new_eqns = []
     for eqn in reversed(graph.eqns):
         used = [o in live for o in eqn.outputs]
+        if has_effects(eqn):   # effects run even when no output is used
+            used = [True] * len(used)
+            if not eqn.outputs:
+                new_eqns.append(eqn)
+                live.update(a for a in eqn.inputs if isinstance(a, Var))
+                continue
         rule = eqn.prim.rules.get("dce")
         if rule is not None:
             new_eqn, used_in = rule(eqn, used)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from plait.config import config as _config
+
 bool_ = np.dtype(np.bool_)
 int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
 uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
@@ -37,14 +39,38 @@ def dtype_short(dt: np.dtype) -> str:
     return _SHORT.get(dt, str(dt))
 
 
+# float32 mode (``plait.config.x64 = False``, JAX's default): every 64-bit dtype is
+# replaced by its 32-bit sibling wherever a dtype or a value enters plait
+_NARROW = {float64: float32, int64: int32, uint64: uint32, complex128: complex64}
+
+
+def x64_enabled() -> bool:
+    """Whether 64-bit dtypes are on (the NumPy default) or narrowed to 32 bits."""
+    return _config.x64
+
+
+def narrow(dt: np.dtype) -> np.dtype:
+    """``dt``, or its 32-bit sibling in float32 mode."""
+    return dt if _config.x64 else _NARROW.get(dt, dt)
+
+
+def narrow_value(x: np.ndarray) -> np.ndarray:
+    """``x`` converted to its dtype's 32-bit sibling in float32 mode."""
+    if _config.x64:
+        return x
+    d = _NARROW.get(x.dtype)
+    return x if d is None else x.astype(d)
+
+
 def canonical_dtype(dt) -> np.dtype:
-    """Turn anything NumPy accepts as a dtype into a supported ``np.dtype``."""
+    """Turn anything NumPy accepts as a dtype into a supported ``np.dtype`` (narrowed
+    to 32 bits in float32 mode)."""
     if dt is float:
-        return float64
+        return narrow(float64)
     if dt is int:
-        return int64
+        return narrow(int64)
     if dt is complex:
-        return complex128
+        return narrow(complex128)
     if dt is bool:
         return bool_
     d = np.dtype(dt)
@@ -54,7 +80,7 @@ def canonical_dtype(dt) -> np.dtype:
         from plait.errors import PlaitTypeError
         raise PlaitTypeError(f"dtype {d} is not supported by plait; supported dtypes are "
                              f"bool, (u)int8-64, float16/32/64, complex64/128")
-    return d
+    return d if _config.x64 else _NARROW.get(d, d)
 
 
 def is_bool(dt) -> bool:
@@ -92,15 +118,16 @@ def _kind_rank(dt: np.dtype) -> int:
 
 
 def python_scalar_dtype(x) -> np.dtype:
-    """The default (strong) dtype of a Python scalar: bool, int64, float64, complex128."""
+    """The default (strong) dtype of a Python scalar: bool, int64, float64, complex128
+    (int32, float32, complex64 in float32 mode)."""
     if isinstance(x, bool):
         return bool_
     if isinstance(x, int):
-        return int64
+        return narrow(int64)
     if isinstance(x, float):
-        return float64
+        return narrow(float64)
     if isinstance(x, complex):
-        return complex128
+        return narrow(complex128)
     raise TypeError(f"not a Python scalar: {x!r}")
 
 
@@ -109,11 +136,11 @@ def _weak_to_kind(kind_rank: int, strong: np.dtype) -> np.dtype:
     if kind_rank <= _kind_rank(strong):
         return strong
     if kind_rank == 2:   # int/bool array with a Python float -> default float
-        return float64
+        return narrow(float64)
     if kind_rank == 3:   # real array with a Python complex
         half = strong in (float16, float32) or (bfloat16 is not None and strong == bfloat16)
-        return complex64 if half else complex128
-    return int64 if kind_rank == 1 else bool_
+        return complex64 if half else narrow(complex128)
+    return narrow(int64) if kind_rank == 1 else bool_
 
 
 def result_type(*items) -> tuple[np.dtype, bool]:

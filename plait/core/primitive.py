@@ -19,6 +19,9 @@ class Primitive:
         self.name = name
         self.multiple_results = multiple_results
         self.rules: dict[str, Callable] = {}
+        # True for primitives with side effects (callbacks): graph passes keep them
+        # in place and run them once each (see plait.core.effects)
+        self.effectful = False
 
     def __repr__(self):
         return self.name

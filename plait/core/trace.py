@@ -30,6 +30,8 @@ import numpy as np
 from plait.core.aval import ShapedArray, aval_of
 from plait.core import primitive as _primitive_module
 from plait.core.array_methods import ArrayMethods
+from plait.config import config as _config
+from plait.core.dtypes import narrow_value
 from plait.errors import (TracerArrayConversionError, TracerBoolConversionError,
                           TracerIntegerConversionError, UnexpectedTracerError,
                           PlaitTypeError)
@@ -222,13 +224,16 @@ def concrete_value(x) -> np.ndarray:
     if t is _ARRAY_CLS:
         return x._value
     if t is np.ndarray:
+        if not _config.x64:
+            x = narrow_value(x)
         return x if x.dtype.isnative else _native(x)
     if _ARRAY_CLS is not None and isinstance(x, _ARRAY_CLS):
         return x._value
     if isinstance(x, np.ndarray):
+        x = narrow_value(x)
         return x if x.dtype.isnative else _native(x)
     if isinstance(x, np.generic):
-        return _native(np.asarray(x))
+        return _native(narrow_value(np.asarray(x)))
     if isinstance(x, (bool, int, float, complex)):
         return np.asarray(x, dtype=aval_of(x).dtype)
     raise PlaitTypeError(f"{type(x).__name__} is not a valid plait array value: {x!r:.60}")
@@ -395,6 +400,9 @@ def full_lower(val):
     return val.full_lower() if isinstance(val, Tracer) else val
 
 
+_EAGER_CHECK: list = [lambda prim, outs: None]   # set by plait.runtime.nan_check
+
+
 def _eval_primitive(prim, vals, params):
     """Eager evaluation: abstract rule (for weak types and early errors), then impl."""
     rules = prim.rules
@@ -404,6 +412,8 @@ def _eval_primitive(prim, vals, params):
         abstract_eval, impl = prim.rule("abstract_eval"), prim.rule("impl")
     out_avals = abstract_eval(*[get_aval(v) for v in vals], **params)
     outs = impl(*[concrete_value(v) for v in vals], **params)
+    if _config.debug_nans or _config.debug_infs:
+        _EAGER_CHECK[0](prim, outs)
     wrap = _WRAP
     if prim.multiple_results:
         return [wrap(o, a.weak_type) for o, a in zip(outs, out_avals)]

@@ -32,7 +32,7 @@ class LazyTrace(Trace):
     lift = pure
 
     def process_primitive(self, prim, tracers, params):
-        if modes._EAGER.get():
+        if modes._EAGER.get() or prim.effectful:   # effects (debug prints) run when reached
             return _run_eagerly(prim, tracers, params)
         avals = [t._aval for t in tracers]
         out = prim.rule("abstract_eval")(*avals, **params)

@@ -24,7 +24,7 @@ from plait.numpy._promote import (arg, asarray_strong, cast, is_array, is_python
 
 
 def _dt(dtype, default=dtypes.float64):
-    return default if dtype is None else dtypes.canonical_dtype(dtype)
+    return dtypes.canonical_dtype(default if dtype is None else dtype)
 
 
 def _contains_array(x) -> bool:

@@ -7,6 +7,7 @@ recorded forward pass and a backward graph's recomputation of it meet).
 """
 from __future__ import annotations
 
+from plait.core.effects import has_effects
 from plait.core.graph import ClosedGraph, Graph, Literal, Var, subgraphs_of
 from plait.lax.elementwise import convert_element_type_p
 
@@ -52,7 +53,7 @@ def cse_graph(graph: Graph, _memo: dict | None = None) -> Graph:
             continue
         if next(subgraphs_of(eqn.params), None) is not None:
             eqn = eqn.replace(params=_sub_graphs(eqn.params, memo))
-        pk = _params_key(eqn.params)
+        pk = None if has_effects(eqn) else _params_key(eqn.params)   # effects never merge
         if pk is not None:
             key = (eqn.prim, tuple(_key_atom(a, rename) for a in inputs), pk)
             prev = seen.get(key)

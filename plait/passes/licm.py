@@ -3,12 +3,13 @@ constants are computed once, before the loop, and passed in as new constants.
 
 A loop primitive says where its constants are with a ``loop_invariants`` rule:
 ``rule(eqn) -> [(graph param, const-count param, index of its first const operand)]``.
-Hoisting is always safe for plait's pure primitives (a loop that runs zero times just
+Equations with effects stay in the loop. Hoisting is always safe for pure primitives (a loop that runs zero times just
 computes an unused value). Sub-graphs are processed first, so nested loops hoist
 outward one level per pass.
 """
 from __future__ import annotations
 
+from plait.core.effects import has_effects
 from plait.core.graph import ClosedGraph, Graph, Literal, Var
 
 
@@ -36,7 +37,8 @@ def _hoist(eqn) -> list:
         invariant = set(consts)
         hoisted, rest = [], []
         for e in g.eqns:
-            if all(isinstance(a, Literal) or a in invariant for a in e.inputs):
+            if not has_effects(e) and all(isinstance(a, Literal) or a in invariant
+                                          for a in e.inputs):
                 hoisted.append(e)
                 invariant.update(e.outputs)
             else:

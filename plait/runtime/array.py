@@ -5,7 +5,8 @@ import numpy as np
 
 from plait.core.aval import ShapedArray
 from plait.core.array_methods import ArrayMethods
-from plait.core.dtypes import canonical_dtype
+from plait.config import config as _config
+from plait.core.dtypes import canonical_dtype, narrow_value
 from plait.core.device import Device, devices, register_devices  # noqa: F401 (re-exported)
 from plait.core.trace import register_concrete_type
 from plait.errors import PlaitTypeError
@@ -41,6 +42,8 @@ class Array(ArrayMethods):
     def __init__(self, value: np.ndarray, weak_type: bool = False):
         if type(value) is not np.ndarray:
             value = np.asarray(value)
+        if not _config.x64:   # float32 mode: no 64-bit value escapes
+            value = narrow_value(value)
         self._value = value
         self.weak_type = weak_type
         self._aval = None

@@ -4,7 +4,6 @@ import pytest
 
 import plait
 import plait.numpy as pnp
-from plait.errors import ControlFlowError
 from plait.lax.control_flow import cond, switch, while_loop, fori_loop, scan
 from plait.test_util import check_grads
 from plait.transforms import grad, jvp, jacfwd
@@ -100,16 +99,13 @@ def test_while_loop_forward_mode_data_dependent_trip_count():
     np.testing.assert_allclose(float(t), 0.5 / np.sqrt(a), rtol=1e-9)
 
 
-def test_reverse_mode_of_while_loop_is_a_clear_error():
+def test_reverse_mode_of_while_loop():
+    # JAX refuses this; plait differentiates it (more in test_cf_while_grad.py):
+    # 1 -> 2 -> 4 -> 8 -> 16 is four trips, so f(x) = x**4 near x = 2
     def f(x):
         return while_loop(lambda c: c < 10.0, lambda c: c * x, 1.0)
-    with pytest.raises(ControlFlowError) as e:
-        grad(f)(2.0)                              # the offending line
-    msg = str(e.value)
-    assert "reverse-mode" in msg and "scan" in msg and "fori_loop" in msg
-    assert "test_cf_grad.py" in msg
-    with pytest.raises(ControlFlowError, match="while_loop"):
-        plait.jit(grad(f))(2.0)
+    assert float(grad(f)(2.0)) == 32.0
+    assert float(plait.jit(grad(f))(2.0)) == 32.0
 
 
 def test_grads_through_nested_control_flow():

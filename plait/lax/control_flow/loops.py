@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
+
 from plait.core import dtypes
 from plait.core.ad_util import Zero
 from plait.core.graph import Graph, Var, run_graph
@@ -116,13 +118,20 @@ def trace_loop_body(stage: Callable, init_leaves: list, init_tree, what: str,
     return traced, init_leaves
 
 
-def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
+def while_loop(cond_fun: Callable, body_fun: Callable, init_val, *,
+               max_steps: int | None = None):
     """``while cond_fun(val): val = body_fun(val)``, staged as one loop.
 
     ``val`` is a pytree whose structure, shapes and dtypes ``body_fun`` preserves;
-    ``cond_fun`` returns a bool scalar. Forward-mode differentiable; for reverse
-    mode use ``scan`` or ``fori_loop`` with static bounds.
+    ``cond_fun`` returns a bool scalar. Differentiable in both modes (unlike JAX):
+    reverse mode recomputes each step's primal carry from the nearest of 32 saved
+    carries (no storage growing with the trip count; about ``n + n^2/64`` extra body
+    evaluations, see ``while_ad``). With ``max_steps=N`` the loop runs at most ``N`` steps as a ``scan``
+    whose finished steps pass the carry through: reverse mode then stores every
+    step's residuals in a fixed tape of ``N`` entries and needs no recomputation.
     """
+    if max_steps is not None:
+        return _bounded_while(cond_fun, body_fun, init_val, int(max_steps))
     init_leaves, init_tree = flatten_operands(init_val)
     what = "plait.lax.while_loop"
 
@@ -143,6 +152,22 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
                         body_graph=body.graph, cond_nconsts=cnd.num_consts,
                         body_nconsts=body.num_consts)
     return tree_unflatten(init_tree, outs)
+
+
+def _bounded_while(cond_fun: Callable, body_fun: Callable, init_val, max_steps: int):
+    """``while_loop`` of at most ``max_steps`` steps: a ``scan`` of ``cond`` steps."""
+    from plait.lax.control_flow.cond import cond
+    from plait.lax.control_flow.scan import scan
+    from plait.lax.elementwise import bitwise_and, bitwise_not, convert_element_type
+    if max_steps < 0:
+        raise PlaitTypeError(f"plait.lax.while_loop: max_steps must be >= 0, got {max_steps}")
+
+    def step(carry, _):
+        running, val = carry
+        go = bitwise_and(running, convert_element_type(cond_fun(val), dtypes.bool_, False))
+        return (go, cond(go, body_fun, lambda v: v, val)), None
+    (_, out), _ = scan(step, (np.bool_(True), init_val), None, length=max_steps)
+    return out
 
 
 def _args_tree(carry_tree: TreeDef) -> TreeDef:
@@ -231,8 +256,9 @@ def _while_jvp(primals, tangents, *, cond_graph, body_graph, cond_nconsts, body_
 
 def _while_partial_eval(trace, tracers, *, cond_graph, body_graph, cond_nconsts,
                         body_nconsts):
-    """Known carries (those not depending on unknown values) come from a known loop;
-    the whole loop is staged for the unknown ones. Reverse mode stops at transpose."""
+    """Known carries (those not depending on unknown values) come from a known loop
+    that counts its trips; the unknown ones from a staged ``while_lin`` (reverse mode:
+    ``while_ad``). A predicate depending on unknown values stages the whole loop."""
     partial_eval_graph = graph_transform("partial_eval_graph")
     params = dict(cond_graph=cond_graph, body_graph=body_graph, cond_nconsts=cond_nconsts,
                   body_nconsts=body_nconsts)
@@ -248,27 +274,17 @@ def _while_partial_eval(trace, tracers, *, cond_graph, body_graph, cond_nconsts,
     cond_uk = partial_eval_graph(cond_graph, cc_uk + carry_uk)[2][0]
     if cond_uk or all(carry_uk):
         return trace.stage(while_p, tracers, params)
-    known = [not u for u in carry_uk]
-    body_k, _ = dce_sub(body_graph, known)
-    body_k = select_inputs(body_k, [not u for u in bc_uk] + known)
-    cond_k = select_inputs(cond_graph, [not u for u in cc_uk] + known)
-    cc, bc, init = _split(tracers, cond_nconsts, body_nconsts)
-    k_in = ([t.known for t in cc if t.is_known] + [t.known for t in bc if t.is_known]
-            + [t.known for t, k in zip(init, known) if k])
-    k_out = iter(while_p.bind(*k_in, cond_graph=cond_k, body_graph=body_k,
-                              cond_nconsts=len(cc) - sum(cc_uk),
-                              body_nconsts=len(bc) - sum(bc_uk)))
-    u_out = trace.stage(while_p, tracers, params)
-    return [trace.pure(next(k_out)) if k else u for k, u in zip(known, u_out)]
+    from plait.lax.control_flow.while_ad import stage_while_lin
+    return stage_while_lin(trace, tracers, cond_graph, body_graph, cond_nconsts,
+                           body_nconsts, cc_uk, bc_uk, carry_uk)
 
 
 def _while_transpose(cts, *args, **params):
     raise ControlFlowError(
-        "reverse-mode differentiation (grad, vjp, jacrev) of plait.lax.while_loop is not "
-        "supported: its trip count is only known at run time, so the values of every "
-        "iteration cannot be saved for the backward pass. Use plait.lax.scan, or "
-        "plait.lax.fori_loop with static (Python int) bounds, which are "
-        "reverse-differentiable; forward mode (jvp, jacfwd) works with while_loop.")
+        "reverse-mode differentiation (grad, vjp, jacrev) of this plait.lax.while_loop is "
+        "not supported: its predicate depends on the values being differentiated, so "
+        "the trip count itself would need a derivative. Make cond_fun depend on values "
+        "computed with plait.lax.stop_gradient, or use scan/fori_loop with static bounds.")
 
 
 def _while_batch(vals, dims, *, cond_graph, body_graph, cond_nconsts, body_nconsts):
