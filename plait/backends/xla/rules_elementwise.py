@@ -105,10 +105,20 @@ _BINARY = {
     E.shift_left_p: "stablehlo.shift_left",
     E.shift_right_arithmetic_p: "stablehlo.shift_right_arithmetic",
     E.shift_right_logical_p: "stablehlo.shift_right_logical",
-    E.complex_p: "stablehlo.complex",
 }
 for _p, _n in _BINARY.items():
     _p.def_rule(RULE, _simple_binary(_n))
+
+
+def _complex(ctx, x, y):
+    a, o = ctx.in_avals[0], ctx.out_avals[0]
+    rdt = np.float64 if o.dtype == np.complex128 else np.float32
+    x = convert(ctx, x, a.shape, a.dtype, rdt)
+    y = convert(ctx, y, a.shape, a.dtype, rdt)
+    return binary(ctx, "stablehlo.complex", x, y, a.shape, rdt, o.dtype)
+
+
+E.complex_p.def_rule(RULE, _complex)
 
 
 def _int_guarded(name):
