@@ -156,6 +156,35 @@ def _copysign(ctx, x, y):
 
 E.copysign_p.def_rule(RULE, _copysign)
 
+
+def _complex_extremum(direction, name):
+    """Complex max/min as NumPy: lexicographic on (real, imag); a NaN operand wins."""
+    def rule(ctx, x, y):
+        a = ctx.in_avals[0]
+        sh, dt = a.shape, np.dtype(a.dtype)
+        if dt.kind != "c":
+            return binary(ctx, name, x, y, sh, dt)
+        rdt = np.float32 if dt == np.complex64 else np.float64
+        xr, xi, yr, yi = (unary(ctx, f"stablehlo.{p}", v, sh, dt, rdt)
+                          for v, p in ((x, "real"), (x, "imag"), (y, "real"), (y, "imag")))
+        b = np.bool_
+        def nan(r, i):
+            return binary(ctx, "stablehlo.or", compare(ctx, r, r, sh, rdt, "NE"),
+                          compare(ctx, i, i, sh, rdt, "NE"), sh, b)
+        better = binary(ctx, "stablehlo.or", compare(ctx, xr, yr, sh, rdt, direction),
+                        binary(ctx, "stablehlo.and", compare(ctx, xr, yr, sh, rdt, "EQ"),
+                               compare(ctx, xi, yi, sh, rdt, direction[0] + "E"), sh, b), sh, b)
+        ny = nan(yr, yi)
+        take_x = binary(ctx, "stablehlo.or", nan(xr, xi),
+                        binary(ctx, "stablehlo.and", better,
+                               unary(ctx, "stablehlo.not", ny, sh, b), sh, b), sh, b)
+        return select(ctx, take_x, x, y, sh, dt)
+    return rule
+
+
+E.max_p.def_rule(RULE, _complex_extremum("GT", "stablehlo.maximum"))
+E.min_p.def_rule(RULE, _complex_extremum("LT", "stablehlo.minimum"))
+
 for _p, _d in ((E.eq_p, "EQ"), (E.ne_p, "NE"), (E.lt_p, "LT"), (E.le_p, "LE"),
                (E.gt_p, "GT"), (E.ge_p, "GE")):
     _p.def_rule(RULE, lambda ctx, x, y, _d=_d: compare(
