@@ -15,6 +15,9 @@ from op_table import OPS  # noqa: E402
 from test_np_op_sweep import _materialize, _reference, check_close  # noqa: E402
 
 CHUNK = 300
+# complex64 sums whose table tolerance is exact: XLA reassociates the reduction, so the
+# last bit can differ from NumPy's pairwise order (seen: 1 ulp); compared to 2 ulp here
+_REASSOCIATED = {"trace1", "m_trace"}
 
 
 def _cases():
@@ -55,7 +58,12 @@ def test_numpy_table_on_xla(start):
     bad = []
     for (op, _, _, want), g in zip(chunk, got):
         try:
-            check_close(g, want, op.tol, f"{op.name} xla")
+            if op.name in _REASSOCIATED:
+                np.testing.assert_allclose(g, want, rtol=2 * np.finfo(np.float32).eps,
+                                           err_msg=f"{op.name} xla")
+                assert np.asarray(g).dtype == np.asarray(want).dtype, op.name
+            else:
+                check_close(g, want, op.tol, f"{op.name} xla")
         except AssertionError as e:
             bad.append(str(e)[:300])
     assert not bad, "\n".join(bad)
