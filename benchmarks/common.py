@@ -12,7 +12,7 @@ import numpy as np
 from benchmarks.harness import compare, fmt_time, optional_import
 
 # Systems in table order; each benchmark fills the ones it has.
-SYSTEMS = ("plait.jit", "plait eager", "numpy", "jax.jit", "torch")
+SYSTEMS = ("plait.jit", "plait xla", "plait eager", "numpy", "jax.jit", "torch")
 
 
 @dataclass
@@ -43,6 +43,15 @@ class Row:
     check: str = ""
     note: str = ""
     failed: bool = False
+
+
+def xla_jit(fn: Callable, **kw):
+    """``plait.jit(fn, backend="xla")`` when jaxlib is installed, else None (no column)."""
+    from plait.backends.xla import pjrt
+    if not pjrt.available():
+        return None
+    import plait
+    return plait.jit(fn, backend="xla", **kw)
 
 
 def jax_modules():

@@ -96,8 +96,8 @@ class Loaded:
         _, j, _, _ = _jaxlib()
         if not isinstance(x, np.ndarray):
             x = np.asarray(x)
-        if not x.flags.c_contiguous:
-            x = np.ascontiguousarray(x)
+        if not x.flags.c_contiguous or not x.flags.writeable:
+            x = np.array(x)     # DLPack (v0.x) exports neither strided nor read-only arrays
         return j.dlpack_managed_tensor_to_buffer(x.__dlpack__(), self.device, None, None)
 
     def run(self, bufs: list) -> list:
