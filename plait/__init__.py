@@ -20,5 +20,6 @@ from plait import random
 from plait import nn
 from plait import example_libraries
 from plait.core.graph import check_graph
+from plait.exporting import export, ShapeDtypeStruct
 
 __version__ = "0.1.0"

@@ -152,14 +152,19 @@ class Emitter:
             self.funcs.append(self.emit_func(name, graph, [], private=True))
         return self.names[key]
 
-    def emit_func(self, name: str, graph: Graph, constvars: list, private: bool) -> str:
+    def emit_func(self, name: str, graph: Graph, constvars: list, private: bool,
+                  const_values: list | None = None) -> str:
         env: dict = {}
         params = []
+        lines: list = []
+        if const_values is not None:     # constants embedded in the function body
+            for v, c in zip(constvars, const_values):
+                env[v] = Ctx(self, lines, None, None).const(np.asarray(c), v.aval.dtype)
+            constvars = []
         for v in list(constvars) + list(graph.invars):
             a = self.fresh()
             env[v] = a
             params.append(f"{a}: {aval_type(v.aval)}")
-        lines: list = []
         self.emit_eqns(graph, env, lines)
         outs, types = [], []
         for v in graph.outvars:
@@ -189,9 +194,14 @@ class Emitter:
                 env[v] = o
 
 
-def emit_module(closed: ClosedGraph, name: str = "plait") -> str:
-    """The StableHLO module of ``closed``: ``main(consts..., args...)`` returns the outputs."""
+def emit_module(closed: ClosedGraph, name: str = "plait", embed_consts: bool = False) -> str:
+    """The StableHLO module of ``closed``: ``main(consts..., args...)`` returns the outputs
+    (``main(args...)`` with the constants inside the module when ``embed_consts``)."""
     em = Emitter()
-    main = em.emit_func("main", closed.graph, closed.graph.constvars, private=False)
+    consts = None
+    if embed_consts:
+        consts = [c._value if hasattr(c, "_value") else np.asarray(c) for c in closed.consts]
+    main = em.emit_func("main", closed.graph, closed.graph.constvars, private=False,
+                        const_values=consts)
     safe = "".join(c if c.isalnum() or c == "_" else "_" for c in (name or "plait"))
     return f"module @{safe} {{\n" + "\n".join([main] + em.funcs) + "\n}\n"
