@@ -14,8 +14,10 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lax"))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(_HERE, "..", ".."))     # this checkout's plait
+sys.path.insert(0, os.path.join(_HERE, "..", "lax"))
+sys.path.insert(0, _HERE)
 
 from prim_table import CASES  # noqa: E402
 from test_xla_sweep import compare, run_cases  # noqa: E402
