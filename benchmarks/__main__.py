@@ -5,8 +5,9 @@ issue 18) in one process, each
 system interleaved with the others, checks that all systems compute the same
 numbers (each row states its tolerance) and prints a markdown table of median
 times with ratios to ``plait.jit``, the first-call (trace + compile) times, the
-VGG19 equation counts (Julia paper, Figure 9), the lazy-training report (W6) and,
-in the full run, the kernel-level report (K, ``benchmarks/kernels.py``).
+VGG19 equation counts (Julia paper, Figure 9), the lazy-training report (W6), compile
+time against program size (CS, ``benchmarks/compile_scaling.py``) and, in the full
+run, the kernel-level report (K, ``benchmarks/kernels.py``).
 Peers: NumPy always; JAX (``jax.jit``) when installed.
 
 ``--only w1,w5`` picks workloads; ``--smoke`` shrinks every size (for tests).
@@ -36,7 +37,9 @@ WORKLOADS = [
     ("w6", "benchmarks.lazy_training", "run"),
     ("w7", "benchmarks.eager_overhead", "run_w7"),
     ("fft", "benchmarks.fft", "run"),
+    ("cs", "benchmarks.compile_scaling", "run"),
     ("k", "benchmarks.kernels", "run"),
+    ("la", "benchmarks.linalg", "run"),
 ]
 FULL_ONLY = {"k"}            # kernel-level report: in the full run or with --only k
 

@@ -9,17 +9,20 @@ from plait.runtime import Array, device_put, devices
 from plait.runtime import metrics
 from plait import lax
 from plait import numpy
-from plait import tree_util
+from plait import tree_util, tree
 from plait.api import jit, make_graph
+from plait.abstract import ShapeDtypeStruct, eval_shape
 from plait.transforms import (jvp, linearize, vjp, grad, value_and_grad, jacfwd, jacrev,
                               hessian, custom_jvp, custom_vjp, vmap)
 from plait.lax import stop_gradient
 from plait.transforms.autograph import autograph
+from plait import ad_checkpoint
+from plait.ad_checkpoint import checkpoint, remat, checkpoint_policies, ad_residuals
 from plait import lazy
 from plait import random
 from plait import nn
 from plait import example_libraries
 from plait.core.graph import check_graph
-from plait.exporting import export, ShapeDtypeStruct
+from plait.exporting import export
 
 __version__ = "0.1.0"

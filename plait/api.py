@@ -58,7 +58,8 @@ def leaf_aval(x, path: str, fname: str) -> ShapedArray:
 
 
 class _Entry:
-    __slots__ = ("closed", "out_tree", "executable", "call_graph", "out_weak", "single", "key")
+    __slots__ = ("closed", "out_tree", "executable", "call_graph", "out_weak", "single", "key",
+                 "donated")
 
     def __init__(self, closed: ClosedGraph, out_tree: TreeDef):
         self.closed = closed
@@ -67,6 +68,48 @@ class _Entry:
         self.call_graph = None
         self.out_weak = [a.weak_type for a in closed.out_avals]
         self.single = out_tree.kind == "leaf"
+        self.donated: tuple[int, ...] = ()    # indices of the donated argument leaves
+
+
+class _SharedCache:
+    """The traces and executables of one function under one set of jit options, shared
+    by every ``jit`` wrapper of it (so ``jit(f)(x)`` written inline traces once). It holds
+    no reference to the function."""
+
+    __slots__ = ("cache", "fast", "flat_trees")
+
+    def __init__(self):
+        fast: dict[tuple, _Entry] = {}
+
+        def evicted(key, entry: _Entry) -> None:    # the signature cache dropped entry:
+            for k in [k for k, e in list(fast.items()) if e is entry]:   # so does the
+                fast.pop(k, None)                                          # fast path
+        self.fast = fast
+        self.cache = LRUCache(on_evict=evicted)
+        self.flat_trees: dict[int, TreeDef] = {}
+
+
+# function (weakly, by identity, as JAX) -> {options: _SharedCache}
+_SHARED: "weakref.WeakKeyDictionary[Callable, dict]" = weakref.WeakKeyDictionary()
+
+
+def _trace_context() -> tuple:
+    """Settings that change what a trace or executable is, part of the shared key: a
+    wrapper made after ``config.backend`` (or the precision mode) changed gets its own."""
+    return (config.backend, getattr(config, "x64", None))
+
+
+def _shared_cache(fun: Callable, options: tuple) -> _SharedCache:
+    """The cache of ``fun`` under ``options``; a private one when ``fun`` cannot be
+    referenced weakly or hashed (e.g. some builtins)."""
+    try:
+        per = _SHARED.get(fun)
+        if per is None:
+            per = _SHARED.setdefault(fun, {})
+    except TypeError:
+        return _SharedCache()
+    hit = per.get(options)
+    return hit if hit is not None else per.setdefault(options, _SharedCache())
 
 
 class Jitted:
@@ -74,34 +117,43 @@ class Jitted:
 
     def __init__(self, fun: Callable, static_argnums: int | Sequence[int] = (),
                  static_argnames: str | Sequence[str] = (), backend: str | None = None,
-                 autograph: bool = False):
+                 autograph: bool = False, *, donate_argnums: int | Sequence[int] = (),
+                 donate_argnames: str | Sequence[str] = (), keep_unused: bool = False,
+                 inline: bool = False):
+        from plait.jit_options import as_tuple, resolve
+        original = fun
         if autograph:
             from plait.transforms.autograph import autograph as _convert
             fun = _convert(fun)
         self.fun = fun
         functools.update_wrapper(self, fun, updated=())
-        self.static_argnums = ((static_argnums,) if isinstance(static_argnums, int)
-                               else tuple(static_argnums))
-        self.static_argnames = ((static_argnames,) if isinstance(static_argnames, str)
-                                else tuple(static_argnames))
         self.backend = backend
+        self.keep_unused = bool(keep_unused)
+        self.inline = bool(inline)
         self._method_jit: "Jitted | None" = None
-        self._flat_trees: dict[int, TreeDef] = {}
-        self._fast: dict[tuple, _Entry] = {}   # avals of positional arrays -> compiled entry
-        self._cache = LRUCache(on_evict=self._evicted)   # signature -> _Entry (bounded)
         self._name = _fun_name(fun)
         try:
             self._sig = inspect.signature(fun)
         except (TypeError, ValueError):
             self._sig = None
-        if self._sig is not None and self.static_argnames:
-            params = list(self._sig.parameters)
-            nums = set(self.static_argnums)
-            for n in self.static_argnames:
-                if n in params and self._sig.parameters[n].kind in (
-                        inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.POSITIONAL_ONLY):
-                    nums.add(params.index(n))
-            self.static_argnums = tuple(sorted(nums))
+        self.static_argnums, self.static_argnames = resolve(
+            self._sig, as_tuple(static_argnums, int), as_tuple(static_argnames, str),
+            "static", self._name)
+        self.donate_argnums, self.donate_argnames = resolve(
+            self._sig, as_tuple(donate_argnums, int), as_tuple(donate_argnames, str),
+            "donate", self._name)
+        both = set(self.donate_argnums) & set(self.static_argnums)
+        if both:
+            raise StaticArgumentError(f"jit of {self._name}: argument(s) {sorted(both)} are "
+                                      f"both static and donated; only arrays can be donated")
+        self._donates = bool(self.donate_argnums or self.donate_argnames)
+        shared = _shared_cache(original, (self.static_argnums, self.static_argnames,
+                                          backend, bool(autograph), self.donate_argnums,
+                                          self.donate_argnames, self.keep_unused,
+                                          _trace_context()))
+        self._flat_trees: dict[int, TreeDef] = shared.flat_trees
+        self._fast: dict[tuple, _Entry] = shared.fast   # avals of positional arrays -> entry
+        self._cache: LRUCache = shared.cache            # signature -> _Entry (bounded)
 
     def __get__(self, obj, objtype=None):
         """Used as a method: ``self`` becomes a static argument (by identity)."""
@@ -111,7 +163,10 @@ class Jitted:
             def build():
                 self._method_jit = Jitted(
                     self.fun, (0,) + tuple(i + 1 for i in self.static_argnums if i >= 0),
-                    self.static_argnames, self.backend)
+                    self.static_argnames, self.backend,
+                    donate_argnums=tuple(i + 1 for i in self.donate_argnums if i >= 0),
+                    donate_argnames=self.donate_argnames, keep_unused=self.keep_unused,
+                    inline=self.inline)
                 return self._method_jit
             _ONCE.run(("method", id(self)), lambda: self._method_jit, build)
         return functools.partial(self._method_jit._call_with_self, obj)
@@ -156,8 +211,9 @@ class Jitted:
             return self.fun(*args, **kw)
         return call
 
-    def _signature(self, args, kwargs):
-        if not kwargs and not self.static_argnums and all(type(a) in _LEAF_TYPES for a in args):
+    def _signature(self, args, kwargs, aval_of: Callable = get_aval):
+        if (aval_of is get_aval and not kwargs and not self.static_argnums
+                and all(type(a) in _LEAF_TYPES for a in args)):
             in_tree = self._flat_trees.get(len(args))    # fast path: positional arrays only
             if in_tree is None:
                 in_tree = self._flat_trees[len(args)] = tree_flatten((args, {}))[1]
@@ -168,7 +224,7 @@ class Jitted:
         avals = []
         for x in leaves:
             try:
-                avals.append(get_aval(x))
+                avals.append(aval_of(x))
             except PlaitTypeError:
                 paths = self._paths(in_tree)
                 avals.append(leaf_aval(x, paths[len(avals)], self._name))
@@ -248,11 +304,6 @@ class Jitted:
             return f"static arguments changed from {best[2]} to {key[2]}"
         return "cache miss"
 
-    def _evicted(self, key, entry: _Entry) -> None:
-        """The signature cache dropped ``entry``: so does the fast path."""
-        for k in [k for k, e in list(self._fast.items()) if e is entry]:
-            self._fast.pop(k, None)
-
     def _entry(self, avals, in_tree, static_info, key) -> _Entry:
         entry = self._cache.get(key)
         if entry is None:
@@ -287,7 +338,11 @@ class Jitted:
 
     # -- calling -----------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if not kwargs and (not _trace._NESTED[0] or len(_trace._LOCAL.stack) == 1):
+        if self.inline and not _trace.at_top_level():     # traced inside a transformation:
+            return self.fun(*[a.value if isinstance(a, _Static) else a for a in args],
+                            **kwargs)                    # become part of the caller's graph
+        if not kwargs and (not _trace._NESTED[0] or len(_trace._LOCAL.stack) == 1) \
+                and not self._donates:
             # fastest path: positional concrete arrays whose signature was seen before
             try:
                 avals = tuple([a.aval if type(a) is Array else _np_aval(a) for a in args])
@@ -306,6 +361,8 @@ class Jitted:
         entry = self._entry(avals, in_tree, static_info, key)
         if len(_trace.cur_stack()) == 1 and not any(isinstance(x, Tracer) for x in leaves):
             exe = entry.executable or self._compile(entry)
+            if self._donates:
+                return self._call_donating(entry, exe, args, kwargs, leaves)
             if not kwargs and not self.static_argnums and all(
                     type(a) in (Array, np.ndarray) for a in args):
                 self._fast[tuple(avals)] = entry
@@ -320,11 +377,43 @@ class Jitted:
                                name=getattr(self.fun, "__name__", "fn"))
         return tree_unflatten(entry.out_tree, outs)
 
+    def _donated(self, args, kwargs, leaves) -> tuple[int, ...]:
+        from plait.jit_options import donated_leaves
+        ids = {id(x) for x in donated_leaves(args, kwargs, self.donate_argnums,
+                                              self.donate_argnames)}
+        return tuple(i for i, x in enumerate(leaves) if id(x) in ids)
+
+    def _call_donating(self, entry, exe, args, kwargs, leaves):
+        """Run giving up the donated arguments: the native backend writes outputs into
+        their buffers where it safely can; donated plait Arrays are deleted after."""
+        donated = self._donated(args, kwargs, leaves)
+        entry.donated = donated
+        vals = [concrete_value(x) for x in leaves]
+        run = getattr(exe, "run_donating", None)
+        own = [i for i in donated if type(leaves[i]) is Array]   # NumPy inputs are not ours
+        outs = run(vals, own) if run is not None and own else exe(*vals)
+        outs = _unaliased(outs, [x for i, x in enumerate(leaves) if i not in own])
+        for i in own:
+            leaves[i].delete(f"it was donated to {self._name}")
+        outs = [Array(o, a.weak_type) for o, a in zip(outs, entry.closed.out_avals)]
+        return outs[0] if entry.out_tree.kind == "leaf" else tree_unflatten(entry.out_tree, outs)
+
     def lower(self, *args, **kwargs) -> "Lowered":
-        """Trace for these arguments (shapes/dtypes matter) without running."""
-        leaves, avals, key, static_info, in_tree = self._signature(args, kwargs)
+        """Trace for these arguments without running: arrays, or specs
+        (``ShapeDtypeStruct`` or anything with ``.shape``/``.dtype``) in their place."""
+        return Lowered(self, self._spec_entry(args, kwargs))
+
+    def trace(self, *args, **kwargs) -> "Traced":
+        """Trace (arrays or specs, as :meth:`lower`): the graph and the output's shapes."""
+        return Traced(self, self._spec_entry(args, kwargs))
+
+    def _spec_entry(self, args, kwargs) -> "_Entry":
+        from plait.abstract import spec_or_aval
+        leaves, avals, key, static_info, in_tree = self._signature(args, kwargs, spec_or_aval)
         entry = self._entry(avals, in_tree, static_info, key)
-        return Lowered(self, entry)
+        if self._donates:
+            entry.donated = self._donated(args, kwargs, leaves)
+        return entry
 
     def trace_graph(self, *args, **kwargs) -> ClosedGraph:
         """The optimized closed graph for these arguments."""
@@ -417,6 +506,28 @@ class Lowered:
         return Compiled(self._jitted, self._entry)
 
 
+class Traced:
+    """A traced function (``jit(f).trace(...)``): its graph and output shapes."""
+
+    def __init__(self, jitted: Jitted, entry: _Entry):
+        self._jitted = jitted
+        self._entry = entry
+
+    @property
+    def graph(self) -> ClosedGraph:
+        return self._entry.closed
+
+    @property
+    def out_info(self):
+        """The output as a pytree of ``ShapeDtypeStruct``s."""
+        from plait.abstract import struct_of
+        return tree_unflatten(self._entry.out_tree,
+                              [struct_of(a) for a in self._entry.closed.out_avals])
+
+    def lower(self) -> "Lowered":
+        return Lowered(self._jitted, self._entry)
+
+
 class Compiled:
     """A compiled executable for one signature."""
 
@@ -432,25 +543,47 @@ class Compiled:
         """The executable's text (``stage`` selects one for the native backend)."""
         return self.executable.as_text() if stage is None else self.executable.as_text(stage)
 
-    def memory_analysis(self) -> dict:
-        """Bytes of arguments, outputs and peak temporaries (native backend)."""
+    def memory_analysis(self):
+        """Bytes of arguments, outputs, constants, peak temporaries and outputs that
+        reuse donated argument buffers, as a dict with JAX's attribute names too
+        (``argument_size_in_bytes``, ``output_size_in_bytes``, ``alias_size_in_bytes``,
+        ``temp_size_in_bytes``)."""
+        from plait.cost import MemoryAnalysis
         ma = getattr(self.executable, "memory_analysis", None)
         if ma is None:
             from plait.errors import PlaitValueError
-            raise PlaitValueError("memory_analysis is available for the native backend")
-        return ma()
+            raise PlaitValueError("this backend's executables have no memory_analysis")
+        return MemoryAnalysis(**ma(self._entry.donated))
+
+    def cost_analysis(self) -> dict:
+        """``{"flops", "transcendentals", "bytes accessed"}`` of one call, from the
+        optimized graph with each primitive's cost rule (``plait/cost.py``)."""
+        from plait.cost import cost_analysis
+        return cost_analysis(self._entry.closed)
 
 
 def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = (),
         static_argnames: str | Sequence[str] = (), backend: str | None = None,
-        autograph: bool = False):
+        autograph: bool = False, donate_argnums: int | Sequence[int] = (),
+        donate_argnames: str | Sequence[str] = (), keep_unused: bool = False,
+        inline: bool = False):
     """Compile ``fun``: trace once per input signature, cache, and run the executable.
 
-    Usable as ``jit(f)``, ``@jit`` or ``@jit(static_argnums=...)``.
+    Usable as ``jit(f)``, ``@jit`` or ``@jit(static_argnums=...)``. Wrappers of the same
+    function object with the same options share traces and executables, so ``jit(f)(x)``
+    written inline traces once. ``static_argnums``/``static_argnames`` (each completed
+    from the other through the signature) are Python values in the cache key.
+    ``donate_argnums``/``donate_argnames`` give up those arguments: the native backend
+    writes outputs of the same shape and dtype into their buffers where safe, and donated
+    plait Arrays are deleted after the call. ``keep_unused`` is accepted for JAX
+    compatibility (plait never drops arguments). ``inline=True`` makes a call traced
+    inside another transformation part of the caller's graph instead of a nested call.
     """
+    opts = dict(donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+                keep_unused=keep_unused, inline=inline)
     if fun is None:
-        return lambda f: Jitted(f, static_argnums, static_argnames, backend, autograph)
-    return Jitted(fun, static_argnums, static_argnames, backend, autograph)
+        return lambda f: Jitted(f, static_argnums, static_argnames, backend, autograph, **opts)
+    return Jitted(fun, static_argnums, static_argnames, backend, autograph, **opts)
 
 
 def make_graph(fun: Callable, static_argnums: int | Sequence[int] = ()):

@@ -22,8 +22,15 @@ def _is_internal(filename: str) -> bool:
     return r
 
 
+REPLAYING: list = []   # source lines of equations being re-evaluated (innermost last)
+
+
 def user_frame() -> str:
-    """Return ``"file:line (in function)"`` for the innermost frame outside plait."""
+    """Return ``"file:line (in function)"`` for the innermost frame outside plait, or the
+    source line of the equation being re-evaluated (``REPLAYING``: transformations that
+    replay a graph push each equation's line, so derived equations keep the user's line)."""
+    if REPLAYING and REPLAYING[-1]:
+        return REPLAYING[-1]
     f = sys._getframe(1)
     while f is not None:
         code = f.f_code
@@ -67,6 +74,10 @@ class MissingRuleError(PlaitError, NotImplementedError):
             f"report it, or avoid '{prim_name}' under this transformation.")
         self.prim_name = prim_name
         self.rule = rule
+
+
+class LinAlgError(PlaitError, __import__("numpy").linalg.LinAlgError):
+    """NumPy's ``LinAlgError`` (singular or non-square matrix) raised on concrete values."""
 
 
 class ConcretizationError(PlaitError):

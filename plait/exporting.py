@@ -12,20 +12,15 @@ or vmapped (export the gradient function itself instead).
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, NamedTuple
+from typing import Callable
 
 import numpy as np
 
+from plait.abstract import ShapeDtypeStruct
 from plait.core.aval import ShapedArray
 from plait.errors import PlaitTypeError, PlaitValueError
 
 _MAGIC = b"plait-stablehlo-v1\n"
-
-
-class ShapeDtypeStruct(NamedTuple):
-    """An argument spec: a shape and a dtype, no data."""
-    shape: tuple
-    dtype: Any
 
 
 class Exported:

@@ -75,6 +75,12 @@ class InterpExecutable:
     def as_text(self) -> str:
         return pp_graph(self.closed)
 
+    def memory_analysis(self, donated=()) -> dict:
+        """Argument, output, constant and temporary bytes (every intermediate is kept
+        until the call returns); the interpreter reuses no donated buffer."""
+        from plait.cost import interp_memory
+        return interp_memory(self.closed)
+
 
 def compile_interp(closed: ClosedGraph) -> InterpExecutable:
     """Build the reference executable of ``closed``."""

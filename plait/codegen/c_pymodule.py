@@ -1,10 +1,12 @@
 """A CPython extension-module wrapper around generated kernel functions.
 
-Each kernel ``int64_t kN(void **bufs)`` gets a method ``kN(list_of_arrays)`` that takes
-the buffers' addresses through the buffer protocol (inputs read-only, outputs
-writable; all C-contiguous), releases the GIL, runs the kernel and returns its
-status (0, or an allocation failure the caller turns into ``MemoryError``). Calling
-a method of an extension module costs far less than a ctypes call.
+Each kernel ``int64_t kN(void **bufs)`` gets a function ``kN(list_of_arrays)`` that
+takes the buffers' addresses through the buffer protocol (inputs read-only, outputs
+writable; all C-contiguous), releases the GIL, runs the kernel and returns its status
+(0, or an allocation failure the caller turns into ``MemoryError``). All of them share
+one C body and a table of kernels, so the wrapper's size barely grows with the
+number of kernels. Calling a function of an extension module costs far less than a
+ctypes call.
 """
 from __future__ import annotations
 
@@ -22,45 +24,89 @@ def module_source(module: str, kernels: dict[str, tuple[int, int]],
     until the launch completes.
     """
     out = ["#define PY_SSIZE_T_CLEAN", "#include <Python.h>", ""]
-    for name, (n_in, n_out) in kernels.items():
-        n = n_in + n_out
-        out.append(f"""static PyObject *py_{name}(PyObject *self, PyObject *arg) {{
-  PyObject *seq = PySequence_Fast(arg, "{name}: expected a list of arrays");
-  if (!seq) return NULL;
-  if (PySequence_Fast_GET_SIZE(seq) != {n}) {{
-    Py_DECREF(seq);
-    PyErr_SetString(PyExc_TypeError, "{name}: expected {n} arrays");
-    return NULL;
-  }}
-  Py_buffer views[{max(n, 1)}];
-  void *ptrs[{max(n, 1)}];
-  int got = 0;
-  for (; got < {n}; ++got) {{
-    int flags = got < {n_in} ? PyBUF_C_CONTIGUOUS : (PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE);
-    if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, got), &views[got], flags) < 0) break;
-    ptrs[got] = views[got].buf;
-  }}
-  long long status = 0;
-  if (got == {n}) {{
-    Py_BEGIN_ALLOW_THREADS
-    status = {name}(ptrs);
-    Py_END_ALLOW_THREADS
-  }}
-  for (int i = 0; i < got; ++i) PyBuffer_Release(&views[i]);
-  Py_DECREF(seq);
-  if (got != {n}) return NULL;
-  return PyLong_FromLongLong(status);
-}}
-""")
-    table = "".join(f'  {{"{n}", py_{n}, METH_O, NULL}},\n' for n in kernels)
+    # one generic method body for every kernel (the C compiler's time grows with the
+    # wrapper too): each method's ``self`` is its index into a table of kernels
+    table = ",\n".join(f'  {{"{name}", {name}, {n_in}, {n_in + n_out}}}'
+                        for name, (n_in, n_out) in kernels.items())
+    most = max([n_in + n_out for n_in, n_out in kernels.values()] + [1])
+    out.append(_KERNELS.replace("@TABLE@", table or '  {"", 0, 0, 0}')
+               .replace("@N_KERNELS@", str(len(kernels))).replace("@MOST@", str(most)))
+    methods = ""
     if entry is not None:
         out.append(_LAUNCH.replace("ENTRY", entry))
-        table += '  {"launch", py_launch, METH_VARARGS, NULL},\n'
-    out.append(f"static PyMethodDef methods[] = {{\n{table}  {{NULL, NULL, 0, NULL}}\n}};")
+        methods = '  {"launch", py_launch, METH_VARARGS, NULL},\n'
+    out.append(f"static PyMethodDef methods[] = {{\n{methods}  {{NULL, NULL, 0, NULL}}\n}};")
     out.append(f'static struct PyModuleDef moddef = {{PyModuleDef_HEAD_INIT, "{module}", NULL, -1, '
                f'methods}};')
-    out.append(f"PyMODINIT_FUNC PyInit_{module}(void) {{ return PyModule_Create(&moddef); }}")
+    out.append(_INIT.replace("@MODULE@", module))
     return "\n".join(out)
+
+
+_KERNELS = r"""
+typedef struct { const char *name; int64_t (*fn)(void **); int n_in, n; } plait_kernel_t;
+static const plait_kernel_t plait_kernels[] = {
+@TABLE@
+};
+static PyMethodDef plait_kernel_defs[@N_KERNELS@ + 1];
+
+static PyObject *py_kernel(PyObject *self, PyObject *arg) {
+  Py_ssize_t k = PyLong_AsSsize_t(self);
+  if (k < 0 || k >= @N_KERNELS@) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "bad kernel index");
+    return NULL;
+  }
+  const plait_kernel_t *kd = &plait_kernels[k];
+  PyObject *seq = PySequence_Fast(arg, "expected a list of arrays");
+  if (!seq) return NULL;
+  if (PySequence_Fast_GET_SIZE(seq) != kd->n) {
+    Py_DECREF(seq);
+    PyErr_Format(PyExc_TypeError, "%s: expected %d arrays", kd->name, kd->n);
+    return NULL;
+  }
+  Py_buffer views[@MOST@];
+  void *ptrs[@MOST@];
+  int got = 0;
+  for (; got < kd->n; ++got) {
+    int flags = got < kd->n_in ? PyBUF_C_CONTIGUOUS : (PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE);
+    if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, got), &views[got], flags) < 0) break;
+    ptrs[got] = views[got].buf;
+  }
+  long long status = 0;
+  if (got == kd->n) {
+    Py_BEGIN_ALLOW_THREADS
+    status = kd->fn(ptrs);
+    Py_END_ALLOW_THREADS
+  }
+  for (int i = 0; i < got; ++i) PyBuffer_Release(&views[i]);
+  Py_DECREF(seq);
+  if (got != kd->n) return NULL;
+  return PyLong_FromLongLong(status);
+}
+"""
+
+_INIT = r"""
+PyMODINIT_FUNC PyInit_@MODULE@(void) {
+  PyObject *m = PyModule_Create(&moddef);
+  if (!m) return NULL;
+  for (Py_ssize_t k = 0; k < (Py_ssize_t)(sizeof plait_kernels / sizeof plait_kernels[0]); ++k) {
+    if (!plait_kernels[k].fn) continue;
+    PyMethodDef *d = &plait_kernel_defs[k];
+    d->ml_name = plait_kernels[k].name;
+    d->ml_meth = py_kernel;
+    d->ml_flags = METH_O;
+    d->ml_doc = NULL;
+    PyObject *idx = PyLong_FromSsize_t(k);
+    PyObject *fn = idx ? PyCFunction_NewEx(d, idx, NULL) : NULL;
+    Py_XDECREF(idx);
+    if (!fn || PyModule_AddObject(m, plait_kernels[k].name, fn) < 0) {
+      Py_XDECREF(fn);
+      Py_DECREF(m);
+      return NULL;
+    }
+  }
+  return m;
+}
+"""
 
 
 _LAUNCH = r"""

@@ -97,6 +97,23 @@ static inline void plait_oom(int64_t *status, int64_t code) { __atomic_store_n(s
 #else
 #define PLAIT_KERNEL
 #endif
+/* digamma: reflection below 0, recurrence up to 10, asymptotic series (plait.lax.special) */
+static inline double plait_digamma(double x) {
+  double r = 0.0;
+  if (x != x || x == INFINITY) return x;
+  if (x <= 0.0) {
+    double fl = floor(x);
+    if (x == fl) return x == 0.0 ? -INFINITY : NAN;
+    r = -3.141592653589793 / tan(3.141592653589793 * (x - fl));
+    x = 1.0 - x;
+  }
+  while (x < 10.0) { r -= 1.0 / x; x += 1.0; }
+  double f = 1.0 / (x * x);
+  double t = f * (-1.0 / 12 + f * (1.0 / 120 + f * (-1.0 / 252 + f * (1.0 / 240 + f * (
+      -1.0 / 132 + f * (691.0 / 32760 + f * (-1.0 / 12)))))));
+  return r + log(x) - 0.5 / x + t;
+}
+static inline float plait_digammaf(float x) { return (float)plait_digamma((double)x); }
 /* float register sums start at -0.0, the identity of IEEE addition (OpenMP's + uses +0.0) */
 #pragma omp declare reduction(plait_addf : float : omp_out = omp_out + omp_in) initializer(omp_priv = -0.0f)
 #pragma omp declare reduction(plait_addd : double : omp_out = omp_out + omp_in) initializer(omp_priv = -0.0)
@@ -113,7 +130,9 @@ _BOOL_RESULT = set(_CMP) | {"is_finite", "is_nan"}
 _FMATH = {n: (n + "f", n) for n in (
     "exp", "exp2", "log", "log2", "log1p", "expm1", "sqrt", "tanh", "sin", "cos", "tan",
     "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "floor", "ceil",
-    "cbrt", "atan2", "pow", "nextafter", "fabs", "rint", "fmod", "copysign")}
+    "cbrt", "atan2", "pow", "nextafter", "fabs", "rint", "fmod", "copysign", "erf", "erfc",
+    "lgamma")}
+_FMATH["digamma"] = ("plait_digammaf", "plait_digamma")
 _FMATH.update({"asin": ("asinf", "asin"), "acos": ("acosf", "acos"), "atan": ("atanf", "atan")})
 
 

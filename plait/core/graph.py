@@ -15,6 +15,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from plait.errors import REPLAYING
 from plait.core.aval import ShapedArray, aval_of
 
 
@@ -162,7 +163,11 @@ def eval_graph(graph: Graph, consts: Sequence, *args) -> list:
     env.update(zip(graph.constvars, consts))
     env.update(zip(graph.invars, args))
     for eqn in graph.eqns:
-        outs = eqn.prim.bind(*[read(a) for a in eqn.inputs], **eqn.params)
+        REPLAYING.append(eqn.source)
+        try:
+            outs = eqn.prim.bind(*[read(a) for a in eqn.inputs], **eqn.params)
+        finally:
+            REPLAYING.pop()
         if not eqn.prim.multiple_results:
             outs = [outs]
         env.update(zip(eqn.outputs, outs))

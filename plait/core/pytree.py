@@ -163,3 +163,49 @@ def leaf_paths(td: TreeDef, prefix: str = "") -> list[str]:
     for i, c in enumerate(td.children):
         out.extend(leaf_paths(c, prefix + _key_str(td, i)))
     return out
+
+
+# --- key paths -------------------------------------------------------------------------
+
+_KEYS_REGISTRY: dict[type, Callable] = {}
+
+
+def register_pytree_with_keys(cls: type, flatten_with_keys: Callable, unflatten: Callable,
+                              flatten: Callable | None = None) -> None:
+    """Register ``cls`` with ``flatten_with_keys(x) -> ([(key, child), ...], aux)``.
+
+    ``flatten`` (children without keys) is derived from ``flatten_with_keys`` when omitted.
+    """
+    if flatten is None:
+        def flatten(x):
+            kids, aux = flatten_with_keys(x)
+            return [c for _, c in kids], aux
+    _REGISTRY[cls] = (flatten, unflatten)
+    _KEYS_REGISTRY[cls] = flatten_with_keys
+
+
+def child_keys(x, make_seq, make_dict, make_attr, make_flat) -> tuple[list, list]:
+    """One level of ``x``: its children and the key of each (built by the ``make_*``
+    constructors). ``x`` must be a pytree node (not a leaf, not None)."""
+    t = type(x)
+    if t is tuple or t is list:
+        return list(x), [make_seq(i) for i in range(len(x))]
+    if t is dict:
+        keys = sorted(x)
+        return [x[k] for k in keys], [make_dict(k) for k in keys]
+    if t in _KEYS_REGISTRY:
+        pairs, _ = _KEYS_REGISTRY[t](x)
+        return [c for _, c in pairs], [k for k, _ in pairs]
+    reg = _REGISTRY.get(t)
+    if reg is not None:
+        children, _ = reg[0](x)
+        return list(children), [make_flat(i) for i in range(len(children))]
+    if _is_namedtuple(x):
+        return list(x), [make_attr(f) for f in t._fields]
+    raise TypeError(f"{t.__name__} is not a pytree node")
+
+
+def is_node(x) -> bool:
+    """True for a pytree container (tuple, list, dict, namedtuple, registered class)."""
+    t = type(x)
+    return t is tuple or t is list or t is dict or t in _REGISTRY or _is_namedtuple(x)

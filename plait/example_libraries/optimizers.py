@@ -1,88 +1,324 @@
-"""Optimizers over pytrees of parameters, in the style of ``jax.example_libraries.optimizers``.
+"""Optimizers over pytrees of parameters, as ``jax.example_libraries.optimizers``.
 
-Each builder returns ``(init_fun, update_fun, get_params)``:
+Each builder returns an :class:`Optimizer` ``(init_fun, update_fun, get_params)``:
 
-- ``init_fun(params) -> state``;
-- ``update_fun(step, grads, state) -> state`` (pure; jit it with the gradient);
+- ``init_fun(params) -> OptimizerState``;
+- ``update_fun(step, grads, state) -> OptimizerState`` (pure; jit it with the gradient);
 - ``get_params(state) -> params``.
 
-``step_size`` is a number or a schedule ``step -> number``. A state is a tuple of
-pytrees shaped like the parameters: ``(params,)``, ``(params, velocity)`` or
-``(params, m, v)``.
+Optimizers are written per parameter array (``init(x0) -> state``, ``update(i, g,
+state) -> state``, ``get_params(state) -> x``) and lifted to pytrees by the
+:func:`optimizer` decorator. ``OptimizerState`` is a pytree (it passes through ``jit``);
+``unpack_optimizer_state``/``pack_optimizer_state`` convert it to and from a pytree of
+``JoinPoint`` s (for saving). ``step_size`` is a number or a schedule ``step -> number``
+(``constant``, ``exponential_decay``, ``inverse_time_decay``, ``polynomial_decay``,
+``piecewise_constant``).
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+import functools
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
 
 import plait.numpy as pnp
-from plait.core.pytree import tree_map
+from plait.core.pytree import (register_pytree_node, tree_flatten, tree_leaves, tree_map,
+                               tree_unflatten)
+from plait.errors import PlaitTypeError, PlaitValueError
 
-Schedule = Callable[[int], float]
+Schedule = Callable[[int], Any]
+Step = int
+Params = Any
+Updates = Any
+State = Any
+InitFn = Callable[[Params], "OptimizerState"]
+UpdateFn = Callable[[Step, Updates, "OptimizerState"], "OptimizerState"]
+ParamsFn = Callable[["OptimizerState"], Params]
+
+
+class OptimizerState(NamedTuple):
+    """Flat per-parameter states, the parameters' treedef and each state's treedef."""
+    packed_state: list
+    tree_def: Any
+    subtree_defs: tuple
+
+
+register_pytree_node(OptimizerState,
+                     lambda s: ((s.packed_state,), (s.tree_def, s.subtree_defs)),
+                     lambda aux, kids: OptimizerState(kids[0], *aux))
 
 
 class Optimizer(NamedTuple):
-    init_fun: Callable
-    update_fun: Callable
-    get_params: Callable
+    init_fun: InitFn
+    update_fun: UpdateFn
+    get_params: ParamsFn
 
 
-def make_schedule(step_size) -> Schedule:
+class _Static:
+    """A hashable value kept in a state's treedef (not a leaf), e.g. a shape."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __hash__(self):
+        return hash(self.value)
+
+    def __eq__(self, other):
+        return isinstance(other, _Static) and self.value == other.value
+
+
+register_pytree_node(_Static, lambda s: ((), s.value), lambda aux, _: _Static(aux))
+
+
+def optimizer(opt_maker: Callable) -> Callable[..., Optimizer]:
+    """Lift an optimizer written for one array to pytrees of parameters."""
+    @functools.wraps(opt_maker)
+    def tree_opt_maker(*args, **kwargs) -> Optimizer:
+        init, update, get_params = opt_maker(*args, **kwargs)
+
+        def tree_init(x0_tree):
+            x0_flat, tree = tree_flatten(x0_tree)
+            flat = [tree_flatten(init(pnp.asarray(x0))) for x0 in x0_flat]
+            return OptimizerState([f[0] for f in flat], tree, tuple(f[1] for f in flat))
+
+        def tree_update(i, grad_tree, opt_state):
+            states_flat, tree, subtrees = opt_state
+            grad_flat, tree2 = tree_flatten(grad_tree)
+            if tree2 != tree:
+                raise PlaitTypeError(f"optimizer update: the gradient's structure {tree2} is "
+                                     f"not the parameters' {tree}")
+            states = [tree_unflatten(s, f) for s, f in zip(subtrees, states_flat)]
+            new = [tree_flatten(update(i, g, st)) for g, st in zip(grad_flat, states)]
+            new_subtrees = tuple(n[1] for n in new)
+            if new_subtrees != tuple(subtrees):
+                raise PlaitTypeError("optimizer update changed the structure of its state")
+            return OptimizerState([n[0] for n in new], tree, tuple(subtrees))
+
+        def tree_get_params(opt_state):
+            states_flat, tree, subtrees = opt_state
+            states = [tree_unflatten(s, f) for s, f in zip(subtrees, states_flat)]
+            return tree_unflatten(tree, [get_params(s) for s in states])
+
+        return Optimizer(tree_init, tree_update, tree_get_params)
+    return tree_opt_maker
+
+
+# --- schedules -----------------------------------------------------------------------------
+
+def constant(step_size) -> Schedule:
+    """The schedule ``i -> step_size``."""
+    return lambda i: step_size
+
+
+def exponential_decay(step_size, decay_steps, decay_rate) -> Schedule:
+    """``step_size * decay_rate ** (i / decay_steps)``."""
+    return lambda i: step_size * decay_rate ** (i / decay_steps)
+
+
+def inverse_time_decay(step_size, decay_steps, decay_rate, staircase: bool = False) -> Schedule:
+    """``step_size / (1 + decay_rate * i / decay_steps)`` (``floor`` of the ratio with
+    ``staircase``)."""
+    if staircase:
+        return lambda i: step_size / (1 + decay_rate * pnp.floor(pnp.asarray(i) / decay_steps))
+    return lambda i: step_size / (1 + decay_rate * i / decay_steps)
+
+
+def polynomial_decay(step_size, decay_steps, final_step_size, power: float = 1.0) -> Schedule:
+    """From ``step_size`` to ``final_step_size`` over ``decay_steps`` as ``(1 - t) ** power``."""
+    def schedule(i):
+        i = pnp.minimum(i, decay_steps)
+        return (1 - i / decay_steps) ** power * (step_size - final_step_size) + final_step_size
+    return schedule
+
+
+def piecewise_constant(boundaries, values) -> Schedule:
+    """``values[k]`` for the ``k`` boundaries that ``i`` exceeds."""
+    boundaries = pnp.asarray(boundaries)
+    values = pnp.asarray(values)
+    if not boundaries.ndim == values.ndim == 1:
+        raise PlaitValueError("piecewise_constant: boundaries and values must be sequences")
+    if boundaries.shape[0] != values.shape[0] - 1:
+        raise PlaitValueError("piecewise_constant: boundaries must be one shorter than values")
+    return lambda i: values[pnp.sum(i > boundaries)]
+
+
+def make_schedule(scalar_or_schedule) -> Schedule:
     """A schedule from a constant or a callable."""
-    if callable(step_size):
-        return step_size
-    return lambda step: step_size
+    if callable(scalar_or_schedule):
+        return scalar_or_schedule
+    if np.ndim(scalar_or_schedule) == 0:
+        return constant(scalar_or_schedule)
+    raise PlaitTypeError(f"step size must be a scalar or a schedule, got "
+                         f"{type(scalar_or_schedule).__name__}")
 
 
-def _get_params(state):
-    return state[0]
+def _power(base: float, i, like):
+    """``base ** (i + 1)`` in ``like``'s dtype (``i`` may be a traced integer)."""
+    return pnp.asarray(base, like.dtype) ** (pnp.asarray(i) + 1).astype(like.dtype)
 
 
-def sgd(step_size) -> Optimizer:
-    """Stochastic gradient descent: ``x <- x - step_size * g``."""
+# --- optimizers ------------------------------------------------------------------------------
+
+@optimizer
+def sgd(step_size):
+    """Stochastic gradient descent: ``x <- x - step_size(i) * g``."""
+    lr = make_schedule(step_size)
+    return (lambda x0: x0, lambda i, g, x: x - lr(i) * g, lambda x: x)
+
+
+@optimizer
+def momentum(step_size, mass: float = 0.9):
+    """Heavy-ball momentum: ``v <- mass * v + g``, ``x <- x - step_size(i) * v``."""
     lr = make_schedule(step_size)
 
-    def init_fun(params):
-        return (params,)
-
-    def update_fun(step, grads, state):
-        rate = lr(step)
-        return (tree_map(lambda x, g: x - rate * g, state[0], grads),)
-    return Optimizer(init_fun, update_fun, _get_params)
+    def update(i, g, state):
+        x, v = state
+        v = mass * v + g
+        return x - lr(i) * v, v
+    return (lambda x0: (x0, pnp.zeros_like(x0)), update, lambda s: s[0])
 
 
-def momentum(step_size, mass: float = 0.9) -> Optimizer:
-    """Heavy-ball momentum: ``v <- mass * v + g``, ``x <- x - step_size * v``."""
+@optimizer
+def nesterov(step_size, mass: float):
+    """Nesterov momentum: ``v <- mass * v + g``, ``x <- x - step_size(i) * (mass * v + g)``."""
     lr = make_schedule(step_size)
 
-    def init_fun(params):
-        return (params, tree_map(pnp.zeros_like, params))
-
-    def update_fun(step, grads, state):
-        params, vel = state
-        rate = lr(step)
-        vel = tree_map(lambda v, g: mass * v + g, vel, grads)
-        return (tree_map(lambda x, v: x - rate * v, params, vel), vel)
-    return Optimizer(init_fun, update_fun, _get_params)
+    def update(i, g, state):
+        x, v = state
+        v = mass * v + g
+        return x - lr(i) * (mass * v + g), v
+    return (lambda x0: (x0, pnp.zeros_like(x0)), update, lambda s: s[0])
 
 
-def adam(step_size, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> Optimizer:
+@optimizer
+def adagrad(step_size, momentum: float = 0.9):
+    """Adagrad with momentum on the normalized gradient."""
+    lr = make_schedule(step_size)
+
+    def update(i, g, state):
+        x, g_sq, m = state
+        g_sq = g_sq + pnp.square(g)
+        inv = pnp.where(g_sq > 0, 1.0 / pnp.sqrt(pnp.where(g_sq > 0, g_sq, 1.0)), 0.0)
+        m = (1.0 - momentum) * (g * inv) + momentum * m
+        return x - lr(i) * m, g_sq, m
+    return (lambda x0: (x0, pnp.zeros_like(x0), pnp.zeros_like(x0)), update, lambda s: s[0])
+
+
+@optimizer
+def rmsprop(step_size, gamma: float = 0.9, eps: float = 1e-8):
+    """RMSProp: ``a <- gamma a + (1 - gamma) g**2``, ``x <- x - step_size(i) g / sqrt(a + eps)``."""
+    lr = make_schedule(step_size)
+
+    def update(i, g, state):
+        x, avg = state
+        avg = avg * gamma + pnp.square(g) * (1.0 - gamma)
+        return x - lr(i) * g / pnp.sqrt(avg + eps), avg
+    return (lambda x0: (x0, pnp.zeros_like(x0)), update, lambda s: s[0])
+
+
+@optimizer
+def rmsprop_momentum(step_size, gamma: float = 0.9, eps: float = 1e-8, momentum: float = 0.9):
+    """RMSProp with momentum on the scaled step."""
+    lr = make_schedule(step_size)
+
+    def update(i, g, state):
+        x, avg, mom = state
+        avg = avg * gamma + pnp.square(g) * (1.0 - gamma)
+        mom = momentum * mom + lr(i) * g / pnp.sqrt(avg + eps)
+        return x - mom, avg, mom
+    return (lambda x0: (x0, pnp.zeros_like(x0), pnp.zeros_like(x0)), update, lambda s: s[0])
+
+
+@optimizer
+def adam(step_size, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8):
     """Adam (Kingma & Ba, 2015) with bias correction; ``step`` counts from 0."""
     lr = make_schedule(step_size)
 
-    def init_fun(params):
-        return (params, tree_map(pnp.zeros_like, params), tree_map(pnp.zeros_like, params))
+    def update(i, g, state):
+        x, m, v = state
+        m = (1 - b1) * g + b1 * m
+        v = (1 - b2) * pnp.square(g) + b2 * v
+        mhat = m / (1 - _power(b1, i, m))
+        vhat = v / (1 - _power(b2, i, m))
+        return x - lr(i) * mhat / (pnp.sqrt(vhat) + eps), m, v
+    return (lambda x0: (x0, pnp.zeros_like(x0), pnp.zeros_like(x0)), update, lambda s: s[0])
 
-    def update_fun(step, grads, state):
-        params, m, v = state
-        rate = lr(step)
-        t = pnp.asarray(step) + 1
-        m = tree_map(lambda m_, g: (1 - b1) * g + b1 * m_, m, grads)
-        v = tree_map(lambda v_, g: (1 - b2) * pnp.square(g) + b2 * v_, v, grads)
 
-        def upd(x, m_, v_):
-            tx = t.astype(x.dtype)
-            mhat = m_ / (1 - pnp.asarray(b1, x.dtype) ** tx)
-            vhat = v_ / (1 - pnp.asarray(b2, x.dtype) ** tx)
-            return x - rate * mhat / (pnp.sqrt(vhat) + eps)
-        return (tree_map(upd, params, m, v), m, v)
-    return Optimizer(init_fun, update_fun, _get_params)
+@optimizer
+def adamax(step_size, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8):
+    """Adamax: Adam with the infinity norm ``u <- max(b2 u, |g|)``."""
+    lr = make_schedule(step_size)
+
+    def update(i, g, state):
+        x, m, u = state
+        m = (1 - b1) * g + b1 * m
+        u = pnp.maximum(b2 * u, pnp.abs(g))
+        return x - (lr(i) / (1 - _power(b1, i, m))) * m / (u + eps), m, u
+    return (lambda x0: (x0, pnp.zeros_like(x0), pnp.zeros_like(x0)), update, lambda s: s[0])
+
+
+@optimizer
+def sm3(step_size, momentum: float = 0.9):
+    """SM3 (Anil et al., 2019): per-axis accumulators instead of a full second moment."""
+    lr = make_schedule(step_size)
+
+    def init(x0):
+        shape = _Static(tuple(x0.shape))
+        x0 = pnp.atleast_1d(x0)
+        return x0, pnp.zeros_like(x0), [pnp.zeros((n,), x0.dtype) for n in x0.shape], shape
+
+    def along(v, axis, ndim):
+        return pnp.reshape(v, tuple(-1 if a == axis else 1 for a in range(ndim)))
+
+    def update(i, g, state):
+        x, m, vs, shape = state
+        g = pnp.reshape(g, x.shape)
+        acc = functools.reduce(pnp.minimum, [along(v, a, x.ndim) for a, v in enumerate(vs)])
+        acc = acc + pnp.square(g)
+        inv = pnp.where(acc > 0, 1.0 / pnp.sqrt(pnp.where(acc > 0, acc, 1.0)), 0.0)
+        m = (1.0 - momentum) * (g * inv) + momentum * m
+        x = x - lr(i) * m
+        vs = [pnp.max(acc, axis=tuple(b for b in range(x.ndim) if b != a))
+              for a in range(x.ndim)]
+        return x, m, vs, shape
+    return init, update, lambda s: pnp.reshape(s[0], s[3].value)
+
+
+# --- utilities ------------------------------------------------------------------------------
+
+def l2_norm(tree) -> Any:
+    """The l2 norm of all the leaves of ``tree`` taken as one vector."""
+    return pnp.sqrt(sum(pnp.sum(pnp.square(x)) for x in tree_leaves(tree)))
+
+
+def clip_grads(grad_tree, max_norm):
+    """``grad_tree`` scaled down so that its l2 norm is at most ``max_norm``."""
+    norm = l2_norm(grad_tree)
+    return tree_map(lambda g: pnp.where(norm < max_norm, g, g * (max_norm / norm)), grad_tree)
+
+
+class JoinPoint:
+    """A leaf marking one parameter's optimizer state in an unpacked state."""
+
+    def __init__(self, subtree):
+        self.subtree = subtree
+
+    def __iter__(self):
+        return iter(self.subtree)
+
+
+def unpack_optimizer_state(opt_state: OptimizerState):
+    """The state as a pytree of the parameters' structure with ``JoinPoint`` leaves."""
+    states_flat, tree_def, subtree_defs = opt_state
+    subtrees = [tree_unflatten(s, f) for s, f in zip(subtree_defs, states_flat)]
+    return tree_unflatten(tree_def, [JoinPoint(s) for s in subtrees])
+
+
+def pack_optimizer_state(marked_pytree) -> OptimizerState:
+    """The inverse of :func:`unpack_optimizer_state`."""
+    sentinels, tree_def = tree_flatten(marked_pytree)
+    if not all(isinstance(s, JoinPoint) for s in sentinels):
+        raise PlaitTypeError("pack_optimizer_state expects a pytree of JoinPoint leaves (from "
+                             "unpack_optimizer_state)")
+    flat = [tree_flatten(s.subtree) for s in sentinels]
+    return OptimizerState([f[0] for f in flat], tree_def, tuple(f[1] for f in flat))

@@ -178,6 +178,19 @@ def AvgPool(window_shape: Sequence[int], strides=None, padding="VALID",
     return Layer(init_fun, apply_fun)
 
 
+def SumPool(window_shape: Sequence[int], strides=None, padding="VALID",
+            spec: str = "NHWC") -> Layer:
+    """Sum over windows of the spatial axes of ``spec``."""
+    def init_fun(key, input_shape):
+        dims, strd = _pool_dims(window_shape, strides, spec, len(input_shape))
+        return _pool_shape(input_shape, dims, strd, padding), ()
+
+    def apply_fun(params, inputs, **kwargs):
+        dims, strd = _pool_dims(window_shape, strides, spec, inputs.ndim)
+        return lax.reduce_window_sum(inputs, dims, strd, padding)
+    return Layer(init_fun, apply_fun)
+
+
 def GlobalAvgPool(spec: str = "NHWC") -> Layer:
     """Mean over the spatial axes: ``(N, H, W, C) -> (N, C)``."""
     axes = tuple(i for i, c in enumerate(spec) if c not in "NC")
@@ -209,6 +222,10 @@ def elementwise(fun: Callable, **fun_kwargs) -> Layer:
 
 
 Relu = elementwise(nn.relu)
+Elu = elementwise(nn.elu)
+LeakyRelu = elementwise(nn.leaky_relu)
+Softplus = elementwise(nn.softplus)
+Exp = elementwise(pnp.exp)
 Selu = elementwise(nn.selu)
 Tanh = elementwise(pnp.tanh)
 Sigmoid = elementwise(nn.sigmoid)
@@ -322,3 +339,119 @@ def serial(*layers: Layer) -> Layer:
             inputs = layer[1](p, inputs, rng=r, mode="train", **kwargs)
         return new
     return Layer(init_fun, apply_fun, update_stats)
+
+
+# --- combinators (FanOut/FanIn/parallel/shape_dependent) -------------------------------------
+
+def FanOut(num: int) -> Layer:
+    """``num`` copies of the input (a list), for ``parallel`` branches."""
+    return Layer(lambda key, input_shape: ([input_shape] * num, ()),
+                 lambda params, inputs, **kwargs: [inputs] * num)
+
+
+def _fan_in_sum_init(key, input_shape):
+    return input_shape[0], ()
+
+
+FanInSum = Layer(_fan_in_sum_init, lambda params, inputs, **kwargs: sum(inputs))
+"""Sum of a list of inputs (a layer, not a constructor)."""
+
+
+def FanInConcat(axis: int = -1) -> Layer:
+    """Concatenation of a list of inputs along ``axis``."""
+    def init_fun(key, input_shape):
+        ax = axis % len(input_shape[0])
+        size = sum(sh[ax] for sh in input_shape)
+        return tuple(input_shape[0][:ax]) + (size,) + tuple(input_shape[0][ax + 1:]), ()
+
+    return Layer(init_fun, lambda params, inputs, **kwargs: pnp.concatenate(inputs, axis))
+
+
+def parallel(*layers: Layer) -> Layer:
+    """Layers applied side by side: a list of inputs to a list of outputs."""
+    layers = tuple(layers)
+    n = len(layers)
+
+    def init_fun(key, input_shape):
+        outs = [layer[0](k, sh) for layer, k, sh in zip(layers, random.split(key, n),
+                                                          input_shape)]
+        return [o[0] for o in outs], [o[1] for o in outs]
+
+    def apply_fun(params, inputs, *, rng=None, **kwargs):
+        rngs = random.split(rng, n) if rng is not None else [None] * n
+        return [layer[1](p, x, rng=r, **kwargs)
+                for layer, p, x, r in zip(layers, params, inputs, rngs)]
+    return Layer(init_fun, apply_fun)
+
+
+def shape_dependent(make_layer: Callable) -> Layer:
+    """A layer built from the input shape: ``make_layer(input_shape) -> layer``."""
+    def init_fun(key, input_shape):
+        return make_layer(input_shape)[0](key, input_shape)
+
+    def apply_fun(params, inputs, **kwargs):
+        return make_layer(inputs.shape)[1](params, inputs, **kwargs)
+    return Layer(init_fun, apply_fun)
+
+
+# --- transposed convolutions -------------------------------------------------------------------
+
+def GeneralConvTranspose(dimension_numbers: tuple[str, str, str], out_chan: int,
+                         filter_shape: Sequence[int], strides: Sequence[int] | None = None,
+                         padding="VALID", W_init=None, b_init=None) -> Layer:
+    """A transposed convolution with layouts ``(lhs, kernel, out)``; SAME output size is
+    ``n * stride``, VALID ``n * stride + max(k - stride, 0)``."""
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    filter_shape = tuple(filter_shape)
+    strides = tuple(strides) if strides is not None else (1,) * len(filter_shape)
+    W_init = W_init or nn.init.glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
+    b_init = b_init or nn.init.normal(1e-6)
+    spatial = [c for c in out_spec if c not in "NC"]
+
+    def init_fun(key, input_shape):
+        if len(input_shape) != len(lhs_spec):
+            raise PlaitValueError(f"ConvTranspose with layout {lhs_spec} got input shape "
+                                  f"{input_shape}")
+        in_chan = input_shape[lhs_spec.index("C")]
+        it = iter(filter_shape)
+        kshape = tuple(out_chan if c == "O" else in_chan if c == "I" else next(it)
+                       for c in rhs_spec)
+        sizes = {c: input_shape[lhs_spec.index(c)] for c in lhs_spec}
+        sp = {}
+        for c, k, st in zip(spatial, filter_shape, strides):
+            lo, hi = lax.conv_transpose_padding(k, st, padding)
+            sp[c] = (sizes[c] - 1) * st + 1 + lo + hi - k + 1
+        out_shape = tuple(sizes["N"] if c == "N" else out_chan if c == "C" else sp[c]
+                          for c in out_spec)
+        k1, k2 = random.split(key)
+        bshape = tuple(out_chan if c == "C" else 1 for c in out_spec)
+        return out_shape, (W_init(k1, kshape), b_init(k2, bshape))
+
+    def apply_fun(params, inputs, **kwargs):
+        W, b = params
+        return lax.conv_transpose(inputs, W, strides, padding,
+                                  dimension_numbers=dimension_numbers) + b
+    return Layer(init_fun, apply_fun)
+
+
+def Conv1DTranspose(out_chan: int, filter_shape: Sequence[int], strides=None,
+                    padding="VALID", W_init=None, b_init=None) -> Layer:
+    """1-D transposed convolution, ``NHC`` input, ``HIO`` kernel."""
+    return GeneralConvTranspose(("NHC", "HIO", "NHC"), out_chan, filter_shape, strides,
+                                padding, W_init, b_init)
+
+
+def ConvTranspose(out_chan: int, filter_shape: Sequence[int], strides=None,
+                  padding="VALID", W_init=None, b_init=None) -> Layer:
+    """2-D transposed convolution, ``NHWC`` input, ``HWIO`` kernel."""
+    return GeneralConvTranspose(("NHWC", "HWIO", "NHWC"), out_chan, filter_shape, strides,
+                                padding, W_init, b_init)
+
+
+# JAX's stax re-exports these functions and initializers under its own namespace.
+relu, selu, sigmoid, elu, gelu = nn.relu, nn.selu, nn.sigmoid, nn.elu, nn.gelu
+leaky_relu, softplus, softmax, standardize = nn.leaky_relu, nn.softplus, nn.softmax, nn.standardize
+log_softmax = logsoftmax = nn.log_softmax
+glorot = glorot_normal = nn.init.glorot_normal
+randn = normal = nn.init.normal
+ones, zeros = nn.init.ones, nn.init.zeros

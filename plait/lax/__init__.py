@@ -26,3 +26,20 @@ from plait.lax.indexing import (gather, scatter, scatter_add, scatter_mul, scatt
 from plait.lax.sorting import sort, sort_key_val, top_k
 from plait.lax.control_flow import cond, switch, while_loop, fori_loop, scan, map
 from plait.lax.fft import fft, FftType
+from plait.lax import linalg  # noqa: E402  (plait.lax.linalg: decompositions and solves)
+from plait.lax.special import erf, erfc, erf_inv, lgamma, digamma, zeta, polygamma
+from plait.lax.convenience import (slice_in_dim, index_in_dim, dynamic_slice_in_dim,
+                                  dynamic_index_in_dim, dynamic_update_slice_in_dim,
+                                  dynamic_update_index_in_dim, select_n, associative_scan,
+                                  reduce, reduce_window, optimization_barrier, square,
+                                  reciprocal, collapse, full_like, broadcast_to_rank,
+                                  conv_transpose, conv_transpose_padding)
+
+
+def __getattr__(name):
+    """``custom_root``/``custom_linear_solve`` differentiate, so they live in
+    ``plait.transforms`` (above lax); they are looked up on first use."""
+    if name in ("custom_root", "custom_linear_solve"):
+        from plait.transforms import implicit_solvers
+        return getattr(implicit_solvers, name)
+    raise AttributeError(f"module 'plait.lax' has no attribute {name!r}")

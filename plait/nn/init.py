@@ -50,7 +50,7 @@ def normal(stddev: float = 1e-2, dtype=np.float32) -> Initializer:
 def uniform(scale: float = 1e-2, dtype=np.float32) -> Initializer:
     """Uniform samples on ``[0, scale)``."""
     def init(key, shape, dtype=dtype):
-        return random.uniform(key, shape, dtype, 0.0, scale)
+        return (random.uniform(key, shape, dtype) * scale).astype(dtype)
     return init
 
 
@@ -88,8 +88,8 @@ def variance_scaling(scale: float, mode: str, distribution: str, in_axis: int = 
         if distribution == "truncated_normal":
             z = random.truncated_normal(key, -2.0, 2.0, shape, dtype)
             return (z * (math.sqrt(var) / _TRUNC_STD)).astype(dtype)
-        lim = math.sqrt(3 * var)
-        return random.uniform(key, shape, dtype, -lim, lim)
+        u = random.uniform(key, shape, dtype, -1.0, 1.0)
+        return (u * math.sqrt(3 * var)).astype(dtype)
     return init
 
 
@@ -125,3 +125,51 @@ def lecun_normal(in_axis: int = -2, out_axis: int = -1, dtype=np.float32) -> Ini
 
 kaiming_uniform, kaiming_normal = he_uniform, he_normal
 xavier_uniform, xavier_normal = glorot_uniform, glorot_normal
+
+
+def truncated_normal(stddev: float = 1e-2, dtype=np.float32, lower: float = -2.0,
+                     upper: float = 2.0) -> Initializer:
+    """``stddev`` times standard normal samples truncated to ``(lower, upper)``."""
+    def init(key, shape, dtype=dtype):
+        return (random.truncated_normal(key, lower, upper, shape, dtype) * stddev).astype(dtype)
+    return init
+
+
+def orthogonal(scale: float = 1.0, column_axis: int = -1, dtype=np.float32) -> Initializer:
+    """Orthogonal matrices (orthonormal columns, or rows if there are more columns),
+    reshaped to ``shape`` with ``column_axis`` as the column axis, times ``scale``."""
+    from plait.random.continuous import orthonormalize
+
+    def init(key, shape, dtype=dtype):
+        shape = tuple(shape)
+        if len(shape) < 2:
+            raise PlaitValueError(f"orthogonal initializer needs at least 2 dimensions, "
+                                  f"got {shape}")
+        n_cols = shape[column_axis]
+        n_rows = math.prod(shape) // n_cols
+        tall = (n_rows, n_cols) if n_rows >= n_cols else (n_cols, n_rows)
+        q = orthonormalize(random.normal(key, tall, dtype))
+        if n_rows < n_cols:
+            q = q.T
+        rest = tuple(d for i, d in enumerate(shape) if i != column_axis % len(shape))
+        q = pnp.moveaxis(pnp.reshape(q, rest + (n_cols,)), -1, column_axis)
+        return (scale * q).astype(dtype)
+    return init
+
+
+def delta_orthogonal(scale: float = 1.0, column_axis: int = -1,
+                     dtype=np.float32) -> Initializer:
+    """Convolution kernels (3-5 dims, ``...HW IO``) that are zero except for an orthogonal
+    ``[in, out]`` matrix at the spatial centre (Xiao et al., 2018)."""
+    def init(key, shape, dtype=dtype):
+        shape = tuple(shape)
+        if len(shape) not in (3, 4, 5):
+            raise PlaitValueError(f"delta_orthogonal needs a 3-5 dimensional kernel shape, "
+                                  f"got {shape}")
+        if shape[-2] > shape[-1]:
+            raise PlaitValueError(f"delta_orthogonal needs in-channels <= out-channels, got "
+                                  f"{shape[-2]} > {shape[-1]}")
+        ortho = orthogonal(scale, column_axis, dtype)(key, shape[-2:])
+        centre = tuple((d - 1) // 2 for d in shape[:-2])
+        return pnp.zeros(shape, dtype).at[centre].set(ortho)
+    return init

@@ -1,8 +1,7 @@
-"""``plait.numpy.linalg``: norms and products (``numpy.linalg``'s matrix-free part).
+"""``plait.numpy.linalg``: ``numpy.linalg`` and the Array API linalg extension.
 
-Decompositions and solvers (``inv``, ``solve``, ``det``, ``svd``, ``eig``,
-``cholesky``, ``qr``, ...) are not provided yet; norms that need singular
-values (``ord=2``, ``-2``, ``'nuc'`` for matrices) raise a clear error.
+Norms and products live here; decompositions and solvers (``solve``, ``inv``,
+``det``, ``svd``, ``eigh``, ...) in ``_linalg_decomp`` on ``plait.lax.linalg``.
 """
 from __future__ import annotations
 
@@ -17,6 +16,11 @@ from plait.numpy.indexing import diagonal as _diagonal
 from plait.numpy.linalg_ops import (matmul, tensordot as _tensordot, vecdot, outer as _outer,
                                     trace as _trace)
 from plait.numpy.shapes import matrix_transpose
+from plait.numpy._linalg_decomp import (solve, inv, det, slogdet, cholesky, qr, eigh, eigvalsh,
+                                        eig, eigvals, svd, svdvals, pinv, matrix_rank, lstsq,
+                                        cond, tensorsolve, tensorinv, cross, EighResult,
+                                        EigResult, SVDResult, SlogdetResult, QRResult)
+from plait.errors import LinAlgError
 
 
 def _inexact(x, name: str):
@@ -53,9 +57,7 @@ def _matrix(x, row: int, col: int, ord):
     if ord in (None, "fro"):
         return _vector(x, tuple(sorted((row, col))), 2)
     if ord in (2, -2, "nuc"):
-        raise PlaitValueError(f"norm: the matrix norm ord={ord!r} needs singular values "
-                              f"(an SVD), which plait does not provide yet; use ord='fro', "
-                              f"1, -1, inf or -inf")
+        return _singular_value_norm(x, row, col, ord)
     a = lax.abs(x)
     if ord in (1, -1):
         s, keep = lax.reduce_sum(a, (row,)), col - (col > row)
@@ -64,6 +66,20 @@ def _matrix(x, row: int, col: int, ord):
     else:
         raise PlaitValueError(f"norm: invalid norm order {ord!r} for matrices")
     return lax.reduce_max(s, (keep,)) if ord in (1, math.inf) else lax.reduce_min(s, (keep,))
+
+
+def _singular_value_norm(x, row: int, col: int, ord):
+    """ord 2 (largest singular value), -2 (smallest) or 'nuc' (their sum) over
+    axes ``(row, col)``; the result keeps the other axes in order."""
+    nd = get_aval(x).ndim
+    rest = tuple(d for d in range(nd) if d not in (row, col))
+    s = svdvals(lax.transpose(x, rest + (row, col)))
+    last = (get_aval(s).ndim - 1,)
+    if ord == 2:
+        return lax.reduce_max(s, last)
+    if ord == -2:
+        return lax.reduce_min(s, last)
+    return lax.reduce_sum(s, last)
 
 
 def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2):
@@ -142,8 +158,7 @@ def matrix_power(a, n: int):
         raise PlaitValueError("Last 2 dimensions of the array must be square")
     n = _promote.static_int(n, "matrix_power", "n")
     if n < 0:
-        raise PlaitValueError("matrix_power: negative powers need a matrix inverse, which "
-                              "plait does not provide yet")
+        x, n = inv(x), -n
     if n == 0:
         nd = len(shape)
         eye = lax.eq(lax.broadcasted_iota(dtypes.int32, shape, nd - 2),
@@ -203,4 +218,8 @@ def multi_dot(arrays, *, out=None):
 
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "matmul", "matrix_transpose", "vecdot",
-           "tensordot", "outer", "trace", "diagonal", "matrix_power", "multi_dot"]
+           "tensordot", "outer", "trace", "diagonal", "matrix_power", "multi_dot", "solve",
+           "inv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "eig", "eigvals",
+           "svd", "svdvals", "pinv", "matrix_rank", "lstsq", "cond", "tensorsolve",
+           "tensorinv", "cross", "LinAlgError", "EighResult", "EigResult", "SVDResult",
+           "SlogdetResult", "QRResult"]

@@ -1,13 +1,26 @@
-"""Inline ``jit_call`` equations: a nested jit's sub-graph becomes part of its caller."""
+"""Inline call-like equations: a nested jit's (or a ``remat``'s) sub-graph becomes part
+of its caller.
+
+A primitive takes part through its ``inline`` rule ``rule(eqn) -> (eqns_before, graph,
+operands)``: equations to emit first (``remat`` puts an ``optimization_barrier`` on its
+operands there) and the sub-graph to splice in, fed with ``operands``.
+"""
 from __future__ import annotations
 
 from plait.core.call import jit_call_p
 from plait.core.graph import ClosedGraph, Graph, Var
 
 
+def _jit_call_inline(eqn):
+    return [], eqn.params["graph"], eqn.inputs
+
+
+jit_call_p.def_rule("inline", _jit_call_inline)
+
+
 def inline_graph(graph: Graph) -> Graph:
-    """Replace every ``jit_call`` (recursively) by the equations of its sub-graph."""
-    if not any(e.prim is jit_call_p for e in graph.eqns):
+    """Replace every equation with an ``inline`` rule (recursively) by its sub-graph."""
+    if not any(e.prim.has_rule("inline") for e in graph.eqns):
         return graph
     rename: dict = {}
 
@@ -16,11 +29,14 @@ def inline_graph(graph: Graph) -> Graph:
 
     eqns = []
     for eqn in graph.eqns:
-        if eqn.prim is not jit_call_p:
-            eqns.append(eqn.replace(inputs=[sub(a) for a in eqn.inputs]))
+        eqn = eqn.replace(inputs=[sub(a) for a in eqn.inputs])
+        if not eqn.prim.has_rule("inline"):
+            eqns.append(eqn)
             continue
-        inner = inline_graph(eqn.params["graph"])
-        env = {v: sub(a) for v, a in zip(inner.invars, eqn.inputs)}
+        before, inner, operands = eqn.prim.rule("inline")(eqn)
+        eqns.extend(before)
+        inner = inline_graph(inner)
+        env = dict(zip(inner.invars, operands))
         for ie in inner.eqns:
             outs = [Var(v.aval) for v in ie.outputs]
             env.update(zip(ie.outputs, outs))

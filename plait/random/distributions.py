@@ -1,10 +1,12 @@
-"""Sampling functions over keys: uniform, normal, truncated_normal, bernoulli, randint,
-gumbel, categorical, permutation, shuffle, choice.
+"""Basic samplers over keys, bit for bit ``jax.random``'s algorithms: uniform, normal,
+truncated_normal, bernoulli, randint, gumbel, categorical, permutation, shuffle, choice.
 
-Floats are made from the top mantissa-width bits of Threefry words, so every
-float32 sample is exact (``k * 2**-24``); float64 uses two words (53 bits).
-Normals are ``sqrt(2) * erfinv(v)`` for ``v`` on a symmetric grid strictly inside
-``(-1, 1)``.
+Floats take the top mantissa bits of one word of the width of the dtype (32 bits for
+float32, 64 for float64), exactly as JAX does; so ``uniform``, ``randint``,
+``bernoulli``, ``permutation`` and ``choice`` give JAX's numbers for the same key, and
+``normal`` JAX's up to the last bits of ``log1p`` inside ``erf_inv``. The default float
+dtype is plait's (float64, as JAX with ``jax_enable_x64``); pass ``dtype=float32`` for
+JAX's default-mode numbers.
 """
 from __future__ import annotations
 
@@ -16,81 +18,88 @@ import numpy as np
 import plait.numpy as pnp
 from plait import lax
 from plait.errors import PlaitTypeError, PlaitValueError
-from plait.random._special import erf, erfinv
+from plait.random._special import erfinv
 from plait.random.keys import _shape, check_key, random_bits, split
 
-_SQRT2 = math.sqrt(2.0)
+
+def default_float() -> np.dtype:
+    """plait's default float dtype (the dtype of ``zeros(())``)."""
+    return pnp.zeros(()).dtype
+
+
+def default_int() -> np.dtype:
+    """plait's default integer dtype."""
+    return pnp.asarray(0).dtype
 
 
 def _float_dtype(dtype, where: str) -> np.dtype:
-    dt = np.dtype(dtype)
+    dt = default_float() if dtype is None else np.dtype(dtype)
     if not np.issubdtype(dt, np.floating):
         raise PlaitTypeError(f"random.{where} needs a floating dtype, got {dt}; use "
                              f"random.randint for integers")
     return dt
 
 
-def _grid(k, shape, dtype: np.dtype):
-    """``(m, nm)``: integers ``m`` uniform on ``[0, 2**nm)`` as ``dtype``, exactly."""
-    nm = np.finfo(dtype).nmant + 1
-    if nm > 32:
-        w = random_bits(k, (2,) + shape)
-        hi = lax.shift_right_logical(w[0], 64 - nm).astype(dtype)
-        return hi * float(1 << 32) + w[1].astype(dtype), nm
-    return lax.shift_right_logical(random_bits(k, shape), 32 - nm).astype(dtype), nm
+def _unit(key, shape, dt: np.dtype):
+    """``[0, 1)`` floats of ``dt`` from the top mantissa bits (JAX's construction)."""
+    nbits = dt.itemsize * 8
+    nmant = np.finfo(dt).nmant
+    if nmant < 8:
+        raise PlaitTypeError(f"random: {dt} is not supported")
+    w = random_bits(key, shape, nbits)
+    m = lax.shift_right_logical(w, nbits - nmant)
+    return m.astype(dt) * pnp.asarray(2.0 ** -nmant, dt)
 
 
-def _compute_dtype(dtype: np.dtype) -> np.dtype:
-    """float16/bfloat16 arithmetic is done in float32, then cast."""
-    return dtype if dtype.itemsize >= 4 else np.dtype(np.float32)
+def fma(a, b, c):
+    """``a * b + c`` rounded once for float32 (as XLA's fused multiply-add gives), by
+    computing in float64; float64 operands are multiplied and added plainly."""
+    if a.dtype == np.float32:
+        w = np.float64
+        return (a.astype(w) * pnp.asarray(b).astype(w) + pnp.asarray(c).astype(w)).astype(a.dtype)
+    return a * b + c
 
 
-def uniform(key, shape: Sequence[int] = (), dtype=np.float32, minval=0.0, maxval=1.0):
+def uniform(key, shape: Sequence[int] = (), dtype=None, minval=0.0, maxval=1.0):
     """Samples uniform on ``[minval, maxval)`` (``minval``/``maxval`` broadcast to ``shape``)."""
     check_key(key, "uniform")
     dt = _float_dtype(dtype, "uniform")
     shape = _shape(shape)
-    m, nm = _grid(key, shape, dt)
-    u = m * (2.0 ** -nm)
-    lo = pnp.asarray(minval, dtype=dt)
-    hi = pnp.asarray(maxval, dtype=dt)
-    return pnp.maximum(lo, u * (hi - lo) + lo).astype(dt)
+    cdt = dt if dt.itemsize >= 4 else np.dtype(np.float32)
+    lo = pnp.asarray(minval, dtype=dt).astype(cdt)
+    hi = pnp.asarray(maxval, dtype=dt).astype(cdt)
+    if dt.itemsize < 4:          # JAX draws 16-bit floats from 16-bit words
+        f = _unit(key, shape, dt).astype(cdt)
+    else:
+        f = _unit(key, shape, dt)
+    return pnp.maximum(lo, fma(f, hi - lo, lo)).astype(dt)
 
 
-def _open_symmetric(key, shape, dt):
-    """Samples on a symmetric grid strictly inside ``(-1, 1)``, in ``dt``."""
-    m, nm = _grid(key, shape, dt)
-    half = float(1 << (nm - 1))
-    return ((m - half) + 0.5) * (1.0 / half)
-
-
-def normal(key, shape: Sequence[int] = (), dtype=np.float32):
-    """Standard normal samples."""
+def normal(key, shape: Sequence[int] = (), dtype=None):
+    """Standard normal samples: ``sqrt(2) * erf_inv(u)``, ``u`` uniform on ``(-1, 1)``."""
     check_key(key, "normal")
     dt = _float_dtype(dtype, "normal")
-    shape = _shape(shape)
-    v = _open_symmetric(key, shape, dt).astype(_compute_dtype(dt))
-    return (_SQRT2 * erfinv(v)).astype(dt)
+    lo = np.nextafter(np.array(-1.0, dt), np.array(0.0, dt))
+    u = uniform(key, shape, dt, lo, 1.0)
+    return (pnp.asarray(np.sqrt(2), dt) * erfinv(u)).astype(dt)
 
 
-def truncated_normal(key, lower, upper, shape: Sequence[int] | None = None,
-                     dtype=np.float32):
-    """Standard normal samples conditioned on ``lower < x < upper`` (inverse-CDF method).
+def truncated_normal(key, lower, upper, shape: Sequence[int] | None = None, dtype=None):
+    """Standard normal samples conditioned on ``lower < x < upper`` (inverse CDF).
 
     ``shape`` defaults to the broadcast shape of ``lower`` and ``upper``.
     """
     check_key(key, "truncated_normal")
     dt = _float_dtype(dtype, "truncated_normal")
-    cdt = _compute_dtype(dt)
-    lo = pnp.asarray(lower, dtype=cdt)
-    hi = pnp.asarray(upper, dtype=cdt)
+    lo = pnp.asarray(lower, dtype=dt)
+    hi = pnp.asarray(upper, dtype=dt)
     shape = (pnp.broadcast_shapes(lo.shape, hi.shape) if shape is None else _shape(shape))
-    a, b = erf(lo / _SQRT2), erf(hi / _SQRT2)
-    u = uniform(key, shape, cdt)
-    v = a + u * (b - a)
-    v = pnp.clip(v, pnp.nextafter(a, pnp.asarray(1.0, cdt)),
-                 pnp.nextafter(b, pnp.asarray(-1.0, cdt)))
-    return pnp.clip(_SQRT2 * erfinv(v), lo, hi).astype(dt)
+    s2 = pnp.asarray(np.sqrt(2), dt)
+    a, b = lax.erf(lo / s2).astype(dt), lax.erf(hi / s2).astype(dt)
+    u = uniform(key, shape, dt, a, b)
+    out = s2 * erfinv(u)
+    return pnp.clip(out, pnp.nextafter(lax.stop_gradient(lo), pnp.asarray(np.inf, dt)),
+                    pnp.nextafter(lax.stop_gradient(hi), pnp.asarray(-np.inf, dt))).astype(dt)
 
 
 def bernoulli(key, p=0.5, shape: Sequence[int] | None = None):
@@ -98,90 +107,117 @@ def bernoulli(key, p=0.5, shape: Sequence[int] | None = None):
     check_key(key, "bernoulli")
     p = pnp.asarray(p)
     if not pnp.issubdtype(p.dtype, pnp.floating):
-        p = p.astype(pnp.float32)
+        p = p.astype(default_float())
     shape = p.shape if shape is None else _shape(shape)
     return uniform(key, shape, p.dtype) < p
 
 
-def randint(key, shape: Sequence[int], minval, maxval, dtype=np.int32):
-    """Integers uniform on ``[minval, maxval)``.
-
-    Exact (unbiased) for spans up to 2**16; larger spans use one 32-bit word modulo
-    the span (bias below span / 2**32).
-    """
+def randint(key, shape: Sequence[int], minval, maxval, dtype=None):
+    """Integers uniform on ``[minval, maxval)``, JAX's algorithm: two words ``hi, lo`` and
+    ``(hi % span * (2**(b/2) % span)**2 + lo % span) % span`` in ``b``-bit unsigned
+    arithmetic (``b`` the width of ``dtype``)."""
     check_key(key, "randint")
-    dt = np.dtype(dtype)
+    dt = default_int() if dtype is None else np.dtype(dtype)
     if not np.issubdtype(dt, np.integer):
         raise PlaitTypeError(f"random.randint needs an integer dtype, got {dt}")
     shape = _shape(shape)
-    lo = pnp.broadcast_to(pnp.asarray(minval).astype(pnp.int64), shape)
-    hi = pnp.broadcast_to(pnp.asarray(maxval).astype(pnp.int64), shape)
-    span = pnp.maximum(hi - lo, 1).astype(pnp.uint32)
+    info = np.iinfo(dt)
+    nbits = info.bits
+    udt = np.dtype(f"uint{nbits}")
+    mn = pnp.asarray(minval)
+    mx = pnp.asarray(maxval)
+    wide = np.int64 if dt != np.uint64 else np.uint64
+    too_big = mx.astype(wide) > info.max if np.issubdtype(mx.dtype, np.integer) else mx > info.max
+    mn = pnp.clip(mn.astype(wide), info.min, info.max).astype(dt)
+    mx = pnp.clip(mx.astype(wide), info.min, info.max).astype(dt)
+    mn = pnp.broadcast_to(mn, shape)
+    mx = pnp.broadcast_to(mx, shape)
+    too_big = pnp.broadcast_to(too_big, shape)
     k1, k2 = split(key)
-    w1, w2 = random_bits(k1, shape), random_bits(k2, shape)
-    small = span <= (1 << 16)
-    s = pnp.where(small, span, 1)
-    r = w1 % s                                           # exact 64-bit reduction, 16 bits at a time
-    r = (lax.shift_left(r, 16) | lax.shift_right_logical(w2, 16)) % s
-    r = (lax.shift_left(r, 16) | (w2 & 0xFFFF)) % s
-    r = pnp.where(small, r, w2 % span)
-    return (lo + r.astype(pnp.int64)).astype(dt)
+    higher = random_bits(k1, shape, max(nbits, 8))
+    lower = random_bits(k2, shape, max(nbits, 8))
+    span = (mx.astype(udt) - mn.astype(udt)).astype(udt)
+    span = pnp.where(mx <= mn, pnp.asarray(1, udt), span)
+    span = pnp.where(too_big & (mx > mn), span + pnp.asarray(1, udt), span)
+    mult = pnp.asarray(2 ** (nbits // 2), udt) % span
+    mult = (mult * mult) % span
+    off = (higher % span) * mult + lower % span
+    off = off % span
+    return (mn + off.astype(dt)).astype(dt)
 
 
-def gumbel(key, shape: Sequence[int] = (), dtype=np.float32):
-    """Standard Gumbel samples ``-log(-log(u))``."""
+def gumbel(key, shape: Sequence[int] = (), dtype=None):
+    """Standard Gumbel samples ``-log(-log(u))``, ``u`` uniform on ``[tiny, 1)``."""
     check_key(key, "gumbel")
     dt = _float_dtype(dtype, "gumbel")
-    u = (_open_symmetric(key, _shape(shape), dt) + 1.0) * 0.5      # strictly inside (0, 1)
-    return -pnp.log(-pnp.log(u.astype(_compute_dtype(dt)))).astype(dt)
+    u = uniform(key, shape, dt, np.finfo(dt).tiny, 1.0)
+    return -pnp.log(-pnp.log(u))
 
 
-def categorical(key, logits, axis: int = -1, shape: Sequence[int] | None = None):
-    """Indices sampled with probabilities ``softmax(logits)`` along ``axis`` (Gumbel-max).
+def categorical(key, logits, axis: int = -1, shape: Sequence[int] | None = None,
+                replace: bool = True):
+    """Indices sampled with probabilities ``softmax(logits)`` along ``axis`` (Gumbel-max;
+    ``replace=False`` draws distinct indices by Gumbel top-k).
 
     ``shape`` (default: ``logits``' shape without ``axis``) must end with that shape.
     """
     check_key(key, "categorical")
     logits = pnp.asarray(logits)
+    if not pnp.issubdtype(logits.dtype, pnp.floating):
+        logits = logits.astype(default_float())
     axis = axis % logits.ndim
     batch = logits.shape[:axis] + logits.shape[axis + 1:]
     shape = batch if shape is None else _shape(shape)
     if tuple(shape[len(shape) - len(batch):]) != tuple(batch):
         raise PlaitValueError(f"random.categorical: shape {shape} must end with the logits' "
                               f"batch shape {batch}")
-    moved = pnp.moveaxis(logits, axis, -1)
-    dt = logits.dtype if pnp.issubdtype(logits.dtype, pnp.floating) else np.float32
-    g = gumbel(key, tuple(shape) + (logits.shape[axis],), dt)
-    return pnp.argmax(g + moved, axis=-1)
+    prefix = tuple(shape[:len(shape) - len(batch)])
+    if replace:
+        full = prefix + logits.shape
+        g = gumbel(key, full, logits.dtype)
+        x = g + pnp.reshape(logits, (1,) * len(prefix) + logits.shape)
+        return pnp.argmax(x, axis=len(prefix) + axis)
+    k = int(np.prod(prefix, dtype=np.int64))
+    if k > logits.shape[axis]:
+        raise PlaitValueError(f"random.categorical: cannot draw {k} distinct samples from "
+                              f"{logits.shape[axis]} categories (replace=False)")
+    x = logits + gumbel(key, logits.shape, logits.dtype)
+    _, idx = lax.top_k(pnp.moveaxis(x, axis, -1), k)
+    return pnp.reshape(pnp.moveaxis(idx, -1, 0), shape)
 
 
-def _sort_keys_rounds(n: int) -> int:
-    """Rounds of sorting by random 32-bit keys so that ties are negligible."""
-    return max(1, math.ceil(3 * math.log(max(n, 2)) / (32 * math.log(2))))
+def _shuffle(key, x, axis: int):
+    """JAX's shuffle: ``ceil(3 ln(n) / ln(2**32 - 1))`` rounds of a stable sort by
+    random 32-bit keys."""
+    n = int(np.prod(x.shape, dtype=np.int64))
+    rounds = int(np.ceil(3 * np.log(max(1, n)) / np.log(np.iinfo(np.uint32).max)))
+    for _ in range(rounds):
+        key, sub = split(key)
+        sort_keys = random_bits(sub, x.shape)
+        _, x = lax.sort_key_val(sort_keys, x, axis)
+    return x
 
 
-def permutation(key, x, axis: int = 0):
-    """A random permutation of ``range(x)`` (an int) or of ``x`` along ``axis``."""
+def permutation(key, x, axis: int = 0, independent: bool = False):
+    """A random permutation of ``range(x)`` (an int) or of ``x`` along ``axis``
+    (``independent=True`` permutes each 1-D slice separately)."""
     check_key(key, "permutation")
     if isinstance(x, (int, np.integer)):
-        n = int(x)
-        arr = pnp.arange(n)
-        axis = 0
-    else:
-        arr = pnp.asarray(x)
-        if arr.ndim == 0:
-            raise PlaitValueError("random.permutation needs an int or an array with at least "
-                                  "one dimension")
-        axis = axis % arr.ndim
-        n = arr.shape[axis]
-    idx = pnp.arange(n)
-    for k in split(key, _sort_keys_rounds(n)):
-        _, idx = lax.sort((random_bits(k, (n,)), idx), num_keys=1)
+        return _shuffle(key, pnp.arange(int(x), dtype=default_int()), 0)
+    arr = pnp.asarray(x)
+    if arr.ndim == 0:
+        raise PlaitValueError("random.permutation needs an int or an array with at least "
+                              "one dimension")
+    axis = axis % arr.ndim
+    if independent or arr.ndim == 1:
+        return _shuffle(key, arr, axis)
+    idx = _shuffle(key, pnp.arange(arr.shape[axis], dtype=default_int()), 0)
     return pnp.take(arr, idx, axis=axis)
 
 
 def shuffle(key, x, axis: int = 0):
-    """``x`` with its entries along ``axis`` randomly permuted (same as ``permutation``)."""
+    """``x`` with its entries along ``axis`` randomly permuted (same as ``permutation``;
+    JAX has removed its ``shuffle``)."""
     return permutation(key, x, axis)
 
 
@@ -196,8 +232,11 @@ def choice(key, a, shape: Sequence[int] = (), replace: bool = True, p=None, axis
         arr, n, axis = None, int(a), 0
     else:
         arr = pnp.asarray(a)
-        axis = axis % max(arr.ndim, 1)
-        n = arr.shape[axis]
+        if arr.ndim == 0:
+            arr, n, axis = None, int(arr), 0
+        else:
+            axis = axis % arr.ndim
+            n = arr.shape[axis]
     count = int(np.prod(shape, dtype=np.int64))
     if not replace and count > n:
         raise PlaitValueError(f"random.choice: cannot take {count} distinct samples from "
@@ -206,19 +245,23 @@ def choice(key, a, shape: Sequence[int] = (), replace: bool = True, p=None, axis
         if replace:
             idx = randint(key, shape, 0, n)
         else:
-            idx = pnp.reshape(permutation(key, n)[:count], shape)
+            if arr is None:
+                return pnp.reshape(permutation(key, n)[:count], shape)
+            perm = permutation(key, arr, axis)
+            taken = lax.slice_in_dim(perm, 0, count, axis=axis)
+            return pnp.reshape(taken, arr.shape[:axis] + shape + arr.shape[axis + 1:])
     else:
         p = pnp.asarray(p)
         if p.shape != (n,):
             raise PlaitValueError(f"random.choice: p must have shape ({n},), got {p.shape}")
-        pf = p.astype(np.float32) if not pnp.issubdtype(p.dtype, pnp.floating) else p
+        pf = p if pnp.issubdtype(p.dtype, pnp.floating) else p.astype(default_float())
         if replace:
             cdf = pnp.cumsum(pf)
-            u = uniform(key, shape, pf.dtype) * cdf[-1]
-            idx = pnp.minimum(pnp.searchsorted(cdf, u, side="right"), n - 1)
+            r = cdf[-1] * (1 - uniform(key, shape, pf.dtype))
+            idx = pnp.searchsorted(cdf, r).astype(default_int())
         else:
             g = gumbel(key, (n,), pf.dtype) + pnp.log(pf)
-            idx = pnp.reshape(lax.top_k(g, count)[1], shape)
+            idx = pnp.reshape(lax.top_k(g, count)[1], shape).astype(default_int())
     if arr is None:
-        return idx.astype(pnp.int64)
+        return idx
     return pnp.take(arr, idx, axis=axis)

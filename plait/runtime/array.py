@@ -14,6 +14,25 @@ from plait.errors import PlaitTypeError
 _CPU = Device("cpu", 0)
 
 
+class _Deleted:
+    """The buffer of a deleted (e.g. donated) Array: every use raises."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+    def _fail(self, *a, **k):
+        from plait.errors import PlaitValueError
+        raise PlaitValueError(f"this Array has been deleted ({self.reason}); use the "
+                              f"function's outputs instead, or do not donate it")
+
+    def __getattr__(self, name):
+        self._fail()
+
+    __array__ = __len__ = __iter__ = __getitem__ = __bool__ = _fail
+
+
 class Array(ArrayMethods):
     """An immutable array value. Create with ``plait.numpy.asarray`` or ``device_put``."""
 
@@ -68,7 +87,17 @@ class Array(ArrayMethods):
     def __dlpack_device__(self) -> tuple:
         return self._value.__dlpack_device__()
 
+    def delete(self, reason: str = "delete() was called") -> None:
+        """Free the buffer; any later use raises a clear error (JAX's semantics)."""
+        self._value = _Deleted(reason)
+        self._aval = None
+
+    def is_deleted(self) -> bool:
+        return type(self._value) is _Deleted
+
     def __repr__(self):
+        if self.is_deleted():
+            return "Array(<deleted>)"
         body = np.array2string(self._value, separator=", ", prefix="Array(")
         extra = "" if self.dtype in (np.float64, np.int64, np.bool_) else f", dtype={self.dtype}"
         if self.weak_type:

@@ -15,6 +15,8 @@ from typing import Callable
 
 import numpy as np
 
+from plait.lax.special import erf_ref, erfc_ref, lgamma_ref, digamma_ref
+
 
 @dataclass(frozen=True)
 class IntrinsicDef:
@@ -80,6 +82,7 @@ _UNARY = {
     "is_nan": np.isnan, "ident": lambda x: x, "assign": lambda x: x, "cast": lambda x: x,
     "not": _logical(np.logical_not, np.invert), "square": np.square,
     "reciprocal": lambda x: 1 / x,
+    "erf": erf_ref, "erfc": erfc_ref, "lgamma": lgamma_ref, "digamma": digamma_ref,
 }
 _BINARY = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": _div, "rem": _rem,

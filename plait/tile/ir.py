@@ -182,7 +182,18 @@ class Call:
     dtype: Optional[str] = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "args", tuple(self.args))
+        args = tuple(self.args)
+        object.__setattr__(self, "args", args)
+        # cached (not fields, so eq and repr ignore them): a chain of calls is hashed and
+        # measured once per node, not once per enclosing expression
+        object.__setattr__(self, "_hash", hash((self.op, args, self.dtype)))
+        object.__setattr__(self, "size", 1 + sum(a.size if isinstance(a, Call) else 1
+                                                 for a in args))
+        object.__setattr__(self, "has_index", any(
+            isinstance(a, IndexValue) or (isinstance(a, Call) and a.has_index) for a in args))
+
+    def __hash__(self) -> int:
+        return self._hash
 
 
 Expr = Union[Input, Const, IndexValue, Call]
@@ -238,12 +249,16 @@ class Program:
     def __post_init__(self) -> None:
         for f in ("tensors", "inputs", "outputs", "stmts"):
             object.__setattr__(self, f, tuple(getattr(self, f)))
+        by_name: dict[str, Tensor] = {}
+        for t in self.tensors:
+            by_name.setdefault(t.name, t)
+        object.__setattr__(self, "_by_name", by_name)   # not a field: eq and repr ignore it
         self.validate()
 
     def tensor(self, name: str) -> Tensor:
-        for t in self.tensors:
-            if t.name == name:
-                return t
+        t = self._by_name.get(name)
+        if t is not None:
+            return t
         raise TileError(f"program {self.name!r}: unknown tensor {name!r}")
 
     def validate(self) -> None:

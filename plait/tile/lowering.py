@@ -58,17 +58,11 @@ class TVal:
 
 
 def _has_index(e: Expr) -> bool:
-    if isinstance(e, IndexValue):
-        return True
-    if isinstance(e, Call):
-        return any(_has_index(a) for a in e.args)
-    return False
+    return isinstance(e, IndexValue) or (isinstance(e, Call) and e.has_index)
 
 
 def _size(e: Expr) -> int:
-    if isinstance(e, Call):
-        return 1 + sum(_size(a) for a in e.args)
-    return 1
+    return e.size if isinstance(e, Call) else 1
 
 
 class LowerCtx:
@@ -80,6 +74,7 @@ class LowerCtx:
         self.b = TileBuilder(name)
         self.out_avals: list = []
         self.memo: dict[TVal, Tensor] = {}
+        self._made: dict[int, tuple] = {}     # id(expr) -> (expr, shape, tensor) materialized
         self._vars = itertools.count()
 
     # -- values -------------------------------------------------------------------------
@@ -101,9 +96,39 @@ class LowerCtx:
         t = self.memo.get(v)
         if t is None or t.name not in self.b.tensors:
             t = self.b.temp(v.dtype, v.shape)
-            self.b.eltwise(t, v.expr)
+            self.b.eltwise(t, self._reuse(v.expr, v.shape))
             self.memo[v] = t
+            if isinstance(v.expr, Call):
+                self._made[id(v.expr)] = (v.expr, v.shape, t)
         return t
+
+    def _reuse(self, e: Expr, shape: tuple) -> Expr:
+        """``e`` with every sub-expression that an earlier statement already materialized
+        read from that tensor instead of computed again.
+
+        An expression built before one of its parts was materialized (``y = f(x)`` staged
+        before a reduction of ``x`` stored it) would otherwise recompute that part; a
+        chain of such steps recomputes ever more. A part is reused when its tensor still
+        exists (not rolled back) and broadcasts to ``shape`` (exactly equal shapes when
+        it reads the output coordinates)."""
+        done: dict[int, Expr] = {}
+
+        def go(x: Expr) -> Expr:
+            if not isinstance(x, Call):
+                return x
+            r = done.get(id(x))
+            if r is None:
+                hit = self._made.get(id(x))
+                if hit is not None and hit[2].name in self.b.tensors and (
+                        hit[1] == shape or (not x.has_index and _right_aligned(hit[1], shape))):
+                    r = Input(hit[2].name)
+                else:
+                    args = tuple(go(a) for a in x.args)
+                    r = x if all(a is b for a, b in zip(args, x.args)) else Call(x.op, args, x.dtype)
+                done[id(x)] = r
+            return r
+
+        return go(e)
 
     def as_input(self, v: TVal) -> TVal:
         t = self.tensor(v)

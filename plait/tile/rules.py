@@ -16,6 +16,7 @@ from plait.lax import cumulative as K
 from plait.lax import elementwise as E
 from plait.lax import reductions as R
 from plait.lax import shape_ops as S
+from plait.lax import special as SP
 from plait.lax import windowed as W
 from plait.tile.affine import Affine, Constraint
 from plait.tile.lowering import LowerCtx, NotLowerable, TVal, lower_reshape, tile_dtype
@@ -51,6 +52,7 @@ _ELEMENTWISE = {
     E.shift_left_p: "shl", E.shift_right_arithmetic_p: "shr",
     E.eq_p: "cmp_eq", E.ne_p: "cmp_ne", E.lt_p: "cmp_lt", E.le_p: "cmp_le",
     E.gt_p: "cmp_gt", E.ge_p: "cmp_ge", E.select_p: "select",
+    SP.erf_p: "erf", SP.erfc_p: "erfc", SP.lgamma_p: "lgamma", SP.digamma_p: "digamma",
 }
 for _p, _op in _ELEMENTWISE.items():
     _p.def_rule("to_tile", _intrinsic(_op))

@@ -11,3 +11,4 @@ from plait.transforms.custom_derivatives import custom_jvp, custom_vjp
 from plait.transforms.batching import vmap
 from plait.transforms import call_rules as _call_rules  # noqa: F401  (registers jit_call's rules)
 from plait.transforms import batch_rules_calls as _batch_rules_calls  # noqa: F401  (vmap rules)
+from plait.transforms import remat as _remat  # noqa: F401  (registers remat's rules)

@@ -18,6 +18,7 @@ from plait.lax import elementwise as ew, shape_ops as so, reductions as red
 from plait.lax import cumulative as cu, contractions as ct, windowed as wi
 from plait.lax import indexing as ix, sorting as srt
 from plait.lax.fft import fft_p
+from plait.lax import special as sp
 
 
 @dataclasses.dataclass
@@ -74,7 +75,8 @@ for nm, p, mk in [("neg", ew.neg_p, N), ("exp", ew.exp_p, N), ("exp2", ew.exp2_p
                   ("asinh", ew.asinh_p, N), ("acosh", ew.acosh_p, u(1.5, 3.0)),
                   ("atanh", ew.atanh_p, UNIT), ("sqrt", ew.sqrt_p, P),
                   ("rsqrt", ew.rsqrt_p, P), ("cbrt", ew.cbrt_p, P),
-                  ("abs", ew.abs_p, P)]:
+                  ("abs", ew.abs_p, P), ("erf", sp.erf_p, N), ("erfc", sp.erfc_p, N),
+                  ("lgamma", sp.lgamma_p, P), ("digamma", sp.digamma_p, P)]:
     case(nm, p, (lambda p: lambda x: p.bind(x))(p), mk,
          complex_ok=nm in ("neg", "exp", "log", "sin", "cos", "tanh", "sqrt"))
 case("integer_pow3", ew.integer_pow_p, lambda x: lax.integer_pow(x, 3), N)
@@ -219,3 +221,70 @@ ZERO_DERIVATIVE = {"sign", "floor", "ceil", "round", "is_finite", "not", "popula
                    "shift_right_logical", "eq", "ne", "lt", "le", "gt", "ge", "iota",
                    "reduce_and", "reduce_or", "reduce_xor", "argmax", "argmin",
                    "stop_gradient"}
+
+# --- linalg (well-conditioned inputs: SPD, distinct eigen/singular values) -------------
+from plait.lax import linalg as la  # noqa: E402
+
+
+def _spd(n, shape=()):
+    def make(rng, dt):
+        a = rng.uniform(-1, 1, shape + (n, n))
+        return ((a @ np.swapaxes(a, -1, -2) + np.diag(np.arange(1.0, n + 1) * n)).astype(dt),)
+    return make
+
+
+def _tri(n, k=2):
+    return lambda rng, dt: ((np.tril(rng.uniform(-1, 1, (n, n))) + 3 * np.eye(n)).astype(dt),
+                            rng.uniform(-1, 1, (n, k)).astype(dt))
+
+
+def _gen(shape, shift=0.0):
+    return lambda rng, dt: ((rng.uniform(-1, 1, shape) +
+                             shift * np.eye(*shape[-2:])).astype(dt),)
+
+
+def _sv(m, n):
+    """Matrices with well separated singular values 1, 2, 3, ..."""
+    def make(rng, dt):
+        q1 = np.linalg.qr(rng.uniform(-1, 1, (m, m)))[0]
+        q2 = np.linalg.qr(rng.uniform(-1, 1, (n, n)))[0]
+        s = np.zeros((m, n))
+        k = min(m, n)
+        s[np.arange(k), np.arange(k)] = np.arange(1.0, k + 1)
+        return ((q1 @ s @ q2).astype(dt),)
+    return make
+
+
+case("cholesky", la.cholesky_p, la.cholesky, _spd(3, (2,)), complex_ok=True)
+case("triangular_solve_left", la.triangular_solve_p,
+     lambda a, b: la.triangular_solve(a, b, left_side=True, lower=True), _tri(3),
+     complex_ok=True)
+case("triangular_solve_right_t", la.triangular_solve_p,
+     lambda a, b: la.triangular_solve(a, b.T, lower=True, transpose_a=True,
+                                      unit_diagonal=True), _tri(3))
+case("lu", la.lu_p, lambda a: la.lu(a)[0], _gen((3, 3), 3.0), complex_ok=True)
+case("qr", la.qr_p, lambda a: la.qr(a, full_matrices=False), _gen((4, 3), 1.0))
+case("qr_square_complex", la.qr_p, lambda a: la.qr(a)[1], _gen((3, 3), 2.0),
+     complex_ok=True)
+case("eigh", la.eigh_p, la.eigh, _spd(3, (2,)))
+case("eigh_values_complex", la.eigh_p, lambda a: la.eigh(a)[1], _spd(3), complex_ok=True)
+case("eig_values", la.eig_p,
+     lambda a: la.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0],
+     _gen((3, 3), 0.0))
+case("eig_vectors_abs", la.eig_p,
+     lambda a: lax.abs(la.eig(a, compute_left_eigenvectors=False)[1]), _spd(3))
+def _svd_gauge_free(a):
+    """Singular values and sign-invariant functions of the singular vectors (each
+    vector's sign is arbitrary, so finite differences of raw vectors can jump)."""
+    s, u, vt = la.svd(a, full_matrices=False)
+    return s, (u * s ** 2) @ vt, (u * s) @ u.T, (vt.T * s) @ vt
+
+
+case("svd", la.svd_p, _svd_gauge_free, _sv(4, 3))
+case("svd_wide", la.svd_p, _svd_gauge_free, _sv(2, 4))
+case("svd_values", la.svd_p, lambda a: la.svd(a, compute_uv=False), _sv(3, 4),
+     complex_ok=True)
+case("tridiagonal_solve", la.tridiagonal_solve_p, la.tridiagonal_solve,
+     lambda rng, dt: (rng.uniform(-1, 1, 4).astype(dt), rng.uniform(4, 5, 4).astype(dt),
+                      rng.uniform(-1, 1, 4).astype(dt), rng.uniform(-1, 1, (4, 2)).astype(dt)),
+     complex_ok=True)

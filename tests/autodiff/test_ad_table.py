@@ -49,7 +49,9 @@ def test_every_differentiable_primitive_is_in_the_table():
     higher-order primitive tested elsewhere (control flow, jit_call, custom rules)."""
     tested = {c.prim.name for c in CASES}
     elsewhere = {"jit_call", "custom_jvp_call", "custom_vjp_call", "custom_lin", "cond",
-                 "switch", "while", "while_loop", "scan"}
+                 "switch", "while", "while_loop", "scan",
+                 "schur",   # no derivative, as in JAX: its jvp rule raises (test_lax_linalg)
+                 "remat", "checkpoint_name", "optimization_barrier"}   # tests/core/test_core_remat.py
     untested = sorted(n for n in ALL_PRIMITIVES
                       if n not in tested | ZERO_DERIVATIVE | elsewhere)
     assert not untested, f"differentiable primitives with no check_grads row: {untested}"

@@ -12,11 +12,14 @@ import math
 from typing import Any, Callable
 
 import numpy as np
+import scipy.special as _ss   # oracle of the special-function primitives
 
 import plait.lax as lax
 from plait.lax import elementwise as ew, shape_ops as so, reductions as red, cumulative as cu
 from plait.lax import contractions as ct, windowed as wi, indexing as ix, sorting as srt
 from plait.lax.fft import fft_p, FftType   # (plait.lax.fft itself is the function)
+from plait.lax import linalg as la
+from plait.lax import special as sp
 from plait.core.primitive import Primitive
 
 import references as ref
@@ -149,6 +152,10 @@ UNARY = [
     (ew.imag_p, lax.imag, COMPLEX, (-3, 3), lambda x: np.array([complex(v).imag for v in x.ravel()], _real[x.dtype]).reshape(x.shape)),
     (ew.conj_p, lax.conj, COMPLEX, (-3, 3), lambda x: x.real - 1j * x.imag),
     (ew.population_count_p, lax.population_count, INTS + UINTS, (-100, 100), _popcount_oracle),
+    (sp.erf_p, lax.erf, FLOATS, (-3, 3), lambda x: _ss.erf(x.astype(np.float64))),
+    (sp.erfc_p, lax.erfc, FLOATS, (-3, 3), lambda x: _ss.erfc(x.astype(np.float64))),
+    (sp.lgamma_p, lax.lgamma, FLOATS, (-3, 3), lambda x: _ss.gammaln(x.astype(np.float64))),
+    (sp.digamma_p, lax.digamma, FLOATS, (0.1, 3), lambda x: _ss.digamma(x.astype(np.float64))),
 ]
 
 
@@ -822,6 +829,157 @@ for dt in (BOOL, I8, U32, F32, F64, C64):
                 _sort_args([(shape, d) for d in dts], nan=True, ties=True), p,
                 lambda *xs, _d=dim, _k=nk: list(lax.sort(xs, _d, True, _k)),
                 lambda *xs, _d=dim, _k=nk: ref.naive_sort(xs, _d, _k))
+
+
+# --- linalg ----------------------------------------------------------------------------------
+# Well-conditioned operands; oracles are NumPy's (or SciPy's) LAPACK calls, a dense solve
+# for the triangular and tridiagonal systems.
+LA_DTYPES = (F32, F64, C64, C128)
+LA_SHAPES = ((4, 4), (2, 3, 3), (1, 1), (0, 0), (2, 0, 0))
+
+
+def _mat(rng, shape, dt, kind="general"):
+    a = rand(rng, shape, dt, low=-1, high=1)
+    n = shape[-1]
+    if kind == "spd":
+        a = a @ np.conj(np.swapaxes(a, -1, -2)) + n * np.eye(n)
+    elif kind == "tri":
+        a = a + (n + 1) * np.eye(n)
+    return np.asarray(a).astype(dt)
+
+
+def _tri_dense(dl, d, du):
+    m = d.shape[-1]
+    t = np.zeros(d.shape + (m,), d.dtype)
+    i = np.arange(m)
+    t[..., i, i] = d
+    t[..., i[1:], i[:-1]] = dl[..., 1:]
+    t[..., i[:-1], i[1:]] = du[..., :-1]
+    return t
+
+
+def _np_trsolve(a, b, left_side, lower, transpose_a, unit):
+    t = np.tril(a) if lower else np.triu(a)
+    if unit:
+        t = t.copy()
+        t[..., np.arange(a.shape[-1]), np.arange(a.shape[-1])] = 1
+    t = np.swapaxes(t, -1, -2) if transpose_a else t
+    if left_side:
+        return np.linalg.solve(t, b).astype(b.dtype)
+    return np.swapaxes(np.linalg.solve(np.swapaxes(t, -1, -2), np.swapaxes(b, -1, -2)),
+                       -1, -2).astype(b.dtype)
+
+
+def _np_lu(a):
+    import scipy.linalg
+    m = a.shape[-1]
+    lu_ = np.empty_like(a)
+    piv = np.empty(a.shape[:-1], np.int32)
+    for i in np.ndindex(*a.shape[:-2]):
+        lu_[i], piv[i] = scipy.linalg.lu_factor(a[i]) if m else (a[i], piv[i])
+    perm = la.lu_pivots_to_permutation(piv, m)
+    return [lu_, piv, perm]
+
+
+def _np_svd(a, full, uv):
+    if not uv:
+        return [np.linalg.svd(a, compute_uv=False).astype(_real.get(a.dtype, a.dtype))]
+    u, s_, vt = np.linalg.svd(a, full_matrices=full)
+    return [s_.astype(_real.get(a.dtype, a.dtype)), u, vt]
+
+
+for dt in LA_DTYPES:
+    rt = 2e-4 if dt in (F32, C64) else 1e-10
+    for shape in LA_SHAPES:
+        nm = sig(dt, shape)
+        add(f"cholesky-{nm}", la.cholesky_p,
+            lambda rng, _s=shape, _d=dt: [_mat(rng, _s, _d, "spd")], {}, la.cholesky,
+            lambda a: np.linalg.cholesky(a) if a.size else a.copy(), rt)
+        b_shape = shape[:-1] + (2,)
+        for left, lower, trans, unit in ((True, True, False, False), (False, False, True, True),
+                                         (True, False, True, False)):
+            bs = b_shape if left else shape[:-2] + (2, shape[-1])
+            p = dict(left_side=left, lower=lower, transpose_a=trans, conjugate_a=False,
+                     unit_diagonal=unit)
+            add(f"triangular_solve-{nm}-{int(left)}{int(lower)}{int(trans)}{int(unit)}",
+                la.triangular_solve_p,
+                lambda rng, _s=shape, _b=bs, _d=dt: [_mat(rng, _s, _d, "tri"), rand(rng, _b, _d)],
+                p, lambda a, b, _p=p: la.triangular_solve(a, b, **_p),
+                lambda a, b, _p=p: _np_trsolve(a, b, _p["left_side"], _p["lower"],
+                                               _p["transpose_a"], _p["unit_diagonal"]), rt)
+        add(f"lu-{nm}", la.lu_p, lambda rng, _s=shape, _d=dt: [_mat(rng, _s, _d)], {},
+            lambda a: list(la.lu(a)), _np_lu, rt)
+        for full in (False, True):
+            add(f"qr-{nm}-{full}", la.qr_p, lambda rng, _s=shape, _d=dt: [_mat(rng, _s, _d)],
+                dict(full_matrices=full), lambda a, _f=full: list(la.qr(a, full_matrices=_f)),
+                lambda a, _f=full: list(np.linalg.qr(a, mode="complete" if _f else "reduced")),
+                rt)
+        add(f"eigh-{nm}", la.eigh_p, lambda rng, _s=shape, _d=dt: [_mat(rng, _s, _d, "spd")],
+            dict(lower=True, sort_eigenvalues=True, subset_by_index=None),
+            lambda a: list(la.eigh(a, symmetrize_input=False)),
+            lambda a: list(np.linalg.eigh(a))[::-1], rt)
+        add(f"eig-{nm}", la.eig_p, lambda rng, _s=shape, _d=dt: [_mat(rng, _s, _d)],
+            dict(compute_left_eigenvectors=False, compute_right_eigenvectors=True),
+            lambda a: list(la.eig(a, compute_left_eigenvectors=False)),
+            lambda a: [x.astype(np.result_type(a.dtype, np.complex64))
+                       for x in np.linalg.eig(a)], rt)
+        for full, uv in ((False, True), (True, True), (False, False)):
+            add(f"svd-{nm}-{full}-{uv}", la.svd_p,
+                lambda rng, _s=shape, _d=dt: [_mat(rng, _s, _d)],
+                dict(full_matrices=full, compute_uv=uv, subset_by_index=None),
+                lambda a, _f=full, _u=uv: (la.svd(a, full_matrices=_f, compute_uv=_u)
+                                           if _u else [la.svd(a, compute_uv=False)]),
+                lambda a, _f=full, _u=uv: _np_svd(a, _f, _u), rt)
+    for shape, m in (((3, 5), 5), ((), 4), ((2,), 1)):
+        def mk(rng, _s=shape, _m=m, _d=dt):
+            return [rand(rng, _s + (_m,), _d), rand(rng, _s + (_m,), _d, low=4, high=6),
+                    rand(rng, _s + (_m,), _d), rand(rng, _s + (_m, 2), _d)]
+        add(f"tridiagonal_solve-{sig(dt, shape + (m,))}", la.tridiagonal_solve_p, mk, {},
+            la.tridiagonal_solve,
+            lambda dl, d, du, b: np.linalg.solve(_tri_dense(dl, d, du), b).astype(b.dtype), rt)
+for dt in (F64, C64):
+    for shape in ((5, 3), (2, 3, 5)):
+        add(f"qr-{sig(dt, shape)}", la.qr_p, lambda rng, _s=shape, _d=dt: [_mat(rng, _s, _d)],
+            dict(full_matrices=False), lambda a: list(la.qr(a, full_matrices=False)),
+            lambda a: list(np.linalg.qr(a)), 2e-4)
+        add(f"svd-{sig(dt, shape)}", la.svd_p, lambda rng, _s=shape, _d=dt: [_mat(rng, _s, _d)],
+            dict(full_matrices=True, compute_uv=True, subset_by_index=None),
+            lambda a: la.svd(a), lambda a: _np_svd(a, True, True), 2e-4)
+        add(f"lu-{sig(dt, shape)}", la.lu_p, lambda rng, _s=shape, _d=dt: [_mat(rng, _s, _d)],
+            {}, lambda a: list(la.lu(a)), lambda a: list(la.lu_p.impl(a)), 2e-4)
+add("eigh-subset", la.eigh_p, lambda rng: [_mat(rng, (2, 5, 5), F64, "spd")],
+    dict(lower=False, sort_eigenvalues=True, subset_by_index=(1, 3)),
+    lambda a: list(la.eigh(a, lower=False, symmetrize_input=False, subset_by_index=(1, 3))),
+    lambda a: [np.linalg.eigh(a, UPLO="U")[1][..., 1:3], np.linalg.eigh(a, UPLO="U")[0][..., 1:3]])
+add("svd-subset", la.svd_p, lambda rng: [_mat(rng, (2, 5, 4), F64)],
+    dict(full_matrices=False, compute_uv=True, subset_by_index=(0, 2)),
+    lambda a: la.svd(a, full_matrices=False, subset_by_index=(0, 2)),
+    lambda a: [v[..., :2] if i < 2 else v[..., :2, :]
+               for i, v in enumerate(_np_svd(a, False, True))])
+add("eig-left", la.eig_p, lambda rng: [_mat(rng, (2, 4, 4), F64)],
+    dict(compute_left_eigenvectors=True, compute_right_eigenvectors=True),
+    lambda a: list(la.eig(a)),
+    lambda a: [np.stack(v) for v in zip(*[__import__("scipy.linalg").linalg.eig(m, left=True)
+                                          for m in a])])
+
+def _np_schur(a, vecs):
+    import scipy.linalg
+    t, z = np.zeros_like(a), np.zeros_like(a)
+    if a.size:
+        for i in np.ndindex(*a.shape[:-2]):
+            t[i], z[i] = scipy.linalg.schur(a[i], output="complex" if a.dtype.kind == "c"
+                                            else "real")
+    return [t, z] if vecs else [t]
+
+
+for dt in LA_DTYPES:
+    for shape in ((4, 4), (2, 3, 3), (0, 0)):
+        for vecs in (True, False):
+            add(f"schur-{sig(dt, shape)}-{vecs}", la.schur_p,
+                lambda rng, _s=shape, _d=dt: [_mat(rng, _s, _d)],
+                dict(compute_schur_vectors=vecs),
+                lambda a, _v=vecs: list(la.schur(a, compute_schur_vectors=_v)),
+                lambda a, _v=vecs: _np_schur(a, _v), 2e-4 if dt in (F32, C64) else 1e-10)
 
 
 # --- fft -------------------------------------------------------------------------------------

@@ -67,11 +67,11 @@ def test_table_covers_lax_primitives():
     """Every primitive defined in the modules this table owns has at least one row."""
     import importlib
     from plait.lax import (elementwise, shape_ops, reductions, cumulative, contractions,
-                           windowed, indexing, sorting)
+                           windowed, indexing, sorting, linalg)
     from plait.core.primitive import Primitive
     fft = importlib.import_module("plait.lax.fft")   # plait.lax.fft is the function
     defined = {v for m in (elementwise, shape_ops, reductions, cumulative, contractions, windowed,
-                           indexing, sorting, fft)
+                           indexing, sorting, fft, linalg)
                for k, v in vars(m).items() if k.endswith("_p") and isinstance(v, Primitive)}
     covered = {c.prim for c in CASES}
     assert not defined - covered, sorted(p.name for p in defined - covered)

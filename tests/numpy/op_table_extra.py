@@ -169,6 +169,36 @@ add("multi_dot", lambda a, b: pnp.linalg.multi_dot([a, b, a.T]),
     lambda a, b: np.linalg.multi_dot([a, b, a.T]),
     [Case((A((3, 4), "float64"), A((4, 4), "float64")))], "loose")
 
+# --- decompositions and solvers: operands shifted by 12 I (well conditioned), SPD where needed;
+# only outputs without a sign/phase choice (which LAPACK builds may make differently)
+LA_DT = ("float32", "float64", "complex64", "int16")
+SQ = [Case((A((2, 3, 3), d),)) for d in LA_DT]
+SQ_B = [Case((A((2, 3, 3), d), A((2, 3, 2), d))) for d in LA_DT]
+
+
+def _well(xp, a):
+    return a + 12 * xp.eye(a.shape[-1], dtype=a.dtype)
+
+
+def _spd(xp, a):
+    return a @ xp.conj(xp.swapaxes(a, -1, -2)) + 3 * xp.eye(a.shape[-1], dtype=a.dtype)
+
+
+for nm, f in [("inv", lambda xp, a: xp.linalg.inv(_well(xp, a))),
+              ("det", lambda xp, a: xp.linalg.det(_well(xp, a))),
+              ("slogdet", lambda xp, a: tuple(xp.linalg.slogdet(_well(xp, a)))),
+              ("cholesky", lambda xp, a: xp.linalg.cholesky(_spd(xp, a))),
+              ("eigvalsh", lambda xp, a: xp.linalg.eigvalsh(_spd(xp, a))),
+              ("svdvals", lambda xp, a: xp.linalg.svd(a, compute_uv=False)),
+              ("pinv", lambda xp, a: xp.linalg.pinv(_well(xp, a))),
+              ("matrix_rank", lambda xp, a: xp.linalg.matrix_rank(a)),
+              ("cond", lambda xp, a: xp.linalg.cond(_well(xp, a))),
+              ("norm2", lambda xp, a: xp.linalg.norm(a, 2, axis=(0, 2))),
+              ("norm_nuc", lambda xp, a: xp.linalg.matrix_norm(a, ord="nuc"))]:
+    add(f"linalg_{nm}", lambda a, f=f: f(pnp, a), lambda a, f=f: f(np, a), SQ, "loose")
+add("linalg_solve", lambda a, b: pnp.linalg.solve(_well(pnp, a), b),
+    lambda a, b: np.linalg.solve(_well(np, a), b), SQ_B, "loose")
+
 # --- sorting and searching -----------------------------------------------------------------------
 SORTABLE = ["bool", "int8", "uint32", "int64", "float16", "float32", "float64", "complex64"]
 for axis in (-1, 0, None):

@@ -7,8 +7,10 @@ import time
 import weakref
 
 import numpy as np
+from typing import Sequence
 
 from plait.backends.native import control  # noqa: F401  (registers the native rules)
+from plait.backends.native import lapack  # noqa: F401  (linalg native rules)
 from plait.backends.native.cprogram import CProgram, CallStep, step_buffers, driver_source
 from plait.backends.native.launch import Launch, launch
 from plait.backends.native.partition import KernelStep, partition
@@ -92,6 +94,37 @@ class NativeExecutable:
                 frees[n].append(s)
         self.plan = [p + (tuple(f),) for p, f in zip(plan, frees)]
         self._avals = {slot[v]: v.aval for v in slot}
+        self._last_use = last
+        self._made_at = {s: n for n, (native, _, ins, _, _) in enumerate(plan) if native
+                         for s, o in ins if o is not None}
+
+    def alias_plan(self, donated: Sequence[int]) -> dict[int, int]:
+        """Which output buffer reuses which donated argument's buffer: ``{output slot:
+        argument index}``. An output made by a native kernel takes a donated argument of
+        its shape and dtype whose last use is in an earlier step (so the kernel never
+        reads what it overwrites); each argument serves one output."""
+        nc = len(self.consts)
+        free_args = [i for i in donated if 0 <= i < self.n_in]
+        plan: dict[int, int] = {}
+        for k, s in self.out:
+            if k != "var" or s not in self._made_at or s in plan:
+                continue
+            for i in free_args:
+                a, o = self._avals[nc + i], self._avals[s]
+                if (a.shape == o.shape and a.dtype == o.dtype
+                        and self._last_use.get(nc + i, -1) < self._made_at[s]):
+                    plan[s] = i
+                    free_args.remove(i)
+                    break
+        return plan
+
+    def run_donating(self, args, donated: Sequence[int]) -> list:
+        """Run with the arguments at ``donated`` given up: their buffers (when writeable,
+        contiguous and not views) become output buffers per :meth:`alias_plan`."""
+        usable = [i for i in donated if isinstance(args[i], np.ndarray)
+                  and args[i].base is None and args[i].flags.writeable
+                  and args[i].flags.c_contiguous]
+        return self._run(args, None, self.alias_plan(usable))
 
     def kernel_count(self) -> int:
         return sum(1 for s in self.prepared.steps if isinstance(s, KernelStep))
@@ -172,7 +205,7 @@ class NativeExecutable:
                 out.append(("host", st.eqn.prim.name))
         return out
 
-    def _run(self, args, times: list | None) -> list:
+    def _run(self, args, times: list | None, alias: dict[int, int] | None = None) -> list:
         if len(args) != self.n_in:
             raise TypeError(f"executable takes {self.n_in} arguments, got {len(args)}")
         env = [None] * self.n_slots
@@ -191,6 +224,8 @@ class NativeExecutable:
                         a = env[s]
                         if not a.flags.c_contiguous:
                             a = env[s] = np.ascontiguousarray(a)
+                    elif alias and s in alias:
+                        a = env[s] = args[alias[s]]
                     else:
                         a = env[s] = _alloc(out[0], out[1],
                                             f"the result buffer of kernel "
@@ -227,7 +262,7 @@ class NativeExecutable:
                 times.append(time.perf_counter() - t0)
         return [env[i] if k == "var" else i for k, i in self.out]
 
-    def memory_analysis(self) -> dict:
+    def memory_analysis(self, donated: Sequence[int] = ()) -> dict:
         """Argument, output and peak intermediate bytes: intermediates are freed after
         their last use, and a native step adds the temporaries it allocates while it
         runs (per-thread scratch, hidden buffers such as argmax's, loop carries)."""
@@ -238,15 +273,31 @@ class NativeExecutable:
         args = sum(nbytes(s) for s in range(nc, nc + self.n_in))
         outs = {i for k, i in self.out if k == "var"}
         live, peak = 0, 0
+        root: dict[int, int] = {}     # output slot of a forwarding host step -> its buffer
+        refs: dict[int, int] = {}     # buffer slot -> live slots naming it
         for st, (native, _, ins, step_outs, _, free) in zip(self.prepared.steps, self.plan):
-            made = [s for s, o in ins if o is not None] if native else list(step_outs)
+            if not native and st.eqn.prim.rules.get("forwards_operands", False):
+                made = []             # an identity (optimization_barrier): no new buffer
+                for (k, i), o in zip(ins, step_outs):
+                    if k == "var":
+                        b = root[o] = root.get(i, i)
+                        refs[b] = refs.get(b, 1) + 1
+            else:
+                made = [s for s, o in ins if o is not None] if native else list(step_outs)
             live += sum(nbytes(s) for s in made if s not in outs)
             scratch = self.prepared.scratch.get(st.name, 0) if native else 0
             peak = max(peak, live + scratch)
-            live -= sum(nbytes(s) for s in free if s >= nc + self.n_in and s not in outs)
+            for s in free:
+                b = root.get(s, s)
+                n = refs.pop(b, 1) - 1
+                if n > 0:
+                    refs[b] = n
+                elif b >= nc + self.n_in and b not in outs:
+                    live -= nbytes(b)
+        alias = sum(nbytes(s) for s in self.alias_plan(donated))
         return {"argument_bytes": args, "output_bytes": sum(nbytes(s) for s in outs),
                 "constant_bytes": sum(c.nbytes for c in self.consts),
-                "peak_temp_bytes": peak}
+                "peak_temp_bytes": peak, "alias_bytes": alias}
 
     def as_text(self, stage: str = "c") -> str:
         """See :meth:`Prepared.as_text`."""
@@ -268,7 +319,8 @@ class Prepared:
         self.scratch = cprog.scratch         # name -> peak bytes a C function allocates
         self.source = PRELUDE + "\n\n" + cprog.source()
         self.entry = None     # the whole program as one C function, when fully native
-        if self.stripe and all(isinstance(s, (KernelStep, CallStep)) for s in self.steps):
+        self.native = any(isinstance(s, (KernelStep, CallStep)) for s in self.steps)
+        if self.native and all(isinstance(s, (KernelStep, CallStep)) for s in self.steps):
             self.entry = "plait_run"
             self.source += ("\n\n" + driver_source("plait_main", closure_convert(self.closed),
                                                self.steps, self.stripe)
@@ -342,7 +394,7 @@ def compile_native(closed: ClosedGraph) -> NativeExecutable:
     t0 = time.perf_counter()
     prep = Prepared(closed)
     loaded = None
-    if prep.stripe:
+    if prep.native:
         # the key covers the module wrapper too (its name, which is the key, left out)
         wrapper = module_source(_MODULE_NAME, {
             st.name: (len(st.inputs), len(st.outputs)) for st in prep.steps
@@ -417,6 +469,7 @@ def _open_library(path: str, module: str | None) -> tuple:
     OSError or ImportError when it does not load; the kernel cache then rebuilds it)."""
     _openmp_defaults()
     lib = ctypes.CDLL(path)
+    lapack.init_library(lib)         # LAPACK pointers, for programs that call LAPACK
     return lib, (_load_module(module, path) if module else None)
 
 

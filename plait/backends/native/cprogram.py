@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -96,11 +96,23 @@ class CProgram:
         # rendered kernels, numbered from 1 in allocation-failure statuses
         self.functions: list[tuple[str, str]] = []      # (name, what it computes)
         self.scratch: dict[str, int] = {}               # name -> peak bytes it allocates
+        self._kernels: dict = {}     # Tile program without its name -> kernel rendering it
 
     def fresh(self, prefix: str) -> str:
         return f"{prefix}{next(self._ids)}"
 
     def kernel(self, st: KernelStep) -> None:
+        """Lower, optimize and render one kernel. A kernel whose Tile program equals an
+        earlier one's (up to its name: a repeated step of an unrolled loop, a layer
+        applied twice) reuses that kernel's Stripe and calls its C function."""
+        key = replace(st.program, name="")
+        same = None if self.timed else self._kernels.get(key)
+        if same is not None:
+            self.stripe[st.name] = self.stripe[same]
+            self.scratch[st.name] = self.scratch[same]
+            self.parts.append(f"PLAIT_KERNEL int64_t {st.name}(void **bufs) "
+                              f"{{ return {same}(bufs); }}")
+            return
         before = stripe_lower(st.program)
         after = run_passes(before, self.target, self.dump_dir, verify=config.checks)
         self.stripe[st.name] = (before, after)
@@ -109,6 +121,7 @@ class CProgram:
         threads = omp_threads() if tc is not None and tc.openmp else 1
         self.scratch[st.name] = temp_bytes(after, threads)
         self.parts.append(render_program(after, st.name, self.timed, len(self.functions)))
+        self._kernels[key] = st.name
 
     def native_steps(self, steps: list) -> list:
         """Render kernels; turn host steps with a ``native`` rule into call steps."""

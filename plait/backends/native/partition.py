@@ -5,11 +5,13 @@ Equations are visited in order. Consecutive equations with a ``to_tile`` rule
 chains fuse into single expressions there, and reductions and contractions read
 their fused prologues. An equation without a lowering (gather, scatter, sort,
 control flow, complex arithmetic) becomes a host step run with its NumPy
-``impl``, and closes the current kernel.
+``impl``, and closes the current kernel. A very long run of kernel equations that
+repeats a step (an unrolled loop) is cut into kernels of a few steps each (see
+``LONG_RUN_EQNS``). Everything here is linear in the number of equations.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -71,17 +73,22 @@ class _KernelBuilder:
         return v
 
     def try_add(self, eqn) -> bool:
-        saved = (len(self.ctx.b.stmts), dict(self.ctx.b.tensors), list(self.ctx.b.inputs),
-                 dict(self.env), dict(self.inputs), dict(self.ctx.memo))
+        # roll back by truncation: the builder's tables only grow while lowering an
+        # equation (copying them per equation would be quadratic in the kernel's size).
+        # ``ctx.memo`` needs no rollback: entries naming removed tensors are ignored.
+        b = self.ctx.b
+        saved = (len(b.stmts), len(b.tensors), len(b.inputs), len(self.env), len(self.inputs))
         try:
             ins = [self.value(a) for a in eqn.inputs]
             self.ctx.out_avals = [v.aval for v in eqn.outputs]
             out = eqn.prim.rule("to_tile")(self.ctx, *ins, **eqn.params)
         except NotLowerable:
-            n, tensors, tin, env, inputs, memo = saved
-            del self.ctx.b.stmts[n:]
-            self.ctx.b.tensors, self.ctx.b.inputs, self.env, self.inputs = tensors, tin, env, inputs
-            self.ctx.memo = memo
+            n_stmts, n_tensors, n_inputs, n_env, n_kin = saved
+            del b.stmts[n_stmts:]
+            del b.inputs[n_inputs:]
+            for d, n in ((b.tensors, n_tensors), (self.env, n_env), (self.inputs, n_kin)):
+                while len(d) > n:
+                    d.popitem()
             return False
         outs = out if eqn.prim.multiple_results else [out]
         for v, o in zip(eqn.outputs, outs):
@@ -89,8 +96,9 @@ class _KernelBuilder:
         self.eqns.append(eqn)
         return True
 
-    def finish(self, live_after: set) -> KernelStep | None:
-        outs = [v for e in self.eqns for v in e.outputs if v in live_after]
+    def finish(self, live_after) -> KernelStep | None:
+        """The kernel, writing the values that ``live_after(v)`` says are still needed."""
+        outs = [v for e in self.eqns for v in e.outputs if live_after(v)]
         if not outs:
             return None
         b = self.ctx.b
@@ -108,31 +116,117 @@ class _KernelBuilder:
         return KernelStep(self.name, self.ctx.build(), dict(self.inputs), out_names, self.eqns)
 
 
+# A kernel is one C function, and the C compiler's time grows faster than linearly with
+# the number of loops in a function (420 equations of an unrolled loop in one kernel:
+# 1.2 s of gcc; in 64-equation kernels: 0.2 s). In a run of more than
+# ``LONG_RUN_EQNS`` consecutive kernel equations, a kernel that has reached
+# ``SOFT_STMTS`` Tile statements (its loops before fusion) is closed after the first
+# equation with no fewer values live across it than any of the next ``LOOKAHEAD``,
+# and at ``HARD_STMTS`` statements in any case. A repeated step is so cut between
+# steps: its kernels come out identical and the native backend compiles one. The cuts
+# are kept only when they repeat (``_repetitive``): a long run of distinct work (a
+# PRNG's rounds: 450 equations, 79 statements) stays one kernel, as do the workloads'
+# kernels (at most 358 equations).
+LONG_RUN_EQNS = 384
+SOFT_STMTS = 24
+HARD_STMTS = 64
+LOOKAHEAD = 16
+
+
+def _last_uses(graph: Graph) -> dict:
+    """``{var: index of the last equation reading it}`` (``len(eqns)`` for outputs)."""
+    last: dict = {}
+    for i, e in enumerate(graph.eqns):
+        for a in e.inputs:
+            if isinstance(a, Var):
+                last[a] = i
+    for v in graph.outvars:
+        if isinstance(v, Var):
+            last[v] = len(graph.eqns)
+    return last
+
+
+def _live_counts(graph: Graph, last: dict) -> list[int]:
+    """How many values are live across the boundary after each equation."""
+    live = []
+    count = 0
+    ends: dict[int, int] = {}
+    for v in graph.invars + graph.constvars:
+        if v in last:
+            count += 1
+            ends[last[v]] = ends.get(last[v], 0) + 1
+    for i, e in enumerate(graph.eqns):
+        for v in e.outputs:
+            if last.get(v, -1) > i:
+                count += 1
+                ends[last[v]] = ends.get(last[v], 0) + 1
+        count -= ends.pop(i, 0)
+        live.append(count)
+    return live
+
+
+def _long_runs(kernel_ok: list) -> list[bool]:
+    """Whether each equation is in a run of more than ``LONG_RUN_EQNS`` kernel equations."""
+    out = [False] * len(kernel_ok)
+    i = 0
+    while i < len(kernel_ok):
+        j = i
+        while j < len(kernel_ok) and kernel_ok[j]:
+            j += 1
+        if j - i > LONG_RUN_EQNS:
+            out[i:j] = [True] * (j - i)
+        i = j + 1
+    return out
+
+
+def _cut_here(i: int, n_stmts: int, live: list[int]) -> bool:
+    """Whether a kernel of ``n_stmts`` Tile statements in a long run ends after equation ``i``."""
+    if n_stmts >= HARD_STMTS:
+        return True
+    return n_stmts >= SOFT_STMTS and live[i] <= min(live[i + 1:i + 1 + LOOKAHEAD], default=0)
+
+
 def partition(graph: Graph, prefix: str = "") -> list:
     """Steps (``KernelStep``/``HostStep``) that compute ``graph`` in order; kernel
     names start with ``prefix``."""
-    # the vars each position still needs: used by a later equation or as an output
-    need_after: list[set] = [set() for _ in graph.eqns]
-    live = {v for v in graph.outvars if isinstance(v, Var)}
-    for i in range(len(graph.eqns) - 1, -1, -1):
-        need_after[i] = set(live)
-        live |= {a for a in graph.eqns[i].inputs if isinstance(a, Var)}
+    last = _last_uses(graph)
+    kernel_ok = [lowerable(e) for e in graph.eqns]
+    long_run = _long_runs(kernel_ok)
+    if any(long_run):
+        steps = _partition(graph, prefix, last, kernel_ok, long_run, _live_counts(graph, last))
+        if _repetitive([s for s in steps if isinstance(s, KernelStep)]):
+            return steps
+    return _partition(graph, prefix, last, kernel_ok, [False] * len(kernel_ok), [])
+
+
+def _repetitive(kernels: list) -> bool:
+    """Whether cutting long runs gave mostly repeated kernels (at most half distinct).
+    Cuts cost a kernel's intermediate values a trip through memory; they pay off when
+    the C compiler then sees each distinct kernel once."""
+    distinct = {replace(k.program, name="") for k in kernels}
+    return len(distinct) * 2 <= len(kernels)
+
+
+def _partition(graph: Graph, prefix: str, last: dict, kernel_ok: list, long_run: list,
+               live: list) -> list:
     steps: list = []
     kb: _KernelBuilder | None = None
 
     def close(i):
         nonlocal kb
         if kb is not None and kb.eqns:
-            k = kb.finish(need_after[i])
+            k = kb.finish(lambda v: last.get(v, -1) > i)
             if k is not None:
                 steps.append(k)
         kb = None
 
     for i, eqn in enumerate(graph.eqns):
-        if lowerable(eqn):
+        if kernel_ok[i]:
             if kb is None:
                 kb = _KernelBuilder(f"{prefix}k{len(steps)}")
             if kb.try_add(eqn):
+                if long_run[i] and _cut_here(i, len(kb.ctx.b.stmts), live):
+                    close(i)
                 continue
         if i:
             close(i - 1)

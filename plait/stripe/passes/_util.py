@@ -78,28 +78,43 @@ def substitute_block(block: Block, subst: dict) -> Block:
     )
 
 
-def restride(block: Block, name: str, strides: tuple[int, ...]) -> Block:
-    """Give view ``name`` of ``block`` (and every view refining it below) new strides."""
-    refs = tuple(replace(r, strides=strides) if r.into == name else r for r in block.refs)
+def restride_views(block: Block, strides: dict[str, tuple[int, ...]]) -> Block:
+    """Give views of ``block`` (``{name: new strides}``) and every view refining them
+    below the new strides, in one walk of the statements."""
+    refs = tuple(replace(r, strides=strides[r.into]) if r.into in strides else r
+                 for r in block.refs)
     stmts = []
     for s in block.stmts:
         if isinstance(s, Block):
-            for r in s.refs:
-                if r.from_ == name:
-                    s = restride(s, r.into, strides)
+            below = {r.into: strides[r.from_] for r in s.refs if r.from_ in strides}
+            if below:
+                s = restride_views(s, below)
         stmts.append(s)
     return replace(block, refs=refs, stmts=tuple(stmts))
 
 
-def uses_view(stmt: Statement, name: str) -> bool:
-    """Whether a statement of a block reads or writes the block's view ``name``."""
+def stmt_views(stmt: Statement) -> Iterable[str]:
+    """The views of the enclosing block that a statement reads or writes (possibly with
+    repeats): a load's or store's view, a special's operands, a child block's parents."""
     from plait.stripe.ir import Load, Special, Store
     if isinstance(stmt, Load):
-        return stmt.from_ == name
+        return (stmt.from_,)
     if isinstance(stmt, Store):
-        return stmt.into == name
+        return (stmt.into,)
     if isinstance(stmt, Special):
-        return name in stmt.inputs or name in stmt.outputs
+        return stmt.inputs + stmt.outputs
     if isinstance(stmt, Block):
-        return any(r.from_ == name for r in stmt.refs)
-    return False
+        return [r.from_ for r in stmt.refs if r.from_ is not None]
+    return ()
+
+
+def view_users(stmts) -> dict[str, list[int]]:
+    """``{view: positions of the statements using it, ascending}``: one walk, so passes
+    asking "who uses this view" per refinement stay linear in the block's size."""
+    users: dict[str, list[int]] = {}
+    for k, s in enumerate(stmts):
+        for v in stmt_views(s):
+            at = users.setdefault(v, [])
+            if not at or at[-1] != k:
+                at.append(k)
+    return users

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from plait.stripe.ir import Block, Program
-from plait.stripe.passes._util import uses_view
+from plait.stripe.passes._util import view_users
 
 
 def _covers(block: Block, ref, shape: tuple[int, ...]) -> bool:
@@ -39,21 +39,43 @@ def _covers(block: Block, ref, shape: tuple[int, ...]) -> bool:
     return True
 
 
-def _mark(block: Block, refs: list, k: int, shape: tuple[int, ...]) -> None:
+class _FirstUsers:
+    """The first statement of a block using each view, and that statement's views of it."""
+
+    def __init__(self, block: Block):
+        self.block = block
+        self.users = view_users(block.stmts)
+        self._views: dict[int, dict] = {}
+
+    def first(self, name: str):
+        at = self.users.get(name)
+        return (at[0], self.block.stmts[at[0]]) if at else (None, None)
+
+    def views(self, k: int, name: str) -> list:
+        by_from = self._views.get(k)
+        if by_from is None:
+            by_from = self._views[k] = {}
+            for v in self.block.stmts[k].refs:
+                by_from.setdefault(v.from_, []).append(v)
+        return by_from.get(name, [])
+
+
+def _mark(fu: _FirstUsers, refs: list, k: int, shape: tuple[int, ...]) -> None:
     r = refs[k]
-    first = next((s for s in block.stmts if uses_view(s, r.into)), None)
+    at, first = fu.first(r.into)
     if not isinstance(first, Block) or "overwritten" in r.tags:
         return
-    views = [v for v in first.refs if v.from_ == r.into]
+    views = fu.views(at, r.into)
     if len(views) == 1 and _covers(first, views[0], shape):
         refs[k] = replace(r, tags=r.tags | {"overwritten"})
 
 
 def _walk(block: Block) -> Block:
     refs = list(block.refs)
+    fu = _FirstUsers(block)
     for k, r in enumerate(refs):
         if r.dir == "none" and r.access == tuple(type(a)() for a in r.access):
-            _mark(block, refs, k, r.shape)
+            _mark(fu, refs, k, r.shape)
     stmts = tuple(_walk(s) if isinstance(s, Block) else s for s in block.stmts)
     return replace(block, refs=tuple(refs), stmts=stmts)
 
@@ -62,12 +84,13 @@ def elide_init_pass(program: Program, target) -> Program:
     """Tag refinements whose initial fill is dead: program outputs and local temporaries."""
     main = program.entry
     refs = list(main.refs)
+    fu = _FirstUsers(main)
     for k, r in enumerate(refs):
         if r.dir not in ("out", "inout") or r.from_ is None:
             continue
         buf = program.buffer(r.from_)
         if buf.kind == "in" or r.access != tuple(type(a)() for a in r.access):
             continue
-        _mark(main, refs, k, buf.shape)
+        _mark(fu, refs, k, buf.shape)
     main = _walk(replace(main, refs=tuple(refs)))
     return replace(program, entry=main)

@@ -21,8 +21,8 @@ from dataclasses import replace
 from typing import Optional
 
 from plait.stripe.affine import var
-from plait.stripe.ir import Block, Program, Statement
-from plait.stripe.passes._util import prune_unit_idxs, ref_vars, uses_view
+from plait.stripe.ir import Block, Load, Program, Special, Statement, Store
+from plait.stripe.passes._util import has_tags, prune_unit_idxs, ref_vars, stmt_views
 from plait.stripe.tiling import apply_tile
 
 
@@ -43,7 +43,6 @@ def _rename_block(b: Block, ren: dict[str, str]) -> Block:
 
 def _rename_view(b: Block, old: str, new: str) -> Block:
     """Rename view ``old`` of ``b`` to ``new`` (its statements and children follow)."""
-    from plait.stripe.ir import Load, Special, Store
     refs = tuple(replace(r, into=new) if r.into == old else r for r in b.refs)
     stmts = []
     for s in b.stmts:
@@ -73,18 +72,43 @@ def _outer_on(b: Block, keep: set[str]) -> Block:
     return _tiled(b, {ix.name: (1 if ix.name in keep else ix.range) for ix in b.idxs})
 
 
-def fuse_two(s: Block, t: Block, x_main: str) -> Optional[Block]:
-    """The fusion of ``s`` then ``t`` through main's temporary ``x_main``, or None."""
-    if any(ix.affine is not None for ix in s.idxs + t.idxs):
+class _RefIndex:
+    """Where a block's refinements are: positions by parent view, and the view names.
+
+    Fusion grows one block statement by statement; the index grows with it, so
+    looking a view up never rescans the block's refinements."""
+
+    __slots__ = ("by_from", "intos")
+
+    def __init__(self, refs=()):
+        self.by_from: dict[str, list[int]] = {}
+        self.intos: set[str] = set()
+        for k, r in enumerate(refs):
+            self.add(k, r)
+
+    def add(self, k: int, r) -> None:
+        if r.from_ is not None:
+            self.by_from.setdefault(r.from_, []).append(k)
+        self.intos.add(r.into)
+
+
+def _fuse(s: Block, si: _RefIndex, t: Block, ti: _RefIndex,
+          x_main: str) -> Optional[tuple[Block, _RefIndex]]:
+    """The fusion of ``s`` then ``t`` through main's temporary ``x_main`` and its
+    refinement index (``si``, the index of ``s``, extended in place), or None (``si``
+    untouched)."""
+    if any(ix.affine is not None for ix in s.idxs) or any(ix.affine is not None for ix in t.idxs):
         return None
-    sx = [r for r in s.refs if r.from_ == x_main]
-    tx = [r for r in t.refs if r.from_ == x_main]
+    sx = [s.refs[k] for k in si.by_from.get(x_main, ())]
+    tx = [t.refs[k] for k in ti.by_from.get(x_main, ())]
     if len(sx) != 1 or len(tx) != 1 or sx[0].dir not in ("out", "inout") or tx[0].dir != "in":
         return None
     s2 = _outer_on(s, ref_vars(sx[0]))
     if s2.constraints:
         return None
-    sx2 = [r for r in s2.refs if r.from_ == x_main][0]
+    if s2 is not s:
+        si = _RefIndex(s2.refs)
+    sx2 = s2.refs[si.by_from[x_main][0]]
     plan: dict[str, int] = {}
     ren: dict[str, str] = {}
     for a_s, a_t in zip(sx2.access, tx[0].access):
@@ -102,12 +126,24 @@ def fuse_two(s: Block, t: Block, x_main: str) -> Optional[Block]:
     t2 = _rename_block(t2, ren)
     if sorted((ix.name, ix.range) for ix in s2.idxs) != sorted((ix.name, ix.range) for ix in t2.idxs):
         return None
-    # merge refinements: exact aliases become one view, others keep distinct names
-    refs = list(s2.refs)
+    # merge refinements: exact aliases become one view, others keep distinct names.
+    # s2's refinements stay in place (``changed`` overrides a direction), t2's new ones
+    # are appended (``added``); nothing is committed to ``si`` before success.
+    changed: dict[int, object] = {}
+    added: list = []
+    added_from: dict[str, int] = {}
+    added_into: set[str] = set()
     for r in t2.refs:
-        same = [q for q in refs if q.from_ is not None and q.from_ == r.from_]
-        if same:
-            q = same[0]
+        q, where = None, None
+        if r.from_ is not None:
+            ks = si.by_from.get(r.from_)
+            if ks:
+                where = ("s", ks[0])
+                q = changed.get(ks[0], s2.refs[ks[0]])
+            elif r.from_ in added_from:
+                where = ("t", added_from[r.from_])
+                q = added[where[1]]
+        if q is not None:
             writes = q.dir in ("out", "inout") or r.dir in ("out", "inout")
             exact = q.access == r.access and q.shape == r.shape and q.strides == r.strides
             if not exact:
@@ -119,44 +155,82 @@ def fuse_two(s: Block, t: Block, x_main: str) -> Optional[Block]:
                 if q.into != r.into:
                     t2 = _rename_view(t2, r.into, q.into)
                 if r.dir != q.dir:
-                    d = "inout" if {q.dir, r.dir} != {"in"} else "in"
-                    refs[refs.index(q)] = replace(q, dir=d)
+                    q = replace(q, dir="inout" if {q.dir, r.dir} != {"in"} else "in")
+                    if where[0] == "s":
+                        changed[where[1]] = q
+                    else:
+                        added[where[1]] = q
                 continue
-        if any(q.into == r.into for q in refs):
-            taken = {q.into for q in refs} | {q.into for q in t2.refs}
+        if r.into in si.intos or r.into in added_into:
+            t2_into = {v.into for v in t2.refs}
             k, new = 1, f"{r.into}_1"
-            while new in taken:
+            while new in si.intos or new in added_into or new in t2_into:
                 k += 1
                 new = f"{r.into}_{k}"
             t2 = _rename_view(t2, r.into, new)
             r = replace(r, into=new)
-        refs.append(r)
-    return Block(name=f"{s.name}+{t.name}", idxs=s2.idxs, refs=tuple(refs),
-                 stmts=s2.stmts + t2.stmts, tags=s.tags | t.tags | {"fused"},
-                 comments=s.comments + t.comments, location=s.location)
+        if r.from_ is not None:
+            added_from.setdefault(r.from_, len(added))
+        added_into.add(r.into)
+        added.append(r)
+    refs = list(s2.refs)
+    for k, q in changed.items():
+        refs[k] = q
+    for j, r in enumerate(added):
+        si.add(len(refs) + j, r)
+    refs += added
+    return (Block(name=f"{s.name}+{t.name}", idxs=s2.idxs, refs=tuple(refs),
+                  stmts=s2.stmts + t2.stmts, tags=s.tags | t.tags | {"fused"},
+                  comments=s.comments + t.comments, location=s.location), si)
+
+
+def _fuse_adjacent(s, si, t, ti, tmps: set, uses: dict, reqs) -> Optional[tuple[Block, _RefIndex]]:
+    """Fuse ``s`` and ``t`` through the first of ``s``'s refinements (in order) of a
+    temporary that only they use and ``s`` writes; updates ``uses`` on success."""
+    if not (isinstance(s, Block) and isinstance(t, Block) and has_tags(s, reqs)
+            and has_tags(t, reqs)):
+        return None
+    small, large = (si, ti) if len(si.by_from) <= len(ti.by_from) else (ti, si)
+    shared = [x for x in small.by_from if x in large.by_from and x in tmps]
+    cands = sorted(k for x in shared if uses[x] == 2 for k in si.by_from[x]
+                   if s.refs[k].dir in ("out", "inout"))
+    for k in cands:
+        out = _fuse(s, si, t, ti, s.refs[k].from_)
+        if out is not None:
+            for x in shared:        # the fused block is one user where there were two
+                uses[x] -= 1
+            return out
+    return None
 
 
 def fuse_pass(program: Program, target, reqs=("kernel",)) -> Program:
-    """Fuse adjacent top-level kernel blocks connected by a temporary (see module doc)."""
+    """Fuse adjacent top-level kernel blocks connected by a temporary (see module doc).
+
+    One pass over ``main``'s statements with a stack: each statement is fused into the
+    one before it as long as they fuse (the result may then fuse with its own
+    predecessor), the leftmost pair first, as a restart-after-every-fusion scan would.
+    A fusion only lowers use counts, and a pair to the left gains a temporary used by
+    exactly the two of them only when its right member is the one that fused, so the
+    stack's earlier pairs never need another look. Use counts and refinement indexes
+    are kept up to date, so the pass is linear in the statements (times the size of
+    each fused tile)."""
+    reqs = tuple(reqs)
     main = program.entry
     tmps = {r.into for r in main.refs if r.dir == "none"}
-    stmts: list[Statement] = list(main.stmts)
-    changed = True
-    while changed:
-        changed = False
-        for i in range(len(stmts) - 1):
-            s, t = stmts[i], stmts[i + 1]
-            if not (isinstance(s, Block) and isinstance(t, Block)
-                    and all(x in s.tags and x in t.tags for x in reqs)):
-                continue
-            for r in s.refs:
-                if r.from_ in tmps and r.dir in ("out", "inout") and \
-                        sum(uses_view(u, r.from_) for u in stmts) == 2 and uses_view(t, r.from_):
-                    f = fuse_two(s, t, r.from_)
-                    if f is not None:
-                        stmts[i:i + 2] = [f]
-                        changed = True
-                        break
-            if changed:
+    indexed = [(s, _RefIndex(s.refs) if isinstance(s, Block) else None) for s in main.stmts]
+    uses: dict[str, int] = {}
+    for s, si in indexed:
+        for v in (si.by_from if si is not None else set(stmt_views(s))):
+            if v in tmps:
+                uses[v] = uses.get(v, 0) + 1
+    done: list[tuple[Statement, Optional[_RefIndex]]] = []
+    for t, ti in indexed:
+        while done:
+            s, si = done[-1]
+            fused = _fuse_adjacent(s, si, t, ti, tmps, uses, reqs)
+            if fused is None:
                 break
-    return replace(program, entry=replace(main, stmts=tuple(stmts)))
+            done.pop()
+            t, ti = fused
+        done.append((t, ti))
+    return replace(program, entry=replace(main, stmts=tuple(s for s, _ in done)))

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from plait.stripe.affine import Affine
 from plait.stripe.ir import Block, Program, row_major_strides
-from plait.stripe.passes._util import restride, uses_view
+from plait.stripe.passes._util import restride_views, view_users
 
 
 def _disjoint_per_iteration(c: Block, view) -> bool:
@@ -31,27 +31,37 @@ def _disjoint_per_iteration(c: Block, view) -> bool:
 
 def localize_block(p: Block) -> Block:
     """Localize the temporaries of ``p`` (and recursively of its children)."""
-    refs = list(p.refs)
-    stmts = list(p.stmts)
+    users = view_users(p.stmts)
+    child_views: dict[int, dict] = {}     # child position -> {view it refines: [its views]}
+    local: dict[int, dict] = {}           # child position -> {id(view): local allocation}
+    dropped: set[int] = set()             # ids of p's refinements moved into a child
     for r in p.refs:
         if r.dir != "none":
             continue
-        users = [k for k, s in enumerate(stmts) if uses_view(s, r.into)]
-        if len(users) != 1 or not isinstance(stmts[users[0]], Block):
+        at = users.get(r.into, ())
+        if len(at) != 1 or not isinstance(p.stmts[at[0]], Block):
             continue
-        c = stmts[users[0]]
-        views = [v for v in c.refs if v.from_ == r.into]
+        k = at[0]
+        c = p.stmts[k]
+        if k not in child_views:
+            child_views[k] = {}
+            for v in c.refs:
+                child_views[k].setdefault(v.from_, []).append(v)
+        views = child_views[k].get(r.into, [])
         if len(views) != 1 or not _disjoint_per_iteration(c, views[0]):
             continue
         v = views[0]
-        strides = row_major_strides(v.shape)
-        local = replace(v, dir="none", from_=None, access=(Affine(),) * len(v.shape),
-                        strides=strides, agg=r.agg, tags=frozenset())
-        c = replace(c, refs=tuple(local if q is v else q for q in c.refs))
-        stmts[users[0]] = restride(c, v.into, strides)
-        refs.remove(r)
+        local.setdefault(k, {})[id(v)] = replace(
+            v, dir="none", from_=None, access=(Affine(),) * len(v.shape),
+            strides=row_major_strides(v.shape), agg=r.agg, tags=frozenset())
+        dropped.add(id(r))
+    stmts = list(p.stmts)
+    for k, new in local.items():
+        c = stmts[k]
+        c = replace(c, refs=tuple(new.get(id(q), q) for q in c.refs))
+        stmts[k] = restride_views(c, {q.into: q.strides for q in new.values()})
     stmts = [localize_block(s) if isinstance(s, Block) else s for s in stmts]
-    return replace(p, refs=tuple(refs), stmts=tuple(stmts))
+    return replace(p, refs=tuple(r for r in p.refs if id(r) not in dropped), stmts=tuple(stmts))
 
 
 def localize_pass(program: Program, target) -> Program:

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from plait.stripe.ir import (Block, Constant, Intrinsic, Load, LoadIndex, Program, Special,
                              Statement, Store)
-from plait.stripe.passes._util import uses_view
+from plait.stripe.passes._util import stmt_views
 
 
 def _scalars_of(s: Statement) -> tuple[list[str], list[str]]:
@@ -60,18 +60,18 @@ def _rename_view(s: Statement, ren: dict[str, str]) -> Statement:
     return s
 
 
-def _flattenable(parent: Block, c: Block, names: set[str]) -> bool:
-    """``names``: the views the parent has so far (earlier flattened siblings included)."""
-    if c.idxs or c.constraints or c.location != parent.location or "kernel" in c.tags:
+def _flattenable(parent_refs: dict, location, c: Block, names: set[str]) -> bool:
+    """``parent_refs``: the parent's refinements by name; ``names``: the views the parent
+    has so far (earlier flattened siblings included)."""
+    if c.idxs or c.constraints or c.location != location or "kernel" in c.tags:
         return False
     for r in c.refs:
         if r.dir == "none":
             if r.into in names:
                 return False
             continue
-        try:
-            p = parent.ref(r.from_)
-        except KeyError:
+        p = parent_refs.get(r.from_)
+        if p is None:
             return False
         if any(not a.is_const or a.const for a in r.access) or r.shape != p.shape \
                 or r.strides != p.strides or (r.dir != "in" and r.agg != p.agg):
@@ -85,8 +85,12 @@ def _flatten(parent: Block) -> Block:
         taken.update(_scalars_of(s)[0])
     stmts: list[Statement] = []
     refs = list(parent.refs)
+    names = {q.into for q in refs}
+    parent_refs: dict = {}
+    for q in parent.refs:
+        parent_refs.setdefault(q.into, q)
     for s in parent.stmts:
-        if isinstance(s, Block) and _flattenable(parent, s, {q.into for q in refs}):
+        if isinstance(s, Block) and _flattenable(parent_refs, parent.location, s, names):
             vren = {r.into: r.from_ for r in s.refs if r.dir != "none"}
             sren: dict[str, str] = {}
             for t in s.stmts:
@@ -97,7 +101,9 @@ def _flatten(parent: Block) -> Block:
                         new = f"{d}_{k}"
                     taken.add(new)
                     sren[d] = new
-            refs += [r for r in s.refs if r.dir == "none"]
+            moved = [r for r in s.refs if r.dir == "none"]
+            refs += moved
+            names.update(r.into for r in moved)
             stmts += [_rename_view(_rename_scalars(t, sren), vren) for t in s.stmts]
         else:
             stmts.append(s)
@@ -105,32 +111,36 @@ def _flatten(parent: Block) -> Block:
 
 
 def _scalarize(b: Block) -> Block:
-    refs = list(b.refs)
-    stmts = list(b.stmts)
-    for r in b.refs:
-        if r.dir != "none" or math.prod(r.shape) != 1 or r.agg not in (None, "assign"):
-            continue
-        if any(isinstance(s, (Block, Special)) and uses_view(s, r.into) for s in stmts):
-            continue
-        held, ok, out = None, True, []
-        alias: dict[str, str] = {}
-        for s in stmts:
-            if isinstance(s, Store) and s.into == r.into:
-                held = alias.get(s.from_, s.from_)
-                continue
-            if isinstance(s, Load) and s.from_ == r.into:
-                if held is None:
-                    ok = False
-                    break
-                alias[s.into] = held
-                continue
+    """Scalarize every one-element ``assign`` temporary of ``b`` that only ``b``'s own
+    loads and stores touch and that is stored before it is loaded (one walk for all)."""
+    cands = {r.into for r in b.refs
+             if r.dir == "none" and math.prod(r.shape) == 1 and r.agg in (None, "assign")}
+    if not cands:
+        return b
+    for s in b.stmts:                       # used by a child block or a special: kept
+        if isinstance(s, (Block, Special)):
+            cands.difference_update(stmt_views(s))
+    stored: set[str] = set()
+    for s in b.stmts:                       # loaded before any store: kept
+        if isinstance(s, Store) and s.into in cands:
+            stored.add(s.into)
+        elif isinstance(s, Load) and s.from_ in cands and s.from_ not in stored:
+            cands.discard(s.from_)
+    if not cands:
+        return b
+    held: dict[str, str] = {}
+    alias: dict[str, str] = {}
+    out = []
+    for s in b.stmts:
+        if isinstance(s, Store) and s.into in cands:
+            held[s.into] = alias.get(s.from_, s.from_)
+        elif isinstance(s, Load) and s.from_ in cands:
+            alias[s.into] = held[s.from_]
+        else:
             out.append(s)
-        if not ok:
-            continue
-        stmts = [_rename_scalars(s, alias) if not isinstance(s, (Load, LoadIndex, Constant)) else s
-                 for s in out]
-        refs.remove(r)
-    return replace(b, refs=tuple(refs), stmts=tuple(stmts))
+    stmts = [_rename_scalars(s, alias) if not isinstance(s, (Load, LoadIndex, Constant)) else s
+             for s in out]
+    return replace(b, refs=tuple(r for r in b.refs if r.into not in cands), stmts=tuple(stmts))
 
 
 def scalarize_block(b: Block) -> Block:

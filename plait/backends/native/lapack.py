@@ -1,0 +1,376 @@
+"""``native`` rules of the linalg primitives: generated C calling LAPACK/BLAS directly.
+
+No new system dependency: the routines are the ones SciPy already loads. Their
+addresses come from the capsules of ``scipy.linalg.cython_lapack``/``cython_blas``
+(``__pyx_capi__``) and are handed to each shared object that calls them through its
+``plait_lapack_init(void **)`` when the executable loads it (:func:`init_library`).
+A rule renders ``int64_t name(void **bufs)`` (inputs, then outputs) looping over
+the stack, returning 0 or the allocation-failure status of its work buffers
+(``cprog.scratch[name]`` is their size; LAPACK's own workspace is sized at run time); plait's arrays are row-major and LAPACK's column-major, so each call either
+reads the transposed problem (``trsm``: side and triangle swap; ``potrf``: the other
+triangle) or copies through a transposed work buffer (``getrf``). Without SciPy, or
+for dtypes the generated code does not handle (complex, empty arrays), a rule
+returns False and the equation stays a host step running its ``impl``. Inside a
+``while``/``scan``/``cond`` body these calls keep the loop one C loop.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+
+import numpy as np
+
+from plait.backends.native.cprogram import CProgram
+from plait.codegen.c_stripe import oom_status
+from plait.lax.linalg import (cholesky_p, eigh_p, lu_p, qr_p, svd_p, triangular_solve_p,
+                              tridiagonal_solve_p)
+
+# The routines a program may call, in the order plait_lapack_init receives them.
+NAMES = ("sgetrf", "dgetrf", "spotrf", "dpotrf", "strsm", "dtrsm", "ssyevd", "dsyevd",
+         "sgesdd", "dgesdd", "sgeqrf", "dgeqrf", "sorgqr", "dorgqr", "sgtsv", "dgtsv")
+_INDEX = {n: i for i, n in enumerate(NAMES)}
+_CTYPE = {np.dtype(np.float32): ("float", "s"), np.dtype(np.float64): ("double", "d")}
+
+_DECLS = f"""
+static void *plait_lapack[{len(NAMES)}];
+void plait_lapack_init(void **p) {{ for (int i = 0; i < {len(NAMES)}; ++i) plait_lapack[i] = p[i]; }}
+typedef void (*plait_getrf_t)(int *, int *, void *, int *, int *, int *);
+typedef void (*plait_potrf_t)(char *, int *, void *, int *, int *);
+typedef void (*plait_syevd_t)(char *, char *, int *, void *, int *, void *, void *, int *,
+                              int *, int *, int *);
+typedef void (*plait_gesdd_t)(char *, int *, int *, void *, int *, void *, void *, int *, void *,
+                              int *, void *, int *, int *, int *);
+typedef void (*plait_geqrf_t)(int *, int *, void *, int *, void *, void *, int *, int *);
+typedef void (*plait_orgqr_t)(int *, int *, int *, void *, int *, void *, void *, int *, int *);
+typedef void (*plait_gtsv_t)(int *, int *, void *, void *, void *, void *, int *, int *);
+typedef void (*plait_trsm_t)(char *, char *, char *, char *, int *, int *, void *, void *, int *,
+                             void *, int *);
+"""
+
+_POINTERS: list | None = None
+
+
+def _capsule_address(cap) -> int:
+    api = ctypes.pythonapi
+    api.PyCapsule_GetName.restype = ctypes.c_char_p
+    api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    return api.PyCapsule_GetPointer(cap, api.PyCapsule_GetName(cap))
+
+
+def pointers() -> list | None:
+    """Addresses of :data:`NAMES` in SciPy's LAPACK/BLAS, or None without SciPy."""
+    global _POINTERS
+    if _POINTERS is None:
+        try:
+            from scipy.linalg import cython_blas, cython_lapack
+        except ImportError:
+            return None
+        caps = {**cython_blas.__pyx_capi__, **cython_lapack.__pyx_capi__}
+        _POINTERS = [_capsule_address(caps[n]) for n in NAMES]
+    return _POINTERS
+
+
+def init_library(lib) -> None:
+    """Give a loaded shared object its LAPACK pointers (if it calls LAPACK)."""
+    try:
+        fn = lib.plait_lapack_init
+    except AttributeError:
+        return
+    ptrs = pointers()
+    fn.restype = None
+    fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
+    fn((ctypes.c_void_p * len(ptrs))(*ptrs))
+
+
+def _ready(cp: CProgram, eqn) -> tuple | None:
+    """``(C type, LAPACK prefix)`` when this equation can be rendered, declaring the
+    pointer table once per program; None otherwise."""
+    dt = np.dtype(eqn.inputs[0].aval.dtype)
+    if dt not in _CTYPE or pointers() is None:
+        return None
+    if any(0 in a.aval.shape for a in list(eqn.inputs) + list(eqn.outputs)):
+        return None
+    if not getattr(cp, "_lapack_declared", False):
+        cp.parts.insert(0, _DECLS)
+        cp._lapack_declared = True
+    return _CTYPE[dt]
+
+
+def _alloc_check(names: list[str], nbytes: int) -> str:
+    """C that returns the allocation-failure status (after freeing) if any of ``names``
+    is NULL."""
+    cond = " || ".join(f"!{n}" for n in names)
+    frees = " ".join(f"free({n});" for n in names)
+    return f"if ({cond}) {{ {frees} return {oom_status(nbytes, 0)}LL; }}"
+
+
+def _fn(prefix: str, routine: str, kind: str) -> str:
+    return f"((plait_{kind}_t)plait_lapack[{_INDEX[prefix + routine]}])"
+
+
+def _cholesky(cp: CProgram, eqn, name: str) -> bool:
+    r = _ready(cp, eqn)
+    if r is None:
+        return False
+    ct, p = r
+    shape = eqn.inputs[0].aval.shape
+    n, batch = shape[-1], math.prod(shape[:-2])
+    # row-major lower triangle = column-major upper: potrf('U') leaves Lᵀ (column-major),
+    # which is L row-major
+    cp.parts.append(f"""int64_t {name}(void **bufs) {{
+  const {ct} *a = bufs[0]; {ct} *l = bufs[1];
+  int n = {n}, info = 0; char uplo = 'U';
+  for (int64_t b = 0; b < {batch}; ++b) {{
+    {ct} *o = l + b * {n * n};
+    memcpy(o, a + b * {n * n}, sizeof({ct}) * {n * n});
+    {_fn(p, "potrf", "potrf")}(&uplo, &n, o, &n, &info);
+    for (int i = 0; i < n; ++i) for (int j = i + 1; j < n; ++j) o[i * n + j] = 0;
+    if (info != 0) for (int k = 0; k < {n * n}; ++k) o[k] = NAN;
+  }}
+  return 0;
+}}""")
+    return True
+
+
+def _triangular_solve(cp: CProgram, eqn, name: str) -> bool:
+    r = _ready(cp, eqn)
+    if r is None:
+        return False
+    ct, p = r
+    prm = eqn.params
+    ashape, bshape = eqn.inputs[0].aval.shape, eqn.inputs[1].aval.shape
+    m = ashape[-1]
+    rows, cols = bshape[-2:]
+    batch = math.prod(ashape[:-2])
+    # column-major view: Xc = Xᵀ; op(A) X = B  <=>  Xc op(A)ᵀ = Bc (side R), and
+    # X op(A) = B  <=>  op(A)ᵀ Xc = Bc (side L); A's lower triangle is Ac's upper
+    side = "R" if prm["left_side"] else "L"
+    uplo = "U" if prm["lower"] else "L"
+    trans = "T" if prm["transpose_a"] else "N"
+    diag = "U" if prm["unit_diagonal"] else "N"
+    mm, nn = cols, rows     # Xc is cols x rows either way
+    cp.parts.append(f"""int64_t {name}(void **bufs) {{
+  const {ct} *a = bufs[0]; const {ct} *bb = bufs[1]; {ct} *x = bufs[2];
+  char side = '{side}', uplo = '{uplo}', trans = '{trans}', diag = '{diag}';
+  int m = {mm}, n = {nn}, lda = {m}, ldb = {cols};
+  {ct} one = 1;
+  memcpy(x, bb, sizeof({ct}) * {batch * rows * cols});
+  for (int64_t b = 0; b < {batch}; ++b)
+    {_fn(p, "trsm", "trsm")}(&side, &uplo, &trans, &diag, &m, &n, &one,
+        (void *)(a + b * {m * m}), &lda, x + b * {rows * cols}, &ldb);
+  return 0;
+}}""")
+    return True
+
+
+def _lu(cp: CProgram, eqn, name: str) -> bool:
+    r = _ready(cp, eqn)
+    if r is None:
+        return False
+    ct, p = r
+    shape = eqn.inputs[0].aval.shape
+    m, n = shape[-2:]
+    k = min(m, n)
+    batch = math.prod(shape[:-2])
+    lu_bytes = np.dtype(eqn.inputs[0].aval.dtype).itemsize * m * n + 4 * max(k, 1)
+    cp.parts.append(f"""int64_t {name}(void **bufs) {{
+  const {ct} *a = bufs[0]; {ct} *lu = bufs[1]; int32_t *piv = bufs[2], *perm = bufs[3];
+  int m = {m}, n = {n}, info = 0;
+  {ct} *w = malloc(sizeof({ct}) * {m * n}); int *ip = malloc(sizeof(int) * {max(k, 1)});
+  {_alloc_check(["w", "ip"], lu_bytes)}
+  for (int64_t b = 0; b < {batch}; ++b) {{
+    const {ct} *ab = a + b * {m * n}; {ct} *lb = lu + b * {m * n};
+    for (int i = 0; i < m; ++i) for (int j = 0; j < n; ++j) w[i + j * m] = ab[i * n + j];
+    {_fn(p, "getrf", "getrf")}(&m, &n, w, &m, ip, &info);
+    for (int i = 0; i < m; ++i) for (int j = 0; j < n; ++j) lb[i * n + j] = w[i + j * m];
+    int32_t *pb = piv + b * {k}, *qb = perm + b * {m};
+    for (int i = 0; i < m; ++i) qb[i] = i;
+    for (int t = 0; t < {k}; ++t) {{
+      int s = ip[t] - 1; pb[t] = s;
+      int32_t tmp = qb[t]; qb[t] = qb[s]; qb[s] = tmp;
+    }}
+  }}
+  free(w); free(ip);
+  return 0;
+}}""")
+    cp.scratch[name] = lu_bytes
+    return True
+
+
+def _eigh(cp: CProgram, eqn, name: str) -> bool:
+    if eqn.params["subset_by_index"] is not None:
+        return False
+    r = _ready(cp, eqn)
+    if r is None:
+        return False
+    ct, p = r
+    shape = eqn.inputs[0].aval.shape
+    n, batch = shape[-1], math.prod(shape[:-2])
+    uplo = "L" if eqn.params["lower"] else "U"
+    isz = np.dtype(eqn.inputs[0].aval.dtype).itemsize
+    # NumPy's call exactly: a column-major copy, syevd on the same triangle
+    cp.parts.append(f"""int64_t {name}(void **bufs) {{
+  const {ct} *a = bufs[0]; {ct} *v = bufs[1]; {ct} *w = bufs[2];
+  char jobz = 'V', uplo = '{uplo}';
+  int n = {n}, info = 0, lwork = -1, liwork = -1, iq = 0; {ct} q = 0;
+  {ct} *m = malloc(sizeof({ct}) * {n * n});
+  if (!m) return {oom_status(isz * n * n, 0)}LL;
+  {_fn(p, "syevd", "syevd")}(&jobz, &uplo, &n, m, &n, w, &q, &lwork, &iq, &liwork, &info);
+  lwork = (int)q; liwork = iq;
+  {ct} *work = malloc(sizeof({ct}) * (lwork > 1 ? lwork : 1));
+  int *iwork = malloc(sizeof(int) * (liwork > 1 ? liwork : 1));
+  {_alloc_check(["m", "work", "iwork"], isz * n * n)}
+  for (int64_t b = 0; b < {batch}; ++b) {{
+    const {ct} *ab = a + b * {n * n}; {ct} *vb = v + b * {n * n}; {ct} *wb = w + b * {n};
+    for (int i = 0; i < n; ++i) for (int j = 0; j < n; ++j) m[i + j * n] = ab[i * n + j];
+    {_fn(p, "syevd", "syevd")}(&jobz, &uplo, &n, m, &n, wb, work, &lwork, iwork, &liwork, &info);
+    for (int i = 0; i < n; ++i) for (int j = 0; j < n; ++j) vb[i * n + j] = m[i + j * n];
+    if (info != 0) {{ for (int k = 0; k < {n * n}; ++k) vb[k] = NAN;
+                      for (int k = 0; k < n; ++k) wb[k] = NAN; }}
+  }}
+  free(m); free(work); free(iwork);
+  return 0;
+}}""")
+    cp.scratch[name] = isz * n * n      # and LAPACK's workspace, sized at run time
+    return True
+
+
+def _svd(cp: CProgram, eqn, name: str) -> bool:
+    prm = eqn.params
+    if prm["subset_by_index"] is not None:
+        return False
+    r = _ready(cp, eqn)
+    if r is None:
+        return False
+    ct, p = r
+    shape = eqn.inputs[0].aval.shape
+    m, n = shape[-2:]
+    k = min(m, n)
+    batch = math.prod(shape[:-2])
+    uv = prm["compute_uv"]
+    full = prm["full_matrices"]
+    ucols, vrows = (m, n) if full else (k, k)
+    jobz = "N" if not uv else ("A" if full else "S")
+    ldu, ldvt = (m, vrows) if uv else (1, 1)
+    outs = ("{ct} *s = bufs[1]; {ct} *u = bufs[2]; {ct} *vt = bufs[3];" if uv
+            else "{ct} *s = bufs[1];").format(ct=ct)
+    back = f"""
+    {ct} *ub = u + b * {m * ucols}, *vb = vt + b * {vrows * n};
+    for (int i = 0; i < {m}; ++i) for (int j = 0; j < {ucols}; ++j) ub[i * {ucols} + j] = uc[i + j * {m}];
+    for (int i = 0; i < {vrows}; ++i) for (int j = 0; j < {n}; ++j) vb[i * {n} + j] = vc[i + j * {vrows}];
+    if (info != 0) {{ for (int t = 0; t < {m * ucols}; ++t) ub[t] = NAN;
+                      for (int t = 0; t < {vrows * n}; ++t) vb[t] = NAN; }}""" if uv else ""
+    isz = np.dtype(eqn.inputs[0].aval.dtype).itemsize
+    svd_bytes = (isz * (m * n + max(ldu * (ucols if uv else 1), 1)
+                        + max(ldvt * (n if uv else 1), 1)) + 4 * 8 * max(k, 1))
+    # NumPy's call exactly: gesdd on a column-major copy
+    cp.parts.append(f"""int64_t {name}(void **bufs) {{
+  const {ct} *a = bufs[0]; {outs}
+  char jobz = '{jobz}';
+  int m = {m}, n = {n}, lda = {m}, ldu = {ldu}, ldvt = {ldvt}, info = 0, lwork = -1;
+  {ct} q = 0;
+  {ct} *w = malloc(sizeof({ct}) * {m * n});
+  {ct} *uc = malloc(sizeof({ct}) * {max(ldu * (ucols if uv else 1), 1)});
+  {ct} *vc = malloc(sizeof({ct}) * {max(ldvt * (n if uv else 1), 1)});
+  int *iwork = malloc(sizeof(int) * {8 * max(k, 1)});
+  {_alloc_check(["w", "uc", "vc", "iwork"], svd_bytes)}
+  {_fn(p, "gesdd", "gesdd")}(&jobz, &m, &n, w, &lda, s, uc, &ldu, vc, &ldvt, &q, &lwork, iwork, &info);
+  lwork = (int)q;
+  {ct} *work = malloc(sizeof({ct}) * (lwork > 1 ? lwork : 1));
+  {_alloc_check(["w", "uc", "vc", "iwork", "work"], svd_bytes)}
+  for (int64_t b = 0; b < {batch}; ++b) {{
+    const {ct} *ab = a + b * {m * n}; {ct} *sb = s + b * {k};
+    for (int i = 0; i < m; ++i) for (int j = 0; j < n; ++j) w[i + j * m] = ab[i * n + j];
+    {_fn(p, "gesdd", "gesdd")}(&jobz, &m, &n, w, &lda, sb, uc, &ldu, vc, &ldvt, work, &lwork, iwork,
+        &info);
+    if (info != 0) for (int t = 0; t < {k}; ++t) sb[t] = NAN;{back}
+  }}
+  free(w); free(uc); free(vc); free(iwork); free(work);
+  return 0;
+}}""")
+    cp.scratch[name] = svd_bytes        # and LAPACK's workspace, sized at run time
+    return True
+
+
+def _qr(cp: CProgram, eqn, name: str) -> bool:
+    r = _ready(cp, eqn)
+    if r is None:
+        return False
+    ct, p = r
+    shape = eqn.inputs[0].aval.shape
+    m, n = shape[-2:]
+    k = min(m, n)
+    kq = m if eqn.params["full_matrices"] else k
+    cols = max(kq, n)
+    batch = math.prod(shape[:-2])
+    qr_bytes = np.dtype(eqn.inputs[0].aval.dtype).itemsize * (m * cols + max(k, 1))
+    # NumPy's calls: geqrf on a column-major copy, then orgqr for kq columns of Q
+    cp.parts.append(f"""int64_t {name}(void **bufs) {{
+  const {ct} *a = bufs[0]; {ct} *q = bufs[1]; {ct} *r = bufs[2];
+  int m = {m}, n = {n}, k = {k}, kq = {kq}, lda = {m}, info = 0, lwork = -1;
+  {ct} q1 = 0, q2 = 0;
+  {ct} *w = calloc({m * cols}, sizeof({ct})); {ct} *tau = malloc(sizeof({ct}) * {max(k, 1)});
+  {_alloc_check(["w", "tau"], qr_bytes)}
+  {_fn(p, "geqrf", "geqrf")}(&m, &n, w, &lda, tau, &q1, &lwork, &info);
+  {_fn(p, "orgqr", "orgqr")}(&m, &kq, &k, w, &lda, tau, &q2, &lwork, &info);
+  lwork = (int)(q1 > q2 ? q1 : q2);
+  {ct} *work = malloc(sizeof({ct}) * (lwork > 1 ? lwork : 1));
+  {_alloc_check(["w", "tau", "work"], qr_bytes)}
+  for (int64_t b = 0; b < {batch}; ++b) {{
+    const {ct} *ab = a + b * {m * n}; {ct} *qb = q + b * {m * kq}, *rb = r + b * {kq * n};
+    memset(w, 0, sizeof({ct}) * {m * cols});
+    for (int i = 0; i < m; ++i) for (int j = 0; j < n; ++j) w[i + j * m] = ab[i * n + j];
+    {_fn(p, "geqrf", "geqrf")}(&m, &n, w, &lda, tau, work, &lwork, &info);
+    for (int i = 0; i < kq; ++i) for (int j = 0; j < n; ++j)
+      rb[i * n + j] = i <= j ? w[i + j * m] : 0;
+    {_fn(p, "orgqr", "orgqr")}(&m, &kq, &k, w, &lda, tau, work, &lwork, &info);
+    for (int i = 0; i < m; ++i) for (int j = 0; j < kq; ++j) qb[i * kq + j] = w[i + j * m];
+  }}
+  free(w); free(tau); free(work);
+  return 0;
+}}""")
+    cp.scratch[name] = qr_bytes         # and LAPACK's workspace, sized at run time
+    return True
+
+
+def _tridiagonal_solve(cp: CProgram, eqn, name: str) -> bool:
+    r = _ready(cp, eqn)
+    if r is None:
+        return False
+    ct, p = r
+    bshape = eqn.inputs[3].aval.shape
+    m, k = bshape[-2:]
+    batch = math.prod(bshape[:-2])
+    tds_bytes = np.dtype(eqn.inputs[3].aval.dtype).itemsize * (3 * m + m * k)
+    cp.parts.append(f"""int64_t {name}(void **bufs) {{
+  const {ct} *dl = bufs[0], *d = bufs[1], *du = bufs[2], *bb = bufs[3]; {ct} *x = bufs[4];
+  int n = {m}, nrhs = {k}, ldb = {m}, info = 0;
+  {ct} *l = malloc(sizeof({ct}) * {m}), *c = malloc(sizeof({ct}) * {m});
+  {ct} *u = malloc(sizeof({ct}) * {m}), *w = malloc(sizeof({ct}) * {m * k});
+  {_alloc_check(["l", "c", "u", "w"], tds_bytes)}
+  for (int64_t b = 0; b < {batch}; ++b) {{
+    const {ct} *bi = bb + b * {m * k}; {ct} *xb = x + b * {m * k};
+    memcpy(l, dl + b * {m} + 1, sizeof({ct}) * {m - 1});
+    memcpy(c, d + b * {m}, sizeof({ct}) * {m});
+    memcpy(u, du + b * {m}, sizeof({ct}) * {m - 1});
+    for (int i = 0; i < {m}; ++i) for (int j = 0; j < {k}; ++j) w[i + j * {m}] = bi[i * {k} + j];
+    {_fn(p, "gtsv", "gtsv")}(&n, &nrhs, l, c, u, w, &ldb, &info);
+    for (int i = 0; i < {m}; ++i) for (int j = 0; j < {k}; ++j)
+      xb[i * {k} + j] = info == 0 ? w[i + j * {m}] : NAN;
+  }}
+  free(l); free(c); free(u); free(w);
+  return 0;
+}}""")
+    cp.scratch[name] = tds_bytes
+    return True
+
+
+cholesky_p.def_rule("native", _cholesky)
+qr_p.def_rule("native", _qr)
+tridiagonal_solve_p.def_rule("native", _tridiagonal_solve)
+eigh_p.def_rule("native", _eigh)
+svd_p.def_rule("native", _svd)
+triangular_solve_p.def_rule("native", _triangular_solve)
+lu_p.def_rule("native", _lu)
