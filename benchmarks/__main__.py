@@ -77,7 +77,7 @@ def main(argv=None) -> int:
                                  description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small repetitions (< 3 min)")
     ap.add_argument("--smoke", action="store_true", help="tiny sizes, for tests")
-    ap.add_argument("--backend", choices=["native", "interp"], default=None,
+    ap.add_argument("--backend", choices=["native", "interp", "xla"], default=None,
                     help="plait.jit backend (default: plait.config)")
     ap.add_argument("--only", default="", help="comma-separated workloads, e.g. w1,w5")
     args = ap.parse_args(argv)

@@ -12,7 +12,7 @@ import numpy as np
 from benchmarks.harness import compare, fmt_time, optional_import
 
 # Systems in table order; each benchmark fills the ones it has.
-SYSTEMS = ("plait.jit", "plait eager", "numpy", "jax.jit", "torch")
+SYSTEMS = ("plait.jit", "plait xla", "plait eager", "numpy", "jax.jit", "torch")
 
 
 @dataclass
@@ -43,6 +43,15 @@ class Row:
     check: str = ""
     note: str = ""
     failed: bool = False
+
+
+def xla_jit(fn: Callable, **kw):
+    """``plait.jit(fn, backend="xla")`` when jaxlib is installed, else None (no column)."""
+    from plait.backends.xla import pjrt
+    if not pjrt.available():
+        return None
+    import plait
+    return plait.jit(fn, backend="xla", **kw)
 
 
 def jax_modules():
@@ -165,12 +174,13 @@ def measure(row: Row, candidates: dict[str, Callable[[], object]], cfg: Config) 
 
     A candidate whose call takes more than a third of the budget is not repeated
     (noted in the row): its time is one steady call, which for candidates that do
-    not compile (names not ending in ``jit``) is the first call itself."""
+    not compile (names not ending in ``jit``, except ``plait xla``) is the first call
+    itself."""
     hint, single = {}, []
     for k, f in candidates.items():
         if k not in row.first_call:
             row.first_call[k] = first_call(f)
-        compiles = k.endswith("jit")
+        compiles = k.endswith("jit") or k == "plait xla"
         if not compiles and row.first_call[k] > cfg.budget_s / 3:
             hint[k] = row.first_call[k]
         else:
@@ -189,7 +199,8 @@ def measure(row: Row, candidates: dict[str, Callable[[], object]], cfg: Config) 
 def markdown(rows: list[Row]) -> str:
     """The results table: time of plait.jit, then each peer's time and ratio to it."""
     systems = [s for s in SYSTEMS if any(s in r.times for r in rows)]
-    firsts = [s for s in ("plait.jit", "jax.jit") if any(s in r.first_call for r in rows)]
+    firsts = [s for s in ("plait.jit", "plait xla", "jax.jit")
+              if any(s in r.first_call for r in rows)]
     head = (["workload"] + systems + [f"{s} first call" for s in firsts] + ["check", "note"])
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:

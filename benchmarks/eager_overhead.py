@@ -65,11 +65,14 @@ if __name__ == "__main__":
 
 def run_w7(cfg) -> list:
     """W7 as a row of the suite's table: a jitted ``x + 1`` on ``f32[4]``."""
-    from benchmarks.common import Row, check_row, first_outputs, jax_modules, measure
+    from benchmarks.common import Row, check_row, first_outputs, jax_modules, measure, xla_jit
     x4 = np.ones(4, np.float32)
     f = plait.jit(lambda x: x + 1)
     cands = {"plait.jit": lambda: f(x4), "plait eager": lambda: pnp.add(x4, 1),
              "numpy": lambda: x4 + 1}
+    fx = xla_jit(lambda x: x + 1)
+    if fx is not None:
+        cands["plait xla"] = lambda: fx(x4)
     jax, _ = jax_modules()
     if jax is not None:
         jf = jax.jit(lambda x: x + 1)

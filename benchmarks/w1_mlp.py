@@ -11,7 +11,7 @@ import numpy as np
 
 import plait
 import plait.numpy as pnp
-from benchmarks.common import (Config, Row, check_row, first_outputs, jax_modules, measure,
+from benchmarks.common import (xla_jit, Config, Row, check_row, first_outputs, jax_modules, measure,
                                standalone)
 
 RTOL = 1e-4
@@ -68,6 +68,9 @@ def run(cfg: Config) -> list[Row]:
     ge = plait.grad(loss)
     cands = {"plait.jit": lambda: gj(params, x, t), "plait eager": lambda: ge(params, x, t),
              "numpy": lambda: numpy_grad(params, x, t)}
+    gx = xla_jit(plait.grad(loss))
+    if gx is not None:
+        cands["plait xla"] = lambda: gx(params, x, t)
     jax, jnp = jax_modules()
     if jax is not None:
         jg = jax.jit(jax.grad(make_loss(jnp)))

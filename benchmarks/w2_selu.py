@@ -10,7 +10,7 @@ import numpy as np
 
 import plait
 import plait.numpy as pnp
-from benchmarks.common import (Config, Row, check_row, first_outputs, jax_modules, measure,
+from benchmarks.common import (xla_jit, Config, Row, check_row, first_outputs, jax_modules, measure,
                                standalone)
 
 ALPHA, SCALE = 1.6732632423543772, 1.0507009873554805
@@ -47,6 +47,9 @@ def run(cfg: Config) -> list[Row]:
     f = plait.jit(make_layer(pnp))
     cands = {"plait.jit": lambda: f(x, W, b), "plait eager": lambda: make_layer(pnp)(x, W, b),
              "numpy": lambda: make_layer(np)(x, W, b)}
+    fx = xla_jit(make_layer(pnp))
+    if fx is not None:
+        cands["plait xla"] = lambda: fx(x, W, b)
     jax, jnp = jax_modules()
     if jax is not None:
         jf = jax.jit(make_layer(jnp))

@@ -18,7 +18,7 @@ import numpy as np
 
 import plait
 import plait.numpy as pnp
-from benchmarks.common import (Config, Row, check_row, first_outputs, guarded, jax_modules,
+from benchmarks.common import (xla_jit, Config, Row, check_row, first_outputs, guarded, jax_modules,
                                measure, standalone)
 
 NEWTON_STEPS, CG_ITERS, CG_TOL = 10, 50, 1e-4
@@ -150,6 +150,7 @@ def plait_steps(f):
     def hvp(x, v):
         return plait.jvp(grad_f, (x,), (v,))[1]
     jitted = plait.jit(newton_step_fn(pnp, grad_f, hvp, plait.lax.while_loop))
+    plait_steps.xla = xla_jit(newton_step_fn(pnp, grad_f, hvp, plait.lax.while_loop))
     eager = newton_step_fn(pnp, grad_f, hvp, python_while)
     return jitted, eager
 
@@ -214,6 +215,9 @@ def _row(cfg: Config, kind: str, size, jax, jnp) -> Row:
     label, fp, fj, x0, data = _problem(kind, size, jax, jnp)
     jitted, eager = plait_steps(fp)
     cands = {"plait.jit": lambda: solve(jitted, x0)}
+    xla_step = plait_steps.xla
+    if xla_step is not None:
+        cands["plait xla"] = lambda: solve(xla_step, x0)
     if not cfg.quick or cfg.smoke or kind == "hmm" or size == 50:
         cands["plait eager"] = lambda: solve(eager, x0)
     if data is not None:

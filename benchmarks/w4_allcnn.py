@@ -16,7 +16,7 @@ import plait.numpy as pnp
 from plait import nn
 from plait.example_libraries import models
 from benchmarks import np_convnet as npc
-from benchmarks.common import (Config, Row, check_row, first_outputs, jax_modules, measure,
+from benchmarks.common import (xla_jit, Config, Row, check_row, first_outputs, jax_modules, measure,
                                standalone)
 
 LR = 0.01
@@ -65,6 +65,9 @@ def run(cfg: Config) -> list[Row]:
     jstep = plait.jit(update)
     cands = {"plait.jit": lambda: jstep(sparams, x, y1h),
              "numpy": lambda: numpy_step(sp, params, x, y1h)}
+    xstep = xla_jit(update)
+    if xstep is not None:
+        cands["plait xla"] = lambda: xstep(sparams, x, y1h)
     if not cfg.quick or cfg.smoke:                  # op by op: seconds per step
         cands["plait eager"] = lambda: update(sparams, x, y1h)
     jax, jnp = jax_modules()

@@ -19,7 +19,7 @@ import plait.numpy as pnp
 from plait.core.graph import subgraphs_of
 from plait.example_libraries import models
 from benchmarks import np_convnet as npc
-from benchmarks.common import (Config, Row, check_row, first_outputs, guarded, jax_modules,
+from benchmarks.common import (xla_jit, Config, Row, check_row, first_outputs, guarded, jax_modules,
                                measure, standalone)
 from benchmarks.harness import table
 
@@ -90,6 +90,7 @@ def run(cfg: Config) -> tuple[list[Row], str]:
     jax, jnp = jax_modules()
     jfwd = jax.jit(lambda p, x: npc.jax_forward(jax, sp, p, x)) if jax else None
     fwd = plait.jit(apply_fun)
+    xfwd = xla_jit(apply_fun)
     rows = []
     rng = np.random.default_rng(1)
     xs = {b: rng.standard_normal((b, size, size, 3)).astype(np.float32) for b in batches}
@@ -99,6 +100,8 @@ def run(cfg: Config) -> tuple[list[Row], str]:
         x = xs[b]
         cands = {"plait.jit": lambda: fwd(sparams, x),
                  "numpy": lambda: npc.forward(sp, params, x)[0]}
+        if xfwd is not None:
+            cands["plait xla"] = lambda: xfwd(sparams, x)
         if b == 1 and (not cfg.quick or cfg.smoke):
             cands["plait eager"] = lambda: apply_fun(sparams, x)
         if jax is not None:
@@ -120,13 +123,16 @@ def run(cfg: Config) -> tuple[list[Row], str]:
             out, caches = npc.forward(sp, params, x1)
             return npc.backward(sp, caches, np.ones_like(out))
         cands = {"plait.jit": lambda: jbwd(sparams, x1), "numpy": numpy_bwd}
+        xbwd = xla_jit(bwd)
+        if xbwd is not None:
+            cands["plait xla"] = lambda: xbwd(sparams, x1)
         if jax is not None:
             jg = jax.jit(jax.grad(lambda p, x: jnp.sum(npc.jax_forward(jax, sp, p, x))))
             cands["jax.jit"] = lambda: jg(params, x1)
         outs, first = first_outputs(cands)
         row = Row(f"W5 VGG19 backward {size}px b1", first_call=first)
         if check_row(row, float64_grads(sp, params, x1), outs, RTOL_BWD, against="float64",
-                     convert=lambda k, o: npc.from_stax(sp, o) if k == "plait.jit" else o):
+                     convert=lambda k, o: npc.from_stax(sp, o) if k in ("plait.jit", "plait xla") else o):
             measure(row, cands, cfg)
         return row
 

@@ -26,5 +26,6 @@ from plait import example_libraries
 from plait.core.graph import check_graph
 from plait import debug, experimental
 from plait.lax.callbacks import pure_callback
+from plait.exporting import export
 
 __version__ = "0.1.0"

@@ -498,9 +498,13 @@ class Lowered:
 
     def as_text(self, stage: str = "graph") -> str:
         """Text of a stage: ``graph`` (the optimized graph), or the native pipeline's
-        ``kernels``, ``tile``, ``stripe``, ``stripe-opt`` and ``c`` (no compiler needed)."""
+        ``kernels``, ``tile``, ``stripe``, ``stripe-opt`` and ``c`` (no compiler needed), or
+        ``stablehlo`` (the xla backend's module)."""
         if stage in ("graph", "optimized"):
             return pp_graph(self._entry.closed)
+        if stage == "stablehlo":
+            from plait.backends.xla import stablehlo_text
+            return stablehlo_text(self._entry.closed)
         from plait.backends.native import stage_text
         return stage_text(self._entry.closed, stage)
 

@@ -1,4 +1,5 @@
-"""Backends: ``compile(closed_graph) -> Executable``: ``interp`` (reference), ``native``."""
+"""Backends: ``compile(closed_graph) -> Executable``: ``interp`` (reference), ``native``,
+``xla`` (StableHLO compiled by XLA through PJRT; needs jaxlib)."""
 from __future__ import annotations
 
 from plait.core.graph import ClosedGraph
@@ -12,5 +13,8 @@ def compile(closed: ClosedGraph, backend: str = "interp"):
     if backend == "native":
         from plait.backends.native import compile_native
         return compile_native(closed)
+    if backend == "xla":
+        from plait.backends.xla import compile_xla
+        return compile_xla(closed)
     from plait.errors import PlaitValueError
-    raise PlaitValueError(f"unknown backend {backend!r}; available: 'interp', 'native'")
+    raise PlaitValueError(f"unknown backend {backend!r}; available: 'interp', 'native', 'xla'")

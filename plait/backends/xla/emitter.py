@@ -1,0 +1,207 @@
+"""Emit a plait Graph as StableHLO MLIR text (generic operation form).
+
+:class:`Emitter` walks a graph's equations and calls each primitive's
+``to_stablehlo`` rule (registered in :mod:`plait.backends.xla.rules`) with an
+:class:`Ctx` that writes operations and returns SSA names. Sub-graphs of
+higher-order primitives become private ``func.func``s of the same module. The
+text is plain MLIR: no jaxlib is needed to produce it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from plait.core.graph import ClosedGraph, Graph, Literal
+
+_ELEM = {"bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+         "uint8": "ui8", "uint16": "ui16", "uint32": "ui32", "uint64": "ui64",
+         "float16": "f16", "float32": "f32", "float64": "f64", "bfloat16": "bf16",
+         "complex64": "complex<f32>", "complex128": "complex<f64>"}
+
+
+def elem_type(dtype) -> str:
+    """The MLIR element type of a NumPy dtype."""
+    return _ELEM[np.dtype(dtype).name]
+
+
+def tensor_type(shape, dtype) -> str:
+    """``tensor<2x3xf32>`` for shape (2, 3) float32."""
+    dims = "".join(f"{int(d)}x" for d in shape)
+    return f"tensor<{dims}{elem_type(dtype)}>"
+
+
+def aval_type(aval) -> str:
+    return tensor_type(aval.shape, aval.dtype)
+
+
+def i64_array(xs) -> str:
+    """``array<i64: 1, 2>`` (a dense i64 array attribute)."""
+    xs = [int(x) for x in xs]
+    return f"array<i64: {', '.join(map(str, xs))}>" if xs else "array<i64>"
+
+
+def dense_attr(value, dtype=None) -> str:
+    """A ``dense<...> : tensor<...>`` attribute holding ``value`` exactly (hex bytes)."""
+    v = np.asarray(value, dtype=dtype)
+    t = tensor_type(v.shape, v.dtype)
+    if v.dtype == np.bool_:
+        if v.size and (v.all() or not v.any()):
+            return f"dense<{'true' if v.all() else 'false'}> : {t}"
+        flat = ", ".join("true" if b else "false" for b in v.ravel())
+        return f"dense<[{flat}]> : {t}" if v.ndim <= 1 else \
+            f"dense<{_nested(v)}> : {t}"
+    if v.size == 0:
+        return f"dense<> : {t}"
+    if v.size > 1 and np.all(v.view(np.uint8).reshape(v.size, -1) ==
+                             v.view(np.uint8).reshape(v.size, -1)[:1]):
+        v = v.ravel()[:1]     # a splat: one element's bytes
+    raw = np.ascontiguousarray(v).astype(v.dtype.newbyteorder("<")).tobytes()
+    return f'dense<"0x{raw.hex().upper()}"> : {t}'
+
+
+def _nested(v) -> str:
+    if v.ndim == 0:
+        return "true" if v else "false"
+    return "[" + ", ".join(_nested(x) for x in v) + "]"
+
+
+class Ctx:
+    """What a ``to_stablehlo`` rule sees: the avals and an op writer.
+
+    ``ctx.op(name, operands, out_types, attrs, regions)`` appends one generic
+    operation and returns its result names (a list).
+    """
+
+    def __init__(self, emitter: "Emitter", lines: list, in_avals, out_avals):
+        self.em = emitter
+        self.lines = lines
+        self.in_avals = in_avals
+        self.out_avals = out_avals
+
+    def fresh(self) -> str:
+        return self.em.fresh()
+
+    def op(self, name: str, operands, operand_types, result_types, attrs: str = "",
+           regions: list | None = None) -> list:
+        n = len(result_types)
+        res = self.fresh()
+        lhs = f"{res}:{n} = " if n > 1 else (f"{res} = " if n == 1 else "")
+        attr = f" {{{attrs}}}" if attrs else ""
+        reg = ""
+        if regions:
+            reg = " (" + ", ".join("{\n" + r + "\n}" for r in regions) + ")"
+        rt = result_types[0] if n == 1 else "(" + ", ".join(result_types) + ")"
+        self.lines.append(f'{lhs}"{name}"({", ".join(operands)}){reg}{attr} : '
+                          f'({", ".join(operand_types)}) -> {rt}')
+        if n == 1:
+            return [res]
+        return [f"{res}#{i}" for i in range(n)]
+
+    def op1(self, name, operands, operand_types, result_type, attrs="", regions=None) -> str:
+        return self.op(name, operands, operand_types, [result_type], attrs, regions)[0]
+
+    def region(self, arg_types: list, body) -> str:
+        """A one-block region: ``body(ctx, arg_names) -> (result names, result types)``."""
+        args = [self.fresh() for _ in arg_types]
+        lines: list = []
+        sub = Ctx(self.em, lines, None, None)
+        outs, types = body(sub, args)
+        lines.append(f'"stablehlo.return"({", ".join(outs)}) : ({", ".join(types)}) -> ()')
+        head = "^bb0(" + ", ".join(f"{a}: {t}" for a, t in zip(args, arg_types)) + "):"
+        return head + "\n" + "\n".join("  " + ln for ln in lines)
+
+    def const(self, value, dtype) -> str:
+        v = np.asarray(value, dtype=dtype)
+        return self.op1("stablehlo.constant", [], [], tensor_type(v.shape, v.dtype),
+                        f"value = {dense_attr(v)}")
+
+    def full(self, value, shape, dtype) -> str:
+        """A ``shape`` tensor of ``value`` (a broadcast scalar constant)."""
+        c = self.const(value, dtype)
+        if not tuple(shape):
+            return c
+        return self.op1("stablehlo.broadcast_in_dim", [c], [tensor_type((), dtype)],
+                        tensor_type(shape, dtype), "broadcast_dimensions = array<i64>")
+
+    def call_graph(self, graph: Graph, operands: list, operand_types: list) -> list:
+        """``func.call`` of ``graph`` emitted as a private function of the module."""
+        fname = self.em.function(graph)
+        outs = [aval_type(a) for a in graph.out_avals]
+        if not outs:
+            self.op("func.call", operands, operand_types, [], f"callee = @{fname}")
+            return []
+        return self.op("func.call", operands, operand_types, outs, f"callee = @{fname}")
+
+
+class Emitter:
+    """Builds one module: ``main`` plus a private function per distinct sub-graph."""
+
+    def __init__(self):
+        self.count = 0
+        self.funcs: list[str] = []
+        self.names: dict[int, str] = {}
+
+    def fresh(self) -> str:
+        self.count += 1
+        return f"%v{self.count}"
+
+    def function(self, graph: Graph) -> str:
+        key = id(graph)
+        if key not in self.names:
+            name = f"g{len(self.names)}"
+            self.names[key] = name
+            self.funcs.append(self.emit_func(name, graph, [], private=True))
+        return self.names[key]
+
+    def emit_func(self, name: str, graph: Graph, constvars: list, private: bool,
+                  const_values: list | None = None) -> str:
+        env: dict = {}
+        params = []
+        lines: list = []
+        if const_values is not None:     # constants embedded in the function body
+            for v, c in zip(constvars, const_values):
+                env[v] = Ctx(self, lines, None, None).const(np.asarray(c), v.aval.dtype)
+            constvars = []
+        for v in list(constvars) + list(graph.invars):
+            a = self.fresh()
+            env[v] = a
+            params.append(f"{a}: {aval_type(v.aval)}")
+        self.emit_eqns(graph, env, lines)
+        outs, types = [], []
+        for v in graph.outvars:
+            outs.append(self.read(v, env, lines))
+            types.append(aval_type(v.aval))
+        lines.append(f'"func.return"({", ".join(outs)}) : ({", ".join(types)}) -> ()')
+        vis = "private" if private else "public"
+        res = ", ".join(types)
+        return (f"func.func {vis} @{name}({', '.join(params)}) -> ({res}) {{\n"
+                + "\n".join("  " + ln for ln in lines) + "\n}")
+
+    def read(self, a, env, lines) -> str:
+        if isinstance(a, Literal):
+            return Ctx(self, lines, None, None).const(a.val, a.aval.dtype)
+        return env[a]
+
+    def emit_eqns(self, graph: Graph, env: dict, lines: list) -> None:
+        from plait.backends.xla.rules import lowering_rule
+        for eqn in graph.eqns:
+            ins = [self.read(a, env, lines) for a in eqn.inputs]
+            ctx = Ctx(self, lines, [a.aval for a in eqn.inputs], [v.aval for v in eqn.outputs])
+            rule = lowering_rule(eqn.prim)
+            outs = rule(ctx, *ins, **eqn.params)
+            if not eqn.prim.multiple_results:
+                outs = [outs]
+            for v, o in zip(eqn.outputs, outs):
+                env[v] = o
+
+
+def emit_module(closed: ClosedGraph, name: str = "plait", embed_consts: bool = False) -> str:
+    """The StableHLO module of ``closed``: ``main(consts..., args...)`` returns the outputs
+    (``main(args...)`` with the constants inside the module when ``embed_consts``)."""
+    em = Emitter()
+    consts = None
+    if embed_consts:
+        consts = [c._value if hasattr(c, "_value") else np.asarray(c) for c in closed.consts]
+    main = em.emit_func("main", closed.graph, closed.graph.constvars, private=False,
+                        const_values=consts)
+    safe = "".join(c if c.isalnum() or c == "_" else "_" for c in (name or "plait"))
+    return f"module @{safe} {{\n" + "\n".join([main] + em.funcs) + "\n}\n"

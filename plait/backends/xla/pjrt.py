@@ -1,0 +1,124 @@
+"""The one adapter over jaxlib's private PJRT and MLIR entry points.
+
+Everything plait uses from jaxlib lives here (they move between releases; the
+``xla`` extra pins the tested range): parsing StableHLO text with jaxlib's MLIR
+bindings, compiling it on the PJRT CPU client, moving arrays in (DLPack) and
+out, and running a loaded executable. No jax tracing machinery is imported.
+"""
+from __future__ import annotations
+
+import io
+import threading
+
+import numpy as np
+
+from plait.errors import PlaitError
+
+_STATE: dict = {}
+_LOCK = threading.Lock()
+
+
+class XlaUnavailableError(PlaitError, ImportError):
+    """jaxlib (the XLA runtime) is not installed."""
+
+
+def _jaxlib():
+    try:
+        import jaxlib  # noqa: F401
+        from jaxlib import xla_client
+        from jaxlib import _jax
+        from jaxlib.mlir import ir
+        from jaxlib.mlir._mlir_libs import _jax_mlir_ext
+    except ImportError as e:
+        raise XlaUnavailableError(
+            f"the xla backend needs jaxlib, which is not importable ({e}). Install it with "
+            f'`pip install "plait[xla]"` (jaxlib>=0.10,<0.11).') from None
+    return xla_client, _jax, ir, _jax_mlir_ext
+
+
+def available() -> bool:
+    try:
+        _jaxlib()
+        return True
+    except XlaUnavailableError:
+        return False
+
+
+def client():
+    """The process's PJRT CPU client (created once)."""
+    with _LOCK:
+        if "client" not in _STATE:
+            xc, _, _, _ = _jaxlib()
+            _STATE["client"] = xc.make_cpu_client()
+        return _STATE["client"]
+
+
+def devices() -> list:
+    return list(client().devices())
+
+
+def _context():
+    xc, _, ir, ext = _jaxlib()
+    reg = ir.DialectRegistry()
+    ext.register_dialects(reg)
+    ctx = ir.Context()
+    ctx.append_dialect_registry(reg)
+    ctx.load_all_available_dialects()
+    from jaxlib.mlir.dialects import chlo, stablehlo
+    stablehlo.register_dialect(ctx)
+    chlo.register_dialect(ctx)
+    return ctx
+
+
+def to_bytecode(text: str) -> bytes:
+    """Parse StableHLO text (raises ``PlaitError`` with MLIR's diagnostics) to bytecode."""
+    _, _, ir, _ = _jaxlib()
+    with _context():
+        try:
+            m = ir.Module.parse(text)
+        except Exception as e:   # MLIRError: report the text's problem as a plait error
+            raise PlaitError(f"the StableHLO module plait emitted does not parse; this is a "
+                             f"plait bug, please report it:\n{e}") from None
+        buf = io.BytesIO()
+        m.operation.write_bytecode(buf)
+        return buf.getvalue()
+
+
+class Loaded:
+    """A compiled executable on one device: ``run(list of arrays) -> list of ndarrays``."""
+
+    def __init__(self, exe, device):
+        self.exe = exe
+        self.device = device
+
+    def put(self, x):
+        """A device buffer holding ``x`` (zero-copy when aligned, else one copy)."""
+        _, j, _, _ = _jaxlib()
+        if not isinstance(x, np.ndarray):
+            x = np.asarray(x)
+        if not x.flags.c_contiguous or not x.flags.writeable:
+            x = np.array(x)     # DLPack (v0.x) exports neither strided nor read-only arrays
+        return j.dlpack_managed_tensor_to_buffer(x.__dlpack__(), self.device, None, None)
+
+    def run(self, bufs: list) -> list:
+        res = self.exe.execute_sharded(bufs).disassemble_into_single_device_arrays()
+        return [r[0] for r in res]
+
+
+def compile_text(text: str) -> Loaded:
+    """Compile a StableHLO module on the CPU client's first device."""
+    xc, _, _, _ = _jaxlib()
+    bc = to_bytecode(text)
+    c = client()
+    dev = c.devices()[0]
+    try:
+        exe = c.compile_and_load(bc, xc.DeviceList((dev,)), xc.CompileOptions())
+    except Exception as e:   # XlaRuntimeError
+        raise PlaitError(f"XLA could not compile the module: {e}") from None
+    return Loaded(exe, dev)
+
+
+def to_numpy(x) -> np.ndarray:
+    """A host view of a device array (the CPU client hands out its buffer without a
+    copy; ``__array__`` is several times cheaper than a DLPack round trip)."""
+    return np.asarray(x)

@@ -1,0 +1,117 @@
+"""``to_stablehlo`` rules of the higher-order primitives: ``cond`` becomes
+``stablehlo.case``, ``while`` and ``scan`` become ``stablehlo.while``, and
+``jit_call`` and the custom-derivative calls become ``func.call``s of private
+functions (one per sub-graph)."""
+from __future__ import annotations
+
+import numpy as np
+
+from plait.backends.xla.emitter import aval_type, i64_array, tensor_type
+from plait.backends.xla.rules import RULE, binary, compare, convert
+from plait.core.call import jit_call_p
+from plait.lax.control_flow.cond import cond_p
+from plait.lax.control_flow.loops import while_p
+from plait.lax.control_flow.scan import scan_p
+from plait.transforms import custom_derivatives as CD
+
+
+def _call(ctx, *args, graph, **_):
+    return ctx.call_graph(graph, list(args), [aval_type(a) for a in ctx.in_avals])
+
+
+for _p in (jit_call_p, CD.custom_jvp_call_p, CD.custom_vjp_call_p):
+    _p.def_rule(RULE, _call)
+
+
+def _cond(ctx, index, *ops, branches):
+    ia = ctx.in_avals[0]
+    i32 = np.dtype(np.int32)
+    idx = convert(ctx, index, (), ia.dtype, i32) if np.dtype(ia.dtype) != np.bool_ else \
+        convert(ctx, index, (), np.bool_, i32)
+    n = len(branches)
+    idx = ctx.op1("stablehlo.clamp", [ctx.const(0, i32), idx, ctx.const(n - 1, i32)],
+                  [tensor_type((), i32)] * 3, tensor_type((), i32))
+    op_types = [aval_type(a) for a in ctx.in_avals[1:]]
+    out_types = [aval_type(a) for a in ctx.out_avals]
+    regions = []
+    for b in branches:
+        def body(sub, _args, _b=b):
+            return sub.call_graph(_b, list(ops), op_types), out_types
+        regions.append(ctx.region([], body))
+    return ctx.op("stablehlo.case", [idx], [tensor_type((), i32)], out_types, "", regions) \
+        if out_types else []
+
+
+cond_p.def_rule(RULE, _cond)
+
+
+def _while(ctx, *args, cond_graph, body_graph, cond_nconsts, body_nconsts):
+    types = [aval_type(a) for a in ctx.in_avals]
+    nc, nb = cond_nconsts, body_nconsts
+
+    def cond_body(sub, xs):
+        r = sub.call_graph(cond_graph, xs[:nc] + xs[nc + nb:], types[:nc] + types[nc + nb:])
+        return r, [tensor_type((), np.bool_)]
+
+    def loop_body(sub, xs):
+        r = sub.call_graph(body_graph, xs[nc:], types[nc:])
+        return xs[:nc + nb] + r, types
+
+    outs = ctx.op("stablehlo.while", list(args), types, types, "",
+                  [ctx.region(types, cond_body), ctx.region(types, loop_body)])
+    return outs[nc + nb:]
+
+
+while_p.def_rule(RULE, _while)
+
+
+def _scan(ctx, *args, graph, length, reverse, num_consts, num_carry, unroll):
+    avals = ctx.in_avals
+    nc, nk = num_consts, num_carry
+    xs_avals = avals[nc + nk:]
+    ys_avals = ctx.out_avals[nk:]
+    i64 = np.dtype(np.int64)
+    ti = tensor_type((), i64)
+    ys0 = [ctx.full(0, a.shape, a.dtype) for a in ys_avals]
+    state = [ctx.const(0, i64)] + list(args) + ys0
+    types = [ti] + [aval_type(a) for a in avals] + [aval_type(a) for a in ys_avals]
+    body_in = [aval_type(a) for a in graph.in_avals]
+    n_args = 1 + len(avals)
+
+    def cond_body(sub, s):
+        return [compare(sub, s[0], sub.const(length, i64), (), i64, "LT")], \
+            [tensor_type((), np.bool_)]
+
+    def loop_body(sub, s):
+        i = s[0]
+        pos = binary(sub, "stablehlo.subtract", sub.const(length - 1, i64), i, (), i64) \
+            if reverse else i
+        zero = sub.const(0, i64)
+        consts, carry, xs = s[1:1 + nc], s[1 + nc:1 + nc + nk], s[1 + nc + nk:n_args]
+        ys = s[n_args:]
+        x_t = []
+        for x, a in zip(xs, xs_avals):
+            sl = sub.op1("stablehlo.dynamic_slice", [x, pos] + [zero] * (len(a.shape) - 1),
+                         [aval_type(a)] + [ti] * len(a.shape),
+                         tensor_type((1,) + tuple(a.shape[1:]), a.dtype),
+                         f"slice_sizes = {i64_array((1,) + tuple(a.shape[1:]))}")
+            x_t.append(sub.op1("stablehlo.reshape", [sl],
+                               [tensor_type((1,) + tuple(a.shape[1:]), a.dtype)],
+                               tensor_type(a.shape[1:], a.dtype)))
+        outs = sub.call_graph(graph, consts + carry + x_t, body_in)
+        new_ys = []
+        for y, buf, a in zip(outs[nk:], ys, ys_avals):
+            one = tensor_type((1,) + tuple(a.shape[1:]), a.dtype)
+            y1 = sub.op1("stablehlo.reshape", [y], [tensor_type(a.shape[1:], a.dtype)], one)
+            new_ys.append(sub.op1("stablehlo.dynamic_update_slice",
+                                  [buf, y1, pos] + [zero] * (len(a.shape) - 1),
+                                  [aval_type(a), one] + [ti] * len(a.shape), aval_type(a)))
+        i1 = binary(sub, "stablehlo.add", i, sub.const(1, i64), (), i64)
+        return [i1] + consts + outs[:nk] + xs + new_ys, types
+
+    outs = ctx.op("stablehlo.while", state, types, types, "",
+                  [ctx.region(types, cond_body), ctx.region(types, loop_body)])
+    return outs[1 + nc:1 + nc + nk] + outs[n_args:]
+
+
+scan_p.def_rule(RULE, _scan)

@@ -1,0 +1,105 @@
+"""Whole programs on the xla backend against the reference backend: control flow
+(CG while loop, RNN scan, switch), jit(grad) of an MLP and a small CNN, vmap, and
+the config switch."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("jaxlib")
+
+import plait  # noqa: E402
+import plait.numpy as pnp  # noqa: E402
+from plait import lax  # noqa: E402
+
+
+def _both(f, *args, rtol=1e-5):
+    got = plait.jit(f, backend="xla")(*args)
+    want = plait.jit(f, backend="interp")(*args)
+    for g, w in zip(plait.tree_util.tree_leaves(got), plait.tree_util.tree_leaves(want)):
+        assert np.asarray(g).dtype == np.asarray(w).dtype
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=rtol, atol=rtol)
+    return got
+
+
+def test_cg_while():
+    rng = np.random.default_rng(0)
+    m = rng.normal(size=(6, 6))
+    a = m @ m.T + 6 * np.eye(6)
+    b = rng.normal(size=6)
+
+    def cg(a, b):
+        def cond(s):
+            return (s[4] < 50) & (pnp.dot(s[2], s[2]) > 1e-20)
+
+        def body(s):
+            x, _, r, p, k = s
+            ap = a @ p
+            alpha = pnp.dot(r, r) / pnp.dot(p, ap)
+            x2, r2 = x + alpha * p, r - alpha * ap
+            beta = pnp.dot(r2, r2) / pnp.dot(r, r)
+            return x2, r, r2, r2 + beta * p, k + 1
+        x0 = pnp.zeros_like(b)
+        return lax.while_loop(cond, body, (x0, b, b, b, 0))[0]
+    x = _both(cg, a, b, rtol=1e-8)
+    np.testing.assert_allclose(a @ np.asarray(x), b, atol=1e-8)
+
+
+def test_rnn_scan_and_its_grad():
+    rng = np.random.default_rng(1)
+    w = rng.normal(size=(4, 4)).astype(np.float32) * 0.5
+    xs = rng.normal(size=(7, 4)).astype(np.float32)
+
+    def loss(w, xs):
+        def step(h, x):
+            h = pnp.tanh(w @ h + x)
+            return h, h.sum()
+        h, ys = lax.scan(step, pnp.zeros(4, np.float32), xs)
+        return (h ** 2).sum() + ys.sum()
+    _both(loss, w, xs)
+    _both(plait.grad(loss), w, xs, rtol=1e-4)
+    _both(lambda w, xs: lax.scan(lambda c, x: (c * x, c), 1.0, xs[:, 0], reverse=True),
+          w, xs)
+
+
+def test_switch_and_cond():
+    def f(i, x):
+        return lax.switch(i, [lambda x: x + 1, lambda x: x * 2, lambda x: -x], x)
+    for i in (-1, 0, 1, 2, 5):
+        _both(f, np.int32(i), np.arange(3.0))
+    _both(lambda p, x: lax.cond(p, lambda x: x.sum(), lambda x: x.prod(), x),
+          np.bool_(False), np.arange(1.0, 4.0))
+
+
+def test_jit_grad_mlp_and_cnn():
+    rng = np.random.default_rng(2)
+    w1, w2 = rng.normal(size=(5, 8)), rng.normal(size=(8, 3))
+    x, y = rng.normal(size=(10, 5)), rng.normal(size=(10, 3))
+
+    def mlp(params, x, y):
+        w1, w2 = params
+        h = pnp.maximum(x @ w1, 0.0)
+        return ((pnp.tanh(h @ w2) - y) ** 2).mean()
+    _both(plait.grad(mlp), (w1, w2), x, y, rtol=1e-9)
+
+    k = rng.normal(size=(4, 2, 3, 3)).astype(np.float32)
+    img = rng.normal(size=(2, 2, 8, 8)).astype(np.float32)
+
+    def cnn(k, img):
+        c = lax.conv_general_dilated(img, k, (1, 1), ((1, 1), (1, 1)))
+        c = pnp.maximum(c, 0)
+        p = lax.reduce_window_max(c, (1, 1, 2, 2), (1, 1, 2, 2), ((0, 0),) * 4)
+        return (p ** 2).sum()
+    _both(plait.value_and_grad(cnn), k, img, rtol=1e-4)
+
+
+def test_vmap_and_config_backend():
+    x = np.arange(12.0).reshape(3, 4)
+    _both(plait.vmap(lambda r: pnp.sort(r)[::-1] * pnp.argmax(r)), x)
+    old = plait.config.backend
+    try:
+        plait.config.update("backend", "xla")
+        exe = plait.jit(lambda a: a * 3).lower(x).compile().executable
+        assert type(exe).__name__ == "XlaExecutable"
+    finally:
+        plait.config.update("backend", old)
