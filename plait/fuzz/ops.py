@@ -26,7 +26,10 @@ Where plait deliberately differs from NumPy, the row says so once:
 * complex ``integer_pow`` whose intermediate power overflows is not compared (NumPy's
   own ``power`` and a scaled division disagree there).
 * products whose value depends on the multiplication order through overflow or
-  underflow (``1e300 * 1e300 * 0``) are not compared (``_undefined_prod``).
+  underflow (``1e300 * 1e300 * 0``) are not compared (``_undefined_prod``): the
+  native ``cumprod`` of float32/float64/complex reduces each output lane on its own
+  and may vectorize (reassociate) it. float16 ``cumprod`` rounds every running value
+  to float16 in NumPy's order on every backend, so it is compared in full.
 * NumPy squares float16 deviations in float16 inside ``var``/``std`` (overflowing above
   256); plait squares them in float32: such lanes are not compared (``_undefined_var16``).
 * reverse-mode ``while_loop`` is unsupported by design (as in JAX): not in grad mode.
@@ -393,6 +396,13 @@ def _undefined_prod(args, params, want):
     return (pos > np.log(float(info.max)) - 1) | (neg < np.log(float(info.tiny)) + 1)
 
 
+def _undefined_cumprod(args, params, want):
+    """``_undefined_prod`` for ``cumprod``, except float16, whose steps are exact."""
+    if np.asarray(args[0]).dtype == np.float16:
+        return None
+    return _undefined_prod(args, params, want)
+
+
 def s_prod(args, params, want):
     x = np.asarray(args[0])
     with np.errstate(all="ignore"):
@@ -597,7 +607,7 @@ op("quantile", 1, "{ns}.quantile({0}, {q}, axis={axis})", dtypes=INTS + FLOATS, 
    signed_zero=False)
 for _n in ("cumsum", "cumprod"):
     op(_n, 1, "{ns}.%s({0}, axis={axis})" % _n, dtypes=NUM + BOOL, tol="reduce", params=p_cum,
-       undefined=_undefined_prod if _n == "cumprod" else None,
+       undefined=_undefined_cumprod if _n == "cumprod" else None,
        scale=s_cum if _n == "cumsum" else (lambda a, p, w: np.abs(np.asarray(w, np.complex128)) * max(np.asarray(a[0]).size, 1)),
        signed_zero=False, grad=True, smooth=None if _n == "cumsum" else (lambda x: _far(x, [0.0], 0.1) and _bounded(3)(x)))
 op("diff", 1, "{ns}.diff({0}, axis={axis})", dtypes=NUM + BOOL, tol="round", params=p_axis_int,

@@ -12,7 +12,7 @@ from plait.core.aval import ShapedArray
 from plait.core.trace import get_aval
 from plait.lax._base import (standard_primitive, check_dtype, canonicalize_axis, as_operand,
                              NUMERIC)
-from plait.lax.reductions import ORDERED, accum_dtype
+from plait.lax.reductions import ORDERED
 from plait.lax import elementwise as ew
 from plait.lax.shape_ops import pad, rev
 from plait.lax.reductions import lowest, highest
@@ -34,6 +34,35 @@ def _cum_abstract(name, kinds):
     return rule
 
 
+def _stepwise_dtype(dt: np.dtype):
+    """The dtype in which a running sum or product of ``dt`` values is computed before
+    each step is rounded back to ``dt`` (None: NumPy's ufunc ``accumulate`` in ``dt``
+    already does that)."""
+    if dtypes.bfloat16 is not None and dt == dtypes.bfloat16:
+        return dtypes.float32
+    return None
+
+
+def _round_each_step(ufunc):
+    """``ufunc.accumulate`` along ``axis`` with every running value rounded to the
+    input's dtype, as NumPy does for float16 (computed in float32 for bfloat16, whose
+    ufunc loops may not support ``accumulate``)."""
+    def accumulate(x, axis):
+        wide = _stepwise_dtype(x.dtype)
+        if wide is None:
+            return ufunc.accumulate(x, axis=axis, dtype=x.dtype)
+        out = np.empty_like(x)
+        xs, os = np.moveaxis(x, axis, 0), np.moveaxis(out, axis, 0)
+        run = None
+        for i in range(xs.shape[0]):
+            step = xs[i].astype(wide)
+            run = step if run is None else ufunc(run.astype(wide), step)
+            os[i] = run.astype(x.dtype)
+            run = os[i]
+        return out
+    return accumulate
+
+
 def _cum_impl(accumulate):
     def impl(x, *, axis, reverse):
         if reverse:
@@ -45,9 +74,9 @@ def _cum_impl(accumulate):
 
 
 cumsum_p = standard_primitive("cumsum", _cum_abstract("cumsum", NUMERIC), _cum_impl(
-    lambda x, axis: np.cumsum(x, axis=axis, dtype=accum_dtype(x.dtype))))
+    _round_each_step(np.add)))
 cumprod_p = standard_primitive("cumprod", _cum_abstract("cumprod", NUMERIC), _cum_impl(
-    lambda x, axis: np.cumprod(x, axis=axis, dtype=accum_dtype(x.dtype))))
+    _round_each_step(np.multiply)))
 cummax_p = standard_primitive("cummax", _cum_abstract("cummax", ORDERED), _cum_impl(
     lambda x, axis: np.maximum.accumulate(x, axis=axis)))
 cummin_p = standard_primitive("cummin", _cum_abstract("cummin", ORDERED), _cum_impl(

@@ -308,7 +308,14 @@ class _IndexUpdateHelper:
 
 
 # --- take / take_along_axis / put_along_axis -----------------------------------------
+def _is_empty_sequence(x) -> bool:
+    """A (nested) list/tuple with no elements at all, e.g. ``[]`` or ``[[], []]``."""
+    return isinstance(x, (list, tuple)) and all(_is_empty_sequence(e) for e in x)
+
+
 def _index_arg(indices, name: str):
+    if _is_empty_sequence(indices):   # NumPy reads an empty list as integer indices
+        indices = np.asarray(indices, np.int64)
     i = _promote.arg(indices, name)
     if _promote.is_python_scalar(i):
         if isinstance(i, bool) or not isinstance(i, int):

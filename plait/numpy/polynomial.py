@@ -1,11 +1,12 @@
 """The ``poly*`` functions on coefficient arrays (highest power first) and ``vander``.
 
 ``polyfit`` solves the column-scaled least-squares problem with a Householder QR
-written in plait operations (one unrolled reflection per coefficient), so it
-runs under ``jit`` and ``grad``; it needs at least ``deg + 1`` points and does
-not offer ``full=True``/``cov=True`` (those need a singular value decomposition,
-which plait lacks). ``roots`` and ``poly`` of a matrix need an eigenvalue solver,
-which plait lacks: they raise a plait error saying so.
+written in plait operations (one unrolled reflection per coefficient) when there
+are at least ``deg + 1`` points and neither ``rcond``, ``full`` nor ``cov`` is
+given; otherwise (and for the minimum-norm under-determined fit) it uses
+``plait.numpy.linalg.lstsq`` (an SVD), as NumPy does. ``roots`` is the eigenvalues
+of the companion matrix and ``poly`` of a square matrix the characteristic
+polynomial of its eigenvalues (``plait.numpy.linalg.eigvals``).
 
 Value-dependent results: NumPy's ``polymul`` drops leading zero coefficients of its
 inputs, its ``polydiv`` strips leading near-zero remainder
@@ -13,7 +14,10 @@ coefficients and ``poly`` returns a real array when complex roots come in
 conjugate pairs. Eagerly all three behave as in NumPy; under ``jit`` ``polydiv``
 returns the remainder with ``len(v) - 1`` coefficients (leading ones may be
 zero), ``polymul`` keeps leading zeros (the product has them too) and ``poly``
-keeps complex input complex.
+keeps complex input complex. ``roots`` strips leading and trailing zero
+coefficients and returns a real array when every root is real only eagerly; under
+``jit`` the coefficients are used as given (the leading one must be nonzero) and
+the roots are complex.
 """
 from __future__ import annotations
 
@@ -22,24 +26,14 @@ import numpy as np
 from plait import lax
 from plait.core import dtypes
 from plait.core.trace import Tracer, get_aval, concrete_value
-from plait.errors import PlaitError, PlaitTypeError, PlaitValueError
+from plait.errors import PlaitTypeError, PlaitValueError
 from plait.numpy import _promote
 from plait.numpy import ufuncs as uf
 from plait.numpy import reductions as red
 from plait.numpy import shapes as sh
 from plait.numpy.signal import convolve
-
-
-class _NoEigenSolver(PlaitError, NotImplementedError):
-    """A function that needs eigenvalues, which plait cannot compute yet."""
-
-
-def _no_eig(name: str, what: str):
-    raise _NoEigenSolver(
-        f"{name}: {what} needs the eigenvalues of a matrix, and plait has no eigenvalue "
-        f"solver yet (plait.numpy.linalg has no eig/eigvals). Compute it with NumPy on "
-        f"concrete values outside jit (numpy.{name}), or, for polynomial roots, use an "
-        f"iterative method written with plait.lax.while_loop.")
+from plait.numpy import _linalg_decomp as _la
+from plait.numpy.linalg_ops import matmul
 
 
 def _coeffs(p, name: str):
@@ -187,7 +181,8 @@ def poly(seq_of_zeros):
     z = _promote.asarray_strong(seq_of_zeros, name="poly")
     shape = get_aval(z).shape
     if len(shape) == 2 and shape[0] == shape[1] and shape[0] != 0:
-        _no_eig("poly", "the characteristic polynomial of a matrix")
+        z = _la.eigvals(z)
+        shape = get_aval(z).shape
     if len(shape) == 0:
         z = lax.reshape(z, (1,))
     elif len(shape) != 1:
@@ -210,8 +205,40 @@ def poly(seq_of_zeros):
 
 
 def roots(p):
-    """Roots of a polynomial: not available (needs an eigenvalue solver)."""
-    _no_eig("roots", "finding polynomial roots (the companion matrix's eigenvalues)")
+    """Roots of the polynomial with coefficients ``p`` (highest power first): the
+    eigenvalues of its companion matrix, plus one zero root per trailing zero."""
+    pv = _promote.asarray_strong(p, name="roots")
+    if get_aval(pv).ndim != 1:
+        raise PlaitValueError("Input must be a rank-1 array.")
+    dt = get_aval(pv).dtype
+    if not dtypes.is_inexact(dt) or dt == dtypes.float16:
+        pv = _promote.cast(pv, dtypes.float64)
+    eager = not isinstance(pv, Tracer)
+    n_zero_roots = 0
+    if eager:
+        vals = np.asarray(concrete_value(pv))
+        nz = np.flatnonzero(vals)
+        if nz.size == 0:
+            return _promote.wrap(np.zeros((0,), vals.dtype))
+        n_zero_roots = len(vals) - 1 - int(nz[-1])
+        pv = lax.slice(pv, (int(nz[0]),), (int(nz[-1]) + 1,))
+    N = get_aval(pv).shape[0]
+    work = get_aval(pv).dtype
+    if N > 1:
+        row = uf.true_divide(uf.negative(pv[1:]), pv[0])
+        below = _promote.cast(_promote.wrap(np.eye(N - 1, k=-1)[1:]), work)
+        A = lax.concatenate([lax.reshape(row, (1, N - 1)), below], 0)
+        r = _la.eigvals(A)
+    else:
+        r = _promote.wrap(np.zeros((0,), np.result_type(work, np.complex64)))
+    if eager:
+        rv = np.asarray(concrete_value(r))
+        if np.all(rv.imag == 0):
+            r = lax.real(r)
+        if n_zero_roots:
+            zdt = get_aval(r).dtype
+            r = lax.concatenate([r, _promote.wrap(np.zeros((n_zero_roots,), zdt))], 0)
+    return r
 
 
 def _householder_lstsq(A, b):
@@ -249,9 +276,6 @@ def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov: bool = 
     deg = _promote.static_int(deg, "polyfit", "deg")
     if deg < 0:
         raise PlaitValueError("expected deg >= 0")
-    if full or cov:
-        raise PlaitValueError("polyfit: full=True and cov=True need a singular value "
-                              "decomposition, which plait lacks; use full=False, cov=False")
     xv = uf.add(_promote.asarray_strong(x, name="polyfit"), 0.0)
     yv = uf.add(_promote.asarray_strong(y, name="polyfit"), 0.0)
     if get_aval(xv).ndim != 1:
@@ -263,10 +287,6 @@ def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov: bool = 
     if get_aval(xv).shape[0] != get_aval(yv).shape[0]:
         raise PlaitTypeError("expected x and y to have same length")
     n = get_aval(xv).shape[0]
-    if n < deg + 1:
-        raise PlaitValueError(f"polyfit: {n} points cannot determine {deg + 1} coefficients; "
-                              f"the minimum-norm solution NumPy returns needs a singular value "
-                              f"decomposition, which plait lacks")
     lhs = vander(xv, deg + 1)
     rhs = yv
     if w is not None:
@@ -279,9 +299,31 @@ def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov: bool = 
     scale = uf.where(uf.equal(scale, 0), 1.0, scale)
     lhs = uf.true_divide(lhs, scale)
     one_col = get_aval(rhs).ndim == 1
-    c = _householder_lstsq(lhs, rhs[:, None] if one_col else rhs)
-    c = uf.true_divide(c, scale[:, None])
-    return c[:, 0] if one_col else c
+    if not (full or cov or rcond is not None or n < deg + 1):
+        c = _householder_lstsq(lhs, rhs[:, None] if one_col else rhs)
+        c = uf.true_divide(c, scale[:, None])
+        return c[:, 0] if one_col else c
+    if rcond is None:
+        rcond = n * float(np.finfo(get_aval(lhs).dtype).eps)
+    c, resids, rank, s = _la.lstsq(lhs, rhs, rcond)
+    c = uf.true_divide(c, scale if one_col else scale[:, None])
+    if full:
+        return c, resids, rank, s, rcond
+    if not cov:
+        return c
+    order = deg + 1
+    vbase = _la.inv(matmul(sh.matrix_transpose(lhs), lhs))
+    vbase = uf.true_divide(vbase, uf.multiply(scale[:, None], scale[None, :]))
+    if isinstance(cov, str) and cov == "unscaled":
+        fac = 1.0
+    else:
+        if n <= order:
+            raise PlaitValueError("the number of data points must exceed order to scale "
+                                  "the covariance matrix")
+        fac = uf.true_divide(resids, float(n - order))
+    if one_col:
+        return c, uf.multiply(vbase, fac)
+    return c, uf.multiply(vbase[:, :, None], fac)
 
 
 __all__ = ["vander", "polyval", "polyadd", "polysub", "polymul", "polyder", "polyint",

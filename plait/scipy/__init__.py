@@ -4,3 +4,4 @@ from plait.scipy import stats  # noqa: F401
 from plait.scipy import optimize  # noqa: F401
 from plait.scipy import signal  # noqa: F401
 from plait.scipy import ndimage  # noqa: F401
+from plait.scipy import linalg  # noqa: F401

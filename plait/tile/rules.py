@@ -249,20 +249,22 @@ R.argmin_p.def_rule("to_tile", _arg("min"))
 def _cumulative(agg: str):
     def rule(ctx, x, *, axis, reverse):
         shape, dt = _out(ctx)
-        acc = _acc_dtype(dt)
-        src = ctx.cast(x, _np(acc)) if acc != dt else x
+        acc = dt   # NumPy rounds every running value to the input's dtype (even float16)
         xs = ctx.fresh_vars(len(shape))
         (k,) = ctx.fresh_vars(1)
-        src_idx = [k if d == axis else v for d, v in enumerate(xs)]
-        diff = (k - xs[axis]) if reverse else (xs[axis] - k)
+        # the running value must combine elements in NumPy's order (from the end when
+        # reverse): every step is rounded to ``dt``, so the order shows in float16
+        n = shape[axis]
+        src_idx = [((n - 1) - k if reverse else k) if d == axis else v
+                   for d, v in enumerate(xs)]
+        diff = ((n - 1) - xs[axis] - k) if reverse else (xs[axis] - k)
         default = None
         if agg == "add" and acc.startswith("f"):
             # NumPy's running sum starts from the first element, not from +0.0: start
             # at -0.0 (the identity of IEEE addition) so a prefix of -0.0 stays -0.0
             default = ctx.copy_to(ctx.broadcast(ctx.const(-0.0, _np(acc)), shape, ()), shape)
-        r = ctx.contract(shape, acc, xs, agg, "none", [ctx.access(src, src_idx)],
-                         constraints=[Constraint(diff, shape[axis])], default=default)
-        return ctx.cast(r, _np(dt)) if acc != dt else r
+        return ctx.contract(shape, acc, xs, agg, "none", [ctx.access(x, src_idx)],
+                            constraints=[Constraint(diff, shape[axis])], default=default)
     return rule
 
 

@@ -224,7 +224,7 @@ def test_at_modes_and_errors():
 # --- take / take_along_axis / put_along_axis ------------------------------------------
 @pytest.mark.parametrize("axis", [None, 0, 1, -1])
 def test_take(axis):
-    for ind in ([0, 2, -1], np.array([[1, 0], [3, 2]]), 1):
+    for ind in ([0, 2, -1], np.array([[1, 0], [3, 2]]), 1, [], [[], []], ()):
         check(lambda x: pnp.take(x, ind, axis=axis), lambda x: np.take(x, ind, axis=axis), X)
     for mode in ("wrap", "clip"):
         ind = np.array([-7, 0, 9, 3])

@@ -6,8 +6,8 @@ the same exception class). Entries that work under ``jit`` are also compiled wit
 default backend (native when a C compiler exists), many entries and cases per jit
 so the suite stays fast. Differentiable functions are checked against finite
 differences (``check_grads``), ``vectorize`` and a few others under ``vmap``, and the
-documented errors (immutable in-place updates, data-dependent shapes under ``jit``,
-no eigenvalue solver) are checked for their messages.
+documented errors (immutable in-place updates, data-dependent shapes under ``jit``)
+are checked for their messages.
 """
 from __future__ import annotations
 
@@ -691,17 +691,44 @@ def test_data_dependent_shapes_under_jit(fn, hint):
     assert "test_extra_names.py" in str(info.value)   # names the user's line
 
 
-def test_roots_and_matrix_poly_say_no_eigensolver():
-    for fn in (lambda: pnp.roots([1.0, -3.0, 2.0]), lambda: pnp.poly(np.eye(2))):
-        with pytest.raises(NotImplementedError, match="no eigenvalue solver"):
-            fn()
+def test_roots_and_matrix_poly_match_numpy():
+    """roots: companion-matrix eigenvalues with NumPy's zero stripping (eager), real
+    when every root is real; poly of a square matrix: its characteristic polynomial."""
+    for p in ([1.0, -3.0, 2.0], [0, 0, 1.0, 2, 5, 0, 0], [1, 0, 1], [3.0], [0.0, 0.0],
+              [2, 1], [1, 2, 3, 4, 5, 6.0], np.array([1, -6, 11, -6], np.int32),
+              np.array([1.0, 2j, -1.0])):
+        got, want = np.asarray(pnp.roots(p)), np.roots(p)
+        assert got.dtype == want.dtype and got.shape == want.shape, p
+        np.testing.assert_allclose(np.sort_complex(got), np.sort_complex(want),
+                                   rtol=1e-10, atol=1e-12)
+    got = np.asarray(plait.jit(pnp.roots)(np.array([1.0, -3.0, 2.0])))
+    np.testing.assert_allclose(np.sort_complex(got), [1.0, 2.0], atol=1e-12)
+    for a in (rn(3, 3), np.eye(2), np.array([[0.0, -1.0], [1.0, 0.0]])):
+        got, want = np.asarray(pnp.poly(a)), np.poly(a)
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
 
 
-def test_polyfit_underdetermined_and_full_are_refused():
-    with pytest.raises(ValueError, match="singular value decomposition"):
-        pnp.polyfit([0.0, 1.0], [1.0, 2.0], 3)
-    with pytest.raises(ValueError, match="singular value decomposition"):
-        pnp.polyfit([0.0, 1.0, 2.0], [1.0, 2.0, 0.0], 1, full=True)
+def test_polyfit_full_cov_rcond_and_underdetermined_match_numpy():
+    x = np.linspace(-1, 1, 7)
+    y = np.sin(3 * x)
+    Y = np.stack([y, y ** 2], 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cases = [((x, y, 3), dict(full=True)), ((x, Y, 2), dict(full=True)),
+                 ((x, y, 3), dict(cov=True)), ((x, Y, 2), dict(cov=True)),
+                 ((x, y, 2), dict(cov="unscaled")), ((x, y, 2), dict(rcond=1e-3)),
+                 (([0.0, 1.0], [1.0, 2.0], 3), {}), ((x, y, 2), dict(w=x + 2, cov=True))]
+        for args, kw in cases:
+            got, want = pnp.polyfit(*args, **kw), np.polyfit(*args, **kw)
+            if not isinstance(want, tuple):
+                got, want = (got,), (want,)
+            assert len(got) == len(want), (args, kw)
+            for g, e in zip(got, want):
+                np.testing.assert_allclose(np.asarray(g), e, rtol=1e-9, atol=1e-12,
+                                           err_msg=str(kw))
+    with pytest.raises(ValueError, match="exceed order"):
+        pnp.polyfit([0.0, 1.0], [1.0, 2.0], 1, cov=True)
 
 
 def test_setops_size_under_jit_matches_eager_prefix():
