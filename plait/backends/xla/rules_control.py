@@ -1,6 +1,6 @@
 """``to_stablehlo`` rules of the higher-order primitives: ``cond`` becomes
 ``stablehlo.case``, ``while`` and ``scan`` become ``stablehlo.while``, and
-``jit_call`` and the custom-derivative calls become ``func.call``s of private
+``jit_call``, the custom-derivative calls and ``custom_vmap`` calls become ``func.call``s of private
 functions (one per sub-graph)."""
 from __future__ import annotations
 
@@ -13,13 +13,14 @@ from plait.lax.control_flow.cond import cond_p
 from plait.lax.control_flow.loops import while_p
 from plait.lax.control_flow.scan import scan_p
 from plait.transforms import custom_derivatives as CD
+from plait.transforms.custom_batching import custom_vmap_call_p
 
 
 def _call(ctx, *args, graph, **_):
     return ctx.call_graph(graph, list(args), [aval_type(a) for a in ctx.in_avals])
 
 
-for _p in (jit_call_p, CD.custom_jvp_call_p, CD.custom_vjp_call_p):
+for _p in (jit_call_p, CD.custom_jvp_call_p, CD.custom_vjp_call_p, custom_vmap_call_p):
     _p.def_rule(RULE, _call)
 
 
