@@ -108,6 +108,11 @@ class CompileError(PlaitError):
     """A backend failed to compile a graph (no C compiler, compiler error, ...)."""
 
 
+class UnsupportedOptionError(PlaitError, NotImplementedError):
+    """An option of a NumPy/SciPy/JAX function that plait does not implement (the message
+    names the option and what is supported)."""
+
+
 class StaticArgumentError(PlaitError, ValueError):
     """A static argument of ``jit`` that cannot be used as a cache key."""
 

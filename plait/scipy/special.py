@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 import plait.numpy as pnp
+from plait.errors import UnsupportedOptionError
 from plait import lax
 from plait.transforms.custom_derivatives import custom_jvp
 
@@ -336,7 +337,7 @@ def multigammaln(a, d: int):
 def factorial(n, exact: bool = False):
     """``n!`` as ``Gamma(n + 1)`` (0 for negative ``n``)."""
     if exact:
-        raise NotImplementedError("factorial(exact=True) is not supported (as in JAX)")
+        raise UnsupportedOptionError("factorial(exact=True) is not supported (as in JAX)")
     n = _float(n)
     return pnp.where(n < 0, 0.0, gamma(n + 1.0))
 
@@ -544,7 +545,7 @@ def boxcox1p(x, lmbda):
 def comb(N, k, *, exact: bool = False, repetition: bool = False):
     """Binomial coefficient ``N choose k`` through ``gammaln`` (0 outside ``0 <= k <= N``)."""
     if exact:
-        raise NotImplementedError("comb(exact=True) is not supported (as in JAX)")
+        raise UnsupportedOptionError("comb(exact=True) is not supported (as in JAX)")
     N, k = _promote(N, k)
     if repetition:
         N = N + k - 1.0

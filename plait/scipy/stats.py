@@ -10,6 +10,7 @@ import math
 from types import SimpleNamespace
 
 import plait.numpy as pnp
+from plait.errors import UnsupportedOptionError
 from plait.scipy import special as sp
 
 _LOG_2PI = math.log(2 * math.pi)
@@ -568,7 +569,7 @@ wrapcauchy = SimpleNamespace(logpdf=_wrapcauchy_logpdf, pdf=_exp(_wrapcauchy_log
 def sem(a, axis: int | None = 0, ddof: int = 1, nan_policy: str = "propagate"):
     """Standard error of the mean: ``std(a, ddof) / sqrt(n)`` along ``axis``."""
     if nan_policy != "propagate":
-        raise NotImplementedError("sem: only nan_policy='propagate' is supported (as in JAX)")
+        raise UnsupportedOptionError("sem: only nan_policy='propagate' is supported (as in JAX)")
     a = sp._float(a)
     if axis is None:
         a, axis = a.ravel(), 0
@@ -598,7 +599,7 @@ class gaussian_kde:
         elif isinstance(bw_method, (int, float)):
             self.factor = bw_method
         else:
-            raise NotImplementedError("gaussian_kde: bw_method must be None, 'scott', "
+            raise UnsupportedOptionError("gaussian_kde: bw_method must be None, 'scott', "
                                       "'silverman' or a number")
         mean = pnp.sum(self.dataset * w, axis=1, keepdims=True)
         dev = self.dataset - mean
@@ -661,7 +662,7 @@ def rankdata(a, method: str = "average", *, axis: int | None = None,
     if method not in ("average", "min", "max", "dense", "ordinal"):
         raise ValueError(f"rankdata: unknown method {method!r}")
     if nan_policy != "propagate":
-        raise NotImplementedError("rankdata: only nan_policy='propagate' is supported")
+        raise UnsupportedOptionError("rankdata: only nan_policy='propagate' is supported")
     a = pnp.asarray(a)
     if axis is None:
         return _ranks_1d(a.ravel(), method)
@@ -685,7 +686,7 @@ def _mode_1d(x):
 def mode(a, axis: int | None = 0, nan_policy: str = "propagate", keepdims: bool = False):
     """The most common value along ``axis`` (the smallest one on ties) and its count."""
     if nan_policy != "propagate":
-        raise NotImplementedError("mode: only nan_policy='propagate' is supported")
+        raise UnsupportedOptionError("mode: only nan_policy='propagate' is supported")
     a = pnp.asarray(a)
     if axis is None:
         a, axis = a.ravel(), 0
