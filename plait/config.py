@@ -18,6 +18,7 @@ jitted function raises ``PlaitFloatingPointError`` naming the primitive and the 
 """
 from __future__ import annotations
 
+import functools
 import os
 
 
@@ -95,13 +96,10 @@ class disable_jit:
         config.disable_jit = self._saved
 
 
-_WARNED: list = []
-
-
+@functools.cache
 def _warn_no_compiler() -> None:
-    if not _WARNED:
-        import warnings
-        _WARNED.append(True)
-        warnings.warn("plait: no C compiler found, so jit uses the reference (interp) "
+    """Warn once per process that jit falls back to the interp backend."""
+    import warnings
+    warnings.warn("plait: no C compiler found, so jit uses the reference (interp) "
                       "backend, which is slow. Install gcc or clang (or set $CC); "
                       "`python -m plait doctor` shows what plait sees.", stacklevel=3)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 
 _PLAIT_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -22,22 +23,53 @@ def _is_internal(filename: str) -> bool:
     return r
 
 
-REPLAYING: list = []   # source lines of equations being re-evaluated (innermost last)
+class _Replaying(threading.local):
+    """This thread's source lines of the equations being re-evaluated (innermost last)."""
+
+    def __init__(self):
+        self.sources: list[str] = []
 
 
-def user_frame() -> str:
-    """Return ``"file:line (in function)"`` for the innermost frame outside plait, or the
-    source line of the equation being re-evaluated (``REPLAYING``: transformations that
-    replay a graph push each equation's line, so derived equations keep the user's line)."""
-    if REPLAYING and REPLAYING[-1]:
-        return REPLAYING[-1]
+_REPLAYING = _Replaying()
+
+
+def replay_sources() -> list[str]:
+    """This thread's stack of replayed equations' source lines: a transformation that
+    re-evaluates a graph pushes each equation's ``source`` while binding it, so errors
+    raised on derived equations name the user's original line."""
+    return _REPLAYING.sources
+
+
+def user_site():
+    """``(code, lineno)`` of the innermost frame outside plait, or None.
+
+    Cheap (no string formatting): the lazy runtime records one per operation and
+    formats it with :func:`format_site` only when a message needs it.
+    """
     f = sys._getframe(1)
     while f is not None:
         code = f.f_code
         if not _is_internal(code.co_filename):
-            return f"{code.co_filename}:{f.f_lineno} (in {code.co_name})"
+            return (code, f.f_lineno)
         f = f.f_back
-    return "<unknown location>"
+    return None
+
+
+def format_site(site) -> str:
+    """``"file:line (in function)"`` for a :func:`user_site` result."""
+    if site is None:
+        return "<unknown location>"
+    code, line = site
+    return f"{code.co_filename}:{line} (in {code.co_name})"
+
+
+def user_frame() -> str:
+    """Return ``"file:line (in function)"`` for the innermost frame outside plait, or the
+    source line of the equation being re-evaluated (see :func:`replay_sources`)."""
+    replaying = _REPLAYING.sources
+    if replaying and replaying[-1]:
+        return replaying[-1]
+    return format_site(user_site())
 
 
 class PlaitError(Exception):

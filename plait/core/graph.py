@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from plait.errors import REPLAYING
+from plait.errors import replay_sources
 from plait.core.aval import ShapedArray, aval_of
 
 
@@ -162,12 +162,13 @@ def eval_graph(graph: Graph, consts: Sequence, *args) -> list:
         raise TypeError(f"graph takes {len(graph.invars)} inputs, got {len(args)}")
     env.update(zip(graph.constvars, consts))
     env.update(zip(graph.invars, args))
+    replaying = replay_sources()
     for eqn in graph.eqns:
-        REPLAYING.append(eqn.source)
+        replaying.append(eqn.source)
         try:
             outs = eqn.prim.bind(*[read(a) for a in eqn.inputs], **eqn.params)
         finally:
-            REPLAYING.pop()
+            replaying.pop()
         if not eqn.prim.multiple_results:
             outs = [outs]
         env.update(zip(eqn.outputs, outs))
