@@ -22,6 +22,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from plait.config import c_compiler_env, config, subprocess_env
 from plait.errors import BuildEnvironmentError, CompileError, ToolchainWarning, warn_user
 
 TIMEOUT_S = 300
@@ -55,7 +56,7 @@ class Toolchain:
 
 def _run(cmd: list[str], tmpdir: str | None = None) -> subprocess.CompletedProcess:
     """Run a compiler command in the C locale, its temporary files under ``tmpdir``."""
-    env = dict(os.environ, LC_ALL="C")
+    env = subprocess_env(LC_ALL="C")
     if tmpdir is not None:
         env["TMPDIR"] = tmpdir
     return subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, env=env)
@@ -84,7 +85,7 @@ def _storage_problem(stderr: str, directory: str) -> bool:
 
 
 def _candidates() -> list[str]:
-    env = os.environ.get("CC")
+    env = c_compiler_env()
     names = ([env] if env else []) + ["cc", "gcc", "clang"]
     return [p for p in (shutil.which(n) for n in names) if p]
 
@@ -188,7 +189,7 @@ def _find() -> Toolchain | None:
                  "-fwrapv", "-shared", "-fPIC", "-std=c11"]
         if openmp:
             flags.append("-fopenmp")
-        flags += os.environ.get("PLAIT_EXTRA_CFLAGS", "").split()   # e.g. -fsanitize=address
+        flags += config.extra_cflags.split()     # e.g. -fsanitize=address
         inc = sysconfig.get_paths().get("include")
         py_inc = inc if inc and os.path.exists(os.path.join(inc, "Python.h")) else None
         if py_inc:
