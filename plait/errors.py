@@ -175,6 +175,62 @@ class BuildEnvironmentError(CompileError):
         self.cause = cause or (msg.splitlines()[0] if msg else "")     # the short reason
 
 
+class XlaUnavailableError(PlaitError, ImportError):
+    """jaxlib (the XLA runtime) is not installed."""
+
+
+class CallbackError(PlaitError):
+    """A host callback was used where it cannot run (no derivative, bad vmap_method,
+    results of the wrong shape)."""
+
+
+class MaterializationForbiddenError(PlaitError):
+    """A lazy array was observed inside ``plait.lazy.forbid_materialization()``."""
+
+
+class GraphTypeError(PlaitError):
+    """``check_graph`` found an ill-typed graph (a plait bug, not a user error)."""
+
+
+# --- the compiler's intermediate languages (their text, checks and interpreters) -------
+
+class TileError(PlaitError, ValueError):
+    """An ill-formed Tile statement or program."""
+
+
+class TileLowerError(PlaitError, ValueError):
+    """A Tile statement that cannot be lowered to Stripe (e.g. an unbounded index)."""
+
+
+class StripeParseError(PlaitError, ValueError):
+    """Malformed Stripe text; the message names the line."""
+
+
+class StripeVerifyError(PlaitError, ValueError):
+    """A Stripe program breaks a rule of the IR."""
+
+
+class StripeRuntimeError(PlaitError, RuntimeError):
+    """A Stripe program failed in the reference interpreter (bad input, out-of-range
+    access, unknown op)."""
+
+
+class SolverBudgetError(PlaitError, RuntimeError):
+    """The exact integer search of ``stripe.polyhedron`` exceeded its node budget."""
+
+
+# --- internal signals: raised and caught inside plait, never seen by users --------------
+# (plain exceptions: raising one is cheap, it carries no user location)
+
+class NotLowerable(Exception):
+    """This equation has no Tile lowering (the native backend runs it as a host step)."""
+
+
+class NotConvertible(Exception):
+    """The function uses a construct autograph does not rewrite (generators, async);
+    autograph then leaves the function as written."""
+
+
 class CacheFallbackWarning(UserWarning):
     """The kernel cache directory cannot be used; kernels are compiled in a temporary one."""
 

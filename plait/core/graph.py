@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from plait.errors import replay_sources
+from plait.errors import replay_sources, GraphTypeError
 from plait.core.aval import ShapedArray, aval_of
 
 
@@ -173,10 +173,6 @@ def eval_graph(graph: Graph, consts: Sequence, *args) -> list:
             outs = [outs]
         env.update(zip(eqn.outputs, outs))
     return [read(a) for a in graph.outvars]
-
-
-class GraphTypeError(Exception):
-    """``check_graph`` found an ill-typed graph (a plait bug, not a user error)."""
 
 
 def check_graph(graph: Graph, _outer: set | None = None) -> None:

@@ -20,7 +20,7 @@ from contextvars import ContextVar
 from typing import Iterator
 
 from plait.config import config
-from plait.errors import PlaitError
+from plait.errors import MaterializationForbiddenError
 from plait.runtime import metrics as _metrics
 
 
@@ -34,10 +34,6 @@ _BASE: dict = {}               # counter values at the last reset_metrics()
 COUNTERS = ("lazy_materializations", "lazy_traces", "lazy_compiles", "lazy_cache_hits",
             "lazy_promoted_constants", "lazy_backward_graphs", "lazy_compile_time_s",
             "lazy_execute_time_s")
-
-
-class MaterializationForbiddenError(PlaitError):
-    """A lazy array was observed inside ``plait.lazy.forbid_materialization()``."""
 
 
 def is_eager() -> bool:
