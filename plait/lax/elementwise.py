@@ -421,8 +421,15 @@ def _convert_transpose(ct, x, *, new_dtype, weak_type):
     return [convert_element_type(ct, aval_of_operand(x).dtype)]
 
 
+def _convert_is_copy(x, *, new_dtype, weak_type) -> bool:
+    """A conversion to the dtype and weakness its operand already has is a copy (the
+    lazy runtime's differentiation markers are such conversions)."""
+    return x.dtype == new_dtype and x.weak_type == weak_type
+
+
 convert_element_type_p.def_rule("jvp", _convert_jvp)
 convert_element_type_p.def_rule("transpose", _convert_transpose)
+convert_element_type_p.def_rule("is_copy", _convert_is_copy)
 defvectorized(convert_element_type_p)
 
 
