@@ -3,13 +3,24 @@
 Messages name the user's own file and line (the first stack frame outside the
 plait package), found by :func:`user_frame`.
 """
-from __future__ import annotations
+import os as _os
+import sys as _sys
+import threading as _threading
 
-import os
-import sys
-import threading
+__all__ = ["BuildEnvironmentError", "CacheFallbackWarning", "CallbackError", "CompileError",
+           "ConcretizationError", "ControlFlowError", "GraphTypeError", "LinAlgError",
+           "MaterializationForbiddenError", "MissingRuleError",
+           "NonConcreteBooleanIndexError", "NotConvertible", "NotLowerable",
+           "PlaitError", "PlaitFloatingPointError", "PlaitIndexError",
+           "PlaitMemoryError", "PlaitTypeError", "PlaitValueError", "SolverBudgetError",
+           "StaticArgumentError", "StripeParseError", "StripeRuntimeError",
+           "StripeVerifyError", "TileError", "TileLowerError", "ToolchainWarning",
+           "TracerArrayConversionError", "TracerBoolConversionError",
+           "TracerIntegerConversionError", "UnexpectedTracerError",
+           "UnsupportedOptionError", "XlaUnavailableError", "format_site",
+           "replay_sources", "user_frame", "user_site", "warn_user"]
 
-_PLAIT_DIR = os.path.dirname(os.path.abspath(__file__))
+_PLAIT_DIR = _os.path.dirname(_os.path.abspath(__file__))
 
 
 _INTERNAL: dict[str, bool] = {}   # file name -> is it plait's own (or frozen) code
@@ -18,12 +29,12 @@ _INTERNAL: dict[str, bool] = {}   # file name -> is it plait's own (or frozen) c
 def _is_internal(filename: str) -> bool:
     r = _INTERNAL.get(filename)
     if r is None:
-        fn = os.path.abspath(filename)
+        fn = _os.path.abspath(filename)
         r = _INTERNAL[filename] = fn.startswith(_PLAIT_DIR) or filename.startswith("<frozen")
     return r
 
 
-class _Replaying(threading.local):
+class _Replaying(_threading.local):
     """This thread's source lines of the equations being re-evaluated (innermost last)."""
 
     def __init__(self):
@@ -46,7 +57,7 @@ def user_site():
     Cheap (no string formatting): the lazy runtime records one per operation and
     formats it with :func:`format_site` only when a message needs it.
     """
-    f = sys._getframe(1)
+    f = _sys._getframe(1)
     while f is not None:
         code = f.f_code
         if not _is_internal(code.co_filename):
@@ -242,7 +253,7 @@ class ToolchainWarning(UserWarning):
 def warn_user(msg: str, category: type) -> None:
     """``warnings.warn`` attributed to the user's line (the first frame outside plait)."""
     import warnings
-    f, level = sys._getframe(1), 2
+    f, level = _sys._getframe(1), 2
     while f is not None and _is_internal(f.f_code.co_filename):
         f, level = f.f_back, level + 1
     warnings.warn(msg, category, stacklevel=level)
