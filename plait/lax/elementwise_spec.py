@@ -33,7 +33,8 @@ import numpy as np
 
 from plait.core.primitive import Primitive
 from plait.lax._ad_helpers import defjvp, defjvp_zero, deflinear
-from plait.lax._base import standard_binop, standard_unop, to_bool
+from plait.lax._base import (ALL, BOOL, COMPLEX, FLOAT, INEXACT, INT, INTEGRAL,  # noqa: F401
+                             NUMERIC, UINT, standard_binop, standard_unop, to_bool)
 from plait.lax._batch_helpers import defbroadcasting, defvectorized
 from plait.errors import PlaitValueError
 
@@ -53,6 +54,9 @@ class ElementwiseOp:
     template ``exp{f}(...)`` unless ``c`` has an ``f`` key; ``vecmath`` declares its
     libmvec SIMD variants so loops calling it vectorize. ``c_helper`` is C source put
     in every program's prelude (``static inline`` functions the templates call).
+
+    Dtype classes (``dtypes``) are the constants of this module: ``FLOAT``, ``INEXACT``
+    (float and complex), ``NUMERIC``, ``INTEGRAL`` (bool and integers), ``ALL``...
     """
 
     name: str
