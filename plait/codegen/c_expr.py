@@ -94,7 +94,8 @@ def op_prelude() -> str:
         if op.vecmath and op.libm:
             for ctype, fn in (("float", op.libm + "f"), ("double", op.libm)):
                 params = ", ".join([ctype] * op.arity)
-                decls.append(f'__attribute__((simd("notinbranch"))) extern {ctype} {fn}({params});\n')
+                decls.append(f'__attribute__((simd("notinbranch"))) '
+                             f'extern {ctype} {fn}({params});\n')
     return (helpers
             + "#if defined(__x86_64__) && defined(__GLIBC__) && "
             "(__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35)) && "

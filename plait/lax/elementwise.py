@@ -182,7 +182,7 @@ def _logaddexp_composite(x, y):
     return select(same, add(x, float(np.log(2.0))), out)
 
 
-_LOGADDEXP_C = r"""/* logaddexp: NumPy's algorithm (equal operands, also equal infinities: x + log 2) */
+_LOGADDEXP_C = r"""/* logaddexp: NumPy's algorithm (equal operands, equal infinities too: x + log 2) */
 static inline double plait_logaddexp(double x, double y) {
   if (x == y) return x + 0.6931471805599453;
   double d = x - y;
@@ -235,17 +235,30 @@ def _op(op: ElementwiseOp):
     return prim, (_unary if op.arity == 1 else _binary)(prim)
 
 
-# C templates shared by several ops (see ElementwiseOp.c)
+# families of ops and their shared C templates (see ElementwiseOp.c)
 def _c_arith(sym: str, bool_sym: str) -> dict:
     return {"b": f"({{0}} {bool_sym} {{1}})", "fiu": f"(({{ct}})({{0}} {sym} {{1}}))"}
 
 
-def _c_bitwise(sym: str) -> dict:
-    return {"fiub": f"(({{ct}})({{0}} {sym} {{1}}))"}
+def _bitwise(name: str, fn, sym: str):
+    """A bitwise op on integers (logical on bool): zero derivative, C operator ``sym``."""
+    return _op(ElementwiseOp(name, 2, fn, INTEGRAL, jvp=ZERO, intrinsic=name,
+                             c={"fiub": f"(({{ct}})({{0}} {sym} {{1}}))"},
+                             stablehlo="stablehlo." + name))
 
 
-def _c_compare(sym: str) -> dict:
-    return {"fiub": f"({{0}} {sym} {{1}})"}
+def _math(name: str, fn, jvp, stablehlo: str | None = None):
+    """A libm function on floats and complex numbers (libmvec has its SIMD variants)."""
+    return _op(ElementwiseOp(name, 1, fn, INEXACT, warn_ok=True, jvp=(jvp,), intrinsic=name,
+                             libm=name, vecmath=True, stablehlo=stablehlo))
+
+
+def _comparison(name: str, fn, kinds, sym: str, direction: str):
+    """A comparison: a bool result, zero derivative, C operator ``sym``, StableHLO
+    ``compare`` with ``direction``."""
+    return _op(ElementwiseOp(name, 2, fn, kinds, out_dtype=to_bool, jvp=ZERO,
+                             intrinsic="cmp_" + name, c={"fiub": f"({{0}} {sym} {{1}})"},
+                             stablehlo="compare " + direction))
 
 
 def _c_extremum(name: str, sym: str) -> dict:
@@ -272,70 +285,36 @@ round_p, round = _op(ElementwiseOp(      # half to even, as NumPy
 is_finite_p, is_finite = _op(ElementwiseOp(
     "is_finite", 1, np.isfinite, (FLOAT,), out_dtype=to_bool, jvp=ZERO,
     intrinsic="is_finite", c={"fiub": "isfinite({0})"}, stablehlo="stablehlo.is_finite"))
-exp_p, exp = _op(ElementwiseOp(
-    "exp", 1, np.exp, INEXACT, warn_ok=True, jvp=(lambda g, ans, x: mul(g, ans),),
-    intrinsic="exp", libm="exp", vecmath=True, stablehlo="stablehlo.exponential"))
-exp2_p, exp2 = _op(ElementwiseOp(
-    "exp2", 1, np.exp2, INEXACT, warn_ok=True,
-    jvp=(lambda g, ans, x: mul(g, mul(ans, float(np.log(2)))),),
-    intrinsic="exp2", libm="exp2", vecmath=True))
-log_p, log = _op(ElementwiseOp(
-    "log", 1, np.log, INEXACT, warn_ok=True, jvp=(lambda g, ans, x: div(g, x),),
-    intrinsic="log", libm="log", vecmath=True, stablehlo="stablehlo.log"))
-log1p_p, log1p = _op(ElementwiseOp(
-    "log1p", 1, np.log1p, INEXACT, warn_ok=True, jvp=(lambda g, ans, x: div(g, add(x, 1.0)),),
-    intrinsic="log1p", libm="log1p", vecmath=True, stablehlo="stablehlo.log_plus_one"))
-expm1_p, expm1 = _op(ElementwiseOp(
-    "expm1", 1, _expm1, INEXACT, warn_ok=True, jvp=(lambda g, ans, x: mul(g, add(ans, 1)),),
-    intrinsic="expm1", libm="expm1", vecmath=True,
-    stablehlo="stablehlo.exponential_minus_one"))
-tanh_p, tanh = _op(ElementwiseOp(
-    "tanh", 1, np.tanh, INEXACT, jvp=(lambda g, ans, x: mul(g, sub(1, mul(ans, ans))),),
-    intrinsic="tanh", libm="tanh", vecmath=True, stablehlo="stablehlo.tanh"))
+exp_p, exp = _math("exp", np.exp, lambda g, ans, x: mul(g, ans), "stablehlo.exponential")
+exp2_p, exp2 = _math("exp2", np.exp2, lambda g, ans, x: mul(g, mul(ans, float(np.log(2)))))
+log_p, log = _math("log", np.log, lambda g, ans, x: div(g, x), "stablehlo.log")
+log1p_p, log1p = _math("log1p", np.log1p,
+                       lambda g, ans, x: div(g, add(x, 1.0)), "stablehlo.log_plus_one")
+expm1_p, expm1 = _math("expm1", _expm1,
+                       lambda g, ans, x: mul(g, add(ans, 1)), "stablehlo.exponential_minus_one")
+tanh_p, tanh = _math("tanh", np.tanh,
+                     lambda g, ans, x: mul(g, sub(1, mul(ans, ans))), "stablehlo.tanh")
 logistic_p, logistic = _op(ElementwiseOp(
     "logistic", 1, _logistic, INEXACT, warn_ok=True,
     jvp=(lambda g, ans, x: mul(g, mul(ans, sub(1, ans))),), intrinsic="logistic",
     c={"f": "(({ct})1 / (({ct})1 + exp{f}(-{0})))"}, stablehlo="stablehlo.logistic"))
-sin_p, sin = _op(ElementwiseOp(
-    "sin", 1, np.sin, INEXACT, warn_ok=True, jvp=(lambda g, ans, x: mul(g, cos(x)),),
-    intrinsic="sin", libm="sin", vecmath=True, stablehlo="stablehlo.sine"))
-cos_p, cos = _op(ElementwiseOp(
-    "cos", 1, np.cos, INEXACT, warn_ok=True, jvp=(lambda g, ans, x: neg(mul(g, sin(x))),),
-    intrinsic="cos", libm="cos", vecmath=True, stablehlo="stablehlo.cosine"))
-tan_p, tan = _op(ElementwiseOp(
-    "tan", 1, np.tan, INEXACT, warn_ok=True,
-    jvp=(lambda g, ans, x: mul(g, add(1, mul(ans, ans))),),
-    intrinsic="tan", libm="tan", vecmath=True, stablehlo="stablehlo.tan"))
-asin_p, asin = _op(ElementwiseOp(
-    "asin", 1, np.arcsin, INEXACT, warn_ok=True,
-    jvp=(lambda g, ans, x: mul(g, rsqrt(sub(1, mul(x, x)))),),
-    intrinsic="asin", libm="asin", vecmath=True, stablehlo="chlo.asin"))
-acos_p, acos = _op(ElementwiseOp(
-    "acos", 1, np.arccos, INEXACT, warn_ok=True,
-    jvp=(lambda g, ans, x: neg(mul(g, rsqrt(sub(1, mul(x, x))))),),
-    intrinsic="acos", libm="acos", vecmath=True, stablehlo="chlo.acos"))
-atan_p, atan = _op(ElementwiseOp(
-    "atan", 1, np.arctan, INEXACT, warn_ok=True,
-    jvp=(lambda g, ans, x: div(g, add(1, mul(x, x))),),
-    intrinsic="atan", libm="atan", vecmath=True, stablehlo="chlo.atan"))
-sinh_p, sinh = _op(ElementwiseOp(
-    "sinh", 1, np.sinh, INEXACT, warn_ok=True, jvp=(lambda g, ans, x: mul(g, cosh(x)),),
-    intrinsic="sinh", libm="sinh", vecmath=True, stablehlo="chlo.sinh"))
-cosh_p, cosh = _op(ElementwiseOp(
-    "cosh", 1, np.cosh, INEXACT, warn_ok=True, jvp=(lambda g, ans, x: mul(g, sinh(x)),),
-    intrinsic="cosh", libm="cosh", vecmath=True, stablehlo="chlo.cosh"))
-asinh_p, asinh = _op(ElementwiseOp(
-    "asinh", 1, np.arcsinh, INEXACT, warn_ok=True,
-    jvp=(lambda g, ans, x: mul(g, rsqrt(add(mul(x, x), 1))),),
-    intrinsic="asinh", libm="asinh", vecmath=True, stablehlo="chlo.asinh"))
-acosh_p, acosh = _op(ElementwiseOp(
-    "acosh", 1, np.arccosh, INEXACT, warn_ok=True,
-    jvp=(lambda g, ans, x: mul(g, mul(rsqrt(sub(x, 1.0)), rsqrt(add(x, 1.0)))),),
-    intrinsic="acosh", libm="acosh", vecmath=True, stablehlo="chlo.acosh"))
-atanh_p, atanh = _op(ElementwiseOp(
-    "atanh", 1, np.arctanh, INEXACT, warn_ok=True,
-    jvp=(lambda g, ans, x: div(g, sub(1, mul(x, x))),),
-    intrinsic="atanh", libm="atanh", vecmath=True, stablehlo="chlo.atanh"))
+sin_p, sin = _math("sin", np.sin, lambda g, ans, x: mul(g, cos(x)), "stablehlo.sine")
+cos_p, cos = _math("cos", np.cos, lambda g, ans, x: neg(mul(g, sin(x))), "stablehlo.cosine")
+tan_p, tan = _math("tan", np.tan, lambda g, ans, x: mul(g, add(1, mul(ans, ans))), "stablehlo.tan")
+asin_p, asin = _math("asin", np.arcsin,
+                     lambda g, ans, x: mul(g, rsqrt(sub(1, mul(x, x)))), "chlo.asin")
+acos_p, acos = _math("acos", np.arccos,
+                     lambda g, ans, x: neg(mul(g, rsqrt(sub(1, mul(x, x))))), "chlo.acos")
+atan_p, atan = _math("atan", np.arctan, lambda g, ans, x: div(g, add(1, mul(x, x))), "chlo.atan")
+sinh_p, sinh = _math("sinh", np.sinh, lambda g, ans, x: mul(g, cosh(x)), "chlo.sinh")
+cosh_p, cosh = _math("cosh", np.cosh, lambda g, ans, x: mul(g, sinh(x)), "chlo.cosh")
+asinh_p, asinh = _math("asinh", np.arcsinh,
+                       lambda g, ans, x: mul(g, rsqrt(add(mul(x, x), 1))), "chlo.asinh")
+acosh_p, acosh = _math("acosh", np.arccosh,
+                       lambda g, ans, x: mul(g, mul(rsqrt(sub(x, 1.0)), rsqrt(add(x, 1.0)))),
+                       "chlo.acosh")
+atanh_p, atanh = _math("atanh", np.arctanh,
+                       lambda g, ans, x: div(g, sub(1, mul(x, x))), "chlo.atanh")
 sqrt_p, sqrt = _op(ElementwiseOp(
     "sqrt", 1, np.sqrt, INEXACT, warn_ok=True, jvp=(lambda g, ans, x: div(g, mul(ans, 2)),),
     intrinsic="sqrt", libm="sqrt", stablehlo="stablehlo.sqrt"))
@@ -426,15 +405,9 @@ logaddexp_p, logaddexp = _op(ElementwiseOp(
          lambda g, ans, x, y: mul(g, _logaddexp_weight(y, x))),
     intrinsic="logaddexp", c={"f": "plait_logaddexp{f}({0}, {1})"},
     c_helper=_LOGADDEXP_C, composite=_logaddexp_composite))
-and_p, bitwise_and = _op(ElementwiseOp(
-    "and", 2, np.bitwise_and, INTEGRAL, jvp=ZERO, intrinsic="and", c=_c_bitwise("&"),
-    stablehlo="stablehlo.and"))
-or_p, bitwise_or = _op(ElementwiseOp(
-    "or", 2, np.bitwise_or, INTEGRAL, jvp=ZERO, intrinsic="or", c=_c_bitwise("|"),
-    stablehlo="stablehlo.or"))
-xor_p, bitwise_xor = _op(ElementwiseOp(
-    "xor", 2, np.bitwise_xor, INTEGRAL, jvp=ZERO, intrinsic="xor", c=_c_bitwise("^"),
-    stablehlo="stablehlo.xor"))
+and_p, bitwise_and = _bitwise("and", np.bitwise_and, "&")
+or_p, bitwise_or = _bitwise("or", np.bitwise_or, "|")
+xor_p, bitwise_xor = _bitwise("xor", np.bitwise_xor, "^")
 shift_left_p, shift_left = _op(ElementwiseOp(
     "shift_left", 2, _shift_left, (INT, UINT), jvp=ZERO, intrinsic="shl",
     c={"iub": "(({ct})(({1}) < 0 || ({1}) >= {bits} ? 0 : (({ct})((uint64_t){0} << {1}))))"},
@@ -448,24 +421,12 @@ shift_right_logical_p, shift_right_logical = _op(ElementwiseOp(
     # natively: "shr" on the operands' unsigned view (plait/tile/rules.py)
     "shift_right_logical", 2, _shift_right_logical, (INT, UINT), jvp=ZERO,
     stablehlo="stablehlo.shift_right_logical"))
-eq_p, eq = _op(ElementwiseOp(
-    "eq", 2, np.equal, ALL, out_dtype=to_bool, jvp=ZERO, intrinsic="cmp_eq",
-    c=_c_compare("=="), stablehlo="compare EQ"))
-ne_p, ne = _op(ElementwiseOp(
-    "ne", 2, np.not_equal, ALL, out_dtype=to_bool, jvp=ZERO, intrinsic="cmp_ne",
-    c=_c_compare("!="), stablehlo="compare NE"))
-lt_p, lt = _op(ElementwiseOp(
-    "lt", 2, np.less, _ORDERED, out_dtype=to_bool, jvp=ZERO, intrinsic="cmp_lt",
-    c=_c_compare("<"), stablehlo="compare LT"))
-le_p, le = _op(ElementwiseOp(
-    "le", 2, np.less_equal, _ORDERED, out_dtype=to_bool, jvp=ZERO, intrinsic="cmp_le",
-    c=_c_compare("<="), stablehlo="compare LE"))
-gt_p, gt = _op(ElementwiseOp(
-    "gt", 2, np.greater, _ORDERED, out_dtype=to_bool, jvp=ZERO, intrinsic="cmp_gt",
-    c=_c_compare(">"), stablehlo="compare GT"))
-ge_p, ge = _op(ElementwiseOp(
-    "ge", 2, np.greater_equal, _ORDERED, out_dtype=to_bool, jvp=ZERO, intrinsic="cmp_ge",
-    c=_c_compare(">="), stablehlo="compare GE"))
+eq_p, eq = _comparison("eq", np.equal, ALL, "==", "EQ")
+ne_p, ne = _comparison("ne", np.not_equal, ALL, "!=", "NE")
+lt_p, lt = _comparison("lt", np.less, _ORDERED, "<", "LT")
+le_p, le = _comparison("le", np.less_equal, _ORDERED, "<=", "LE")
+gt_p, gt = _comparison("gt", np.greater, _ORDERED, ">", "GT")
+ge_p, ge = _comparison("ge", np.greater_equal, _ORDERED, ">=", "GE")
 complex_p, complex = _op(ElementwiseOp(
     "complex", 2, lambda x, y: (x + 1j * y).astype(_complex_dtype(x.dtype)), (FLOAT,),
     out_dtype=_complex_dtype, linear=True,
