@@ -182,7 +182,7 @@ def _logaddexp_composite(x, y):
     return select(same, add(x, float(np.log(2.0))), out)
 
 
-_LOGADDEXP_C = r"""/* logaddexp: NumPy's algorithm (equal operands, equal infinities too: x + log 2) */
+_LOGADDEXP_C = r"""/* logaddexp as NumPy computes it (x == y, equal infinities too: x + log 2) */
 static inline double plait_logaddexp(double x, double y) {
   if (x == y) return x + 0.6931471805599453;
   double d = x - y;
@@ -250,7 +250,8 @@ def _bitwise(name: str, fn, sym: str):
 def _math(name: str, fn, jvp, stablehlo: str | None = None):
     """A libm function on floats and complex numbers (libmvec has its SIMD variants)."""
     return _op(ElementwiseOp(name, 1, fn, INEXACT, warn_ok=True, jvp=(jvp,), intrinsic=name,
-                             libm=name, vecmath=True, stablehlo=stablehlo))
+                             libm=name, vecmath=True, stablehlo=stablehlo,
+                             transcendental=True))
 
 
 def _comparison(name: str, fn, kinds, sym: str, direction: str):
@@ -297,7 +298,8 @@ tanh_p, tanh = _math("tanh", np.tanh,
 logistic_p, logistic = _op(ElementwiseOp(
     "logistic", 1, _logistic, INEXACT, warn_ok=True,
     jvp=(lambda g, ans, x: mul(g, mul(ans, sub(1, ans))),), intrinsic="logistic",
-    c={"f": "(({ct})1 / (({ct})1 + exp{f}(-{0})))"}, stablehlo="stablehlo.logistic"))
+    c={"f": "(({ct})1 / (({ct})1 + exp{f}(-{0})))"}, stablehlo="stablehlo.logistic",
+    transcendental=True))
 sin_p, sin = _math("sin", np.sin, lambda g, ans, x: mul(g, cos(x)), "stablehlo.sine")
 cos_p, cos = _math("cos", np.cos, lambda g, ans, x: neg(mul(g, sin(x))), "stablehlo.cosine")
 tan_p, tan = _math("tan", np.tan, lambda g, ans, x: mul(g, add(1, mul(ans, ans))), "stablehlo.tan")
@@ -317,14 +319,14 @@ atanh_p, atanh = _math("atanh", np.arctanh,
                        lambda g, ans, x: div(g, sub(1, mul(x, x))), "chlo.atanh")
 sqrt_p, sqrt = _op(ElementwiseOp(
     "sqrt", 1, np.sqrt, INEXACT, warn_ok=True, jvp=(lambda g, ans, x: div(g, mul(ans, 2)),),
-    intrinsic="sqrt", libm="sqrt", stablehlo="stablehlo.sqrt"))
+    intrinsic="sqrt", libm="sqrt", stablehlo="stablehlo.sqrt", transcendental=True))
 rsqrt_p, rsqrt = _op(ElementwiseOp(
     "rsqrt", 1, _rsqrt, INEXACT, warn_ok=True,
     jvp=(lambda g, ans, x: mul(g, mul(div(ans, x), -0.5)),), intrinsic="rsqrt",
-    c={"f": "(({ct})1 / sqrt{f}({0}))"}, stablehlo="stablehlo.rsqrt"))
+    c={"f": "(({ct})1 / sqrt{f}({0}))"}, stablehlo="stablehlo.rsqrt", transcendental=True))
 cbrt_p, cbrt = _op(ElementwiseOp(
     "cbrt", 1, np.cbrt, (FLOAT,), jvp=(lambda g, ans, x: div(g, mul(mul(ans, ans), 3)),),
-    intrinsic="cbrt", libm="cbrt", vecmath=True, stablehlo="stablehlo.cbrt"))
+    intrinsic="cbrt", libm="cbrt", vecmath=True, stablehlo="stablehlo.cbrt", transcendental=True))
 abs_p, abs = _op(ElementwiseOp(
     "abs", 1, np.abs, NUMERIC, out_dtype=_real, jvp=(_abs_jvp,), intrinsic="abs",
     libm="fabs", c={"iub": "(({ct})({0} < 0 ? -{0} : {0}))"}))
@@ -375,7 +377,7 @@ rem_p, rem = _op(ElementwiseOp(
 pow_p, pow = _op(ElementwiseOp(
     "pow", 2, np.power, INEXACT, warn_ok=True,
     jvp=(lambda g, ans, x, y: mul(g, mul(y, pow(x, sub(y, 1.0)))), _pow_jvp_y),
-    intrinsic="pow", libm="pow", vecmath=True, stablehlo="stablehlo.power"))
+    intrinsic="pow", libm="pow", vecmath=True, stablehlo="stablehlo.power", transcendental=True))
 max_p, max = _op(ElementwiseOp(
     "max", 2, np.maximum, ALL, jvp=(lambda g, ans, x, y: mul(g, _choose_mask(x, y, gt)),
                                     lambda g, ans, x, y: mul(g, _choose_mask(y, x, gt))),
@@ -388,7 +390,8 @@ atan2_p, atan2 = _op(ElementwiseOp(
     "atan2", 2, np.arctan2, (FLOAT,),
     jvp=(lambda g, ans, x, y: mul(g, div(y, add(mul(x, x), mul(y, y)))),
          lambda g, ans, x, y: neg(mul(g, div(x, add(mul(x, x), mul(y, y)))))),
-    intrinsic="atan2", libm="atan2", vecmath=True, stablehlo="stablehlo.atan2"))
+    intrinsic="atan2", libm="atan2", vecmath=True, stablehlo="stablehlo.atan2",
+    transcendental=True))
 nextafter_p, nextafter = _op(ElementwiseOp(
     "nextafter", 2, np.nextafter, (FLOAT,), jvp=ZERO, intrinsic="nextafter",
     libm="nextafter", stablehlo="chlo.next_after"))
@@ -404,7 +407,7 @@ logaddexp_p, logaddexp = _op(ElementwiseOp(
     jvp=(lambda g, ans, x, y: mul(g, _logaddexp_weight(x, y)),
          lambda g, ans, x, y: mul(g, _logaddexp_weight(y, x))),
     intrinsic="logaddexp", c={"f": "plait_logaddexp{f}({0}, {1})"},
-    c_helper=_LOGADDEXP_C, composite=_logaddexp_composite))
+    c_helper=_LOGADDEXP_C, composite=_logaddexp_composite, transcendental=True))
 and_p, bitwise_and = _bitwise("and", np.bitwise_and, "&")
 or_p, bitwise_or = _bitwise("or", np.bitwise_or, "|")
 xor_p, bitwise_xor = _bitwise("xor", np.bitwise_xor, "^")

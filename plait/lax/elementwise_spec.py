@@ -13,7 +13,9 @@ An :class:`ElementwiseOp` says what an elementwise op is in every layer:
   (libmvec) has a SIMD variant of that function, and any helper C it needs;
 - **StableHLO**: the op spelling of its ``to_stablehlo`` rule; without one, XLA lowers
   the op through ``composite`` (the op written with other primitives), else the XLA
-  rules module has a custom rule for it.
+  rules module has a custom rule for it;
+- **cost analysis**: ``transcendental`` ops count one transcendental per element (the
+  others one flop).
 
 A descriptor without ``dtypes`` is a Stripe-only intrinsic (``square``, ``select``...):
 no primitive, but interpreted and rendered from the same record.
@@ -33,10 +35,14 @@ import numpy as np
 
 from plait.core.primitive import Primitive
 from plait.lax._ad_helpers import defjvp, defjvp_zero, deflinear
-from plait.lax._base import (ALL, BOOL, COMPLEX, FLOAT, INEXACT, INT, INTEGRAL,  # noqa: F401
+from plait.lax._base import (ALL, BOOL, COMPLEX, FLOAT, INEXACT, INT, INTEGRAL,
                              NUMERIC, UINT, standard_binop, standard_unop, to_bool)
 from plait.lax._batch_helpers import defbroadcasting, defvectorized
 from plait.errors import PlaitValueError
+
+__all__ = ["ElementwiseOp", "ZERO", "define", "on_define", "by_intrinsic", "ops", "primitive",
+           # dtype classes for ElementwiseOp.dtypes
+           "ALL", "BOOL", "COMPLEX", "FLOAT", "INEXACT", "INT", "INTEGRAL", "NUMERIC", "UINT"]
 
 #: ``jvp=ZERO``: the outputs have zero derivative (integer/bool results, step functions)
 ZERO = "zero"
@@ -75,6 +81,7 @@ class ElementwiseOp:
     c_helper: str = ""
     stablehlo: str | None = None
     composite: Callable | None = None
+    transcendental: bool = False
 
     @property
     def bool_result(self) -> bool:

@@ -79,7 +79,7 @@ def _gauss(x):
     return E.mul(E.exp(E.neg(E.mul(x, x))), _TWO_OVER_SQRT_PI)
 
 
-_DIGAMMA_C = r"""/* digamma: reflection below 0, recurrence up to 10, asymptotic series (plait.lax.special) */
+_DIGAMMA_C = r"""/* digamma: reflection below 0, recurrence up to 10, asymptotic series */
 static inline double plait_digamma(double x) {
   double r = 0.0;
   if (x != x || x == INFINITY) return x;
@@ -101,20 +101,20 @@ static inline float plait_digammaf(float x) { return (float)plait_digamma((doubl
 # one block per primitive (plait.lax.elementwise_spec)
 erf_p = define(ElementwiseOp(
     "erf", 1, erf_ref, (FLOAT,), warn_ok=True, jvp=(lambda g, ans, x: E.mul(g, _gauss(x)),),
-    intrinsic="erf", libm="erf", stablehlo="chlo.erf"))
+    intrinsic="erf", libm="erf", stablehlo="chlo.erf", transcendental=True))
 erfc_p = define(ElementwiseOp(
     "erfc", 1, erfc_ref, (FLOAT,), warn_ok=True,
     jvp=(lambda g, ans, x: E.neg(E.mul(g, _gauss(x))),),
-    intrinsic="erfc", libm="erfc", stablehlo="chlo.erfc"))
+    intrinsic="erfc", libm="erfc", stablehlo="chlo.erfc", transcendental=True))
 lgamma_p = define(ElementwiseOp(
     "lgamma", 1, lgamma_ref, (FLOAT,), warn_ok=True,
     jvp=(lambda g, ans, x: E.mul(g, digamma(x)),),
-    intrinsic="lgamma", libm="lgamma", stablehlo="chlo.lgamma"))
+    intrinsic="lgamma", libm="lgamma", stablehlo="chlo.lgamma", transcendental=True))
 digamma_p = define(ElementwiseOp(
     "digamma", 1, digamma_ref, (FLOAT,), warn_ok=True,
     jvp=(lambda g, ans, x: E.mul(g, polygamma(1, x)),),
     intrinsic="digamma", c={"f": "plait_digamma{f}({0})"}, c_helper=_DIGAMMA_C,
-    stablehlo="chlo.digamma"))
+    stablehlo="chlo.digamma", transcendental=True))
 
 
 def erf(x):
