@@ -45,11 +45,11 @@ for _name in ("annotations", "ALL", "BOOL", "COMPLEX", "FLOAT", "INEXACT", "INT"
               "defjvp_zero", "deflinear", "defvectorized", "differentiable",
               "dtypes", "get_aval", "instantiate", "is_undefined_primal", "np",
               "standard_binop", "standard_primitive", "standard_unop",
-              "tangent_aval", "to_bool", "wrap_array"):
+              "tangent_aval", "to_bool", "wrap_array", "ElementwiseOp", "ZERO", "define"):
     globals().pop(_name, None)
 del _name
 
-__all__ = ["ConvDimensionNumbers", "FftType", "GatherDimensionNumbers", "ScatterDimensionNumbers",
+__all__ = ["logaddexp", "logaddexp_p", "ConvDimensionNumbers", "FftType", "GatherDimensionNumbers", "ScatterDimensionNumbers",
            "abs", "abs_p", "acos", "acos_p", "acosh", "acosh_p", "add", "add_p",
            "and_p", "argmax", "argmin", "asin", "asin_p", "asinh", "asinh_p",
            "associative_scan", "atan", "atan2", "atan2_p", "atan_p", "atanh", "atanh_p",

@@ -15,6 +15,7 @@ from plait.backends.native.cprogram import CProgram, CallStep, step_buffers, dri
 from plait.backends.native.launch import Launch, launch
 from plait.backends.native.partition import KernelStep, partition
 from plait.codegen.c_pymodule import module_source
+from plait.codegen.c_expr import op_prelude
 from plait.codegen.c_stripe import PRELUDE, decode_status
 from plait.codegen.toolchain import build_shared_object, require_toolchain
 from plait.core.graph import (ClosedGraph, Literal, closure_convert, reset_graph_runner,
@@ -317,7 +318,7 @@ class Prepared:
         self.stripe = cprog.stripe
         self.functions = cprog.functions     # numbered kernels, for failure messages
         self.scratch = cprog.scratch         # name -> peak bytes a C function allocates
-        self.source = PRELUDE + "\n\n" + cprog.source()
+        self.source = PRELUDE + op_prelude() + "\n\n" + cprog.source()
         self.entry = None     # the whole program as one C function, when fully native
         self.native = any(isinstance(s, (KernelStep, CallStep)) for s in self.steps)
         if self.native and all(isinstance(s, (KernelStep, CallStep)) for s in self.steps):
