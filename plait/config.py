@@ -8,7 +8,9 @@ graph and verify every pass), ``PLAIT_DUMP_DIR`` (write every stage to files),
 ``PLAIT_MAX_CACHE_ENTRIES`` (entries each in-process cache of compiled code keeps,
 least recently used evicted first; default 512),
 ``PLAIT_CACHE_DIR`` (where compiled kernels are kept; default
-``$XDG_CACHE_HOME/plait`` or ``~/.cache/plait``), ``PLAIT_KERNEL_CACHE_SIZE`` (how many
+``$XDG_CACHE_HOME/plait`` or ``~/.cache/plait``), ``PLAIT_CACHE_MAX_SIZE`` (bytes the
+kernel disk cache may hold, suffixes K/M/G allowed; least recently used entries are
+pruned after a build goes past it; default 2G; ``plait cache prune``), ``PLAIT_KERNEL_CACHE_SIZE`` (how many
 loaded kernel libraries the in-memory index keeps, least recently used dropped first).
 ``PLAIT_X64`` (``0``: float32 mode, JAX's defaults: Python floats and default dtypes
 are float32, ints int32, complex complex64; ``jax_enable_x64`` is accepted as the name),
@@ -35,6 +37,27 @@ def _int(name: str, default: int) -> int:
         return default
 
 
+def parse_size(text: str) -> int:
+    """Bytes of a size such as ``500M``, ``2G``, ``1.5GiB`` or ``4096`` (ValueError if not one)."""
+    t = text.strip().upper().removesuffix("IB").removesuffix("B")
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(t[-1:], 1)
+    n = float(t[:-1] if scale > 1 else t)
+    if n < 0:
+        raise ValueError(text)
+    return int(n * scale)
+
+
+def _bytes(name: str, default: int) -> int:
+    v = os.environ.get(name, "").strip()
+    try:
+        return parse_size(v) if v else default
+    except ValueError:
+        import warnings
+        warnings.warn(f"plait: ${name}={v!r} is not a size such as 500M or 2G; using "
+                      f"{default} bytes", stacklevel=3)
+        return default
+
+
 class Config:
     """The settings object: ``plait.config.log_compiles = True`` etc."""
 
@@ -48,6 +71,7 @@ class Config:
         # None: $PLAIT_CACHE_DIR, read at each compile, else the XDG/home default
         self.cache_dir: str | None = None
         self.kernel_cache_size: int = _int("PLAIT_KERNEL_CACHE_SIZE", 256)
+        self.cache_max_size: int = _bytes("PLAIT_CACHE_MAX_SIZE", 2 << 30)   # disk cache cap
         self.disable_jit: bool = _flag("PLAIT_DISABLE_JIT")
         self.debug_nans: bool = _flag("PLAIT_DEBUG_NANS")   # see plait.runtime.nan_check
         self.debug_infs: bool = _flag("PLAIT_DEBUG_INFS")

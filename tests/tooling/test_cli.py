@@ -1,0 +1,139 @@
+"""The ``plait`` command line, run in subprocesses: exit codes, ``show``, ``cache``."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+PROGRAM = textwrap.dedent("""
+    import plait.numpy as pnp
+
+    def loss(w, x):
+        return pnp.sum(pnp.tanh(x @ w) ** 2)
+
+    def other(x):
+        return pnp.exp(x) + 1.0
+
+    NOT_A_FUNCTION = 3
+""")
+
+
+def plait_cli(*args, cache=None, env=None):
+    e = dict(os.environ, PYTHONPATH=ROOT)
+    if cache is not None:
+        e["PLAIT_CACHE_DIR"] = str(cache)
+    e.update(env or {})
+    return subprocess.run([sys.executable, "-m", "plait", *args], capture_output=True,
+                          text=True, env=e, cwd=ROOT, timeout=120)
+
+
+@pytest.fixture
+def program(tmp_path):
+    p = tmp_path / "prog.py"
+    p.write_text(PROGRAM)
+    return p
+
+
+def test_help_and_usage_errors(program):
+    r = plait_cli("--help")
+    assert r.returncode == 0
+    for cmd in ("doctor", "show", "cache", "bench", "explore", "exit status"):
+        assert cmd in r.stdout
+    assert plait_cli().returncode == 2                       # no command
+    assert plait_cli("frobnicate").returncode == 2
+    r = plait_cli("show", f"{program}:nope", "--args", "f32[3]")
+    assert r.returncode == 2 and "loss" in r.stderr and "other" in r.stderr
+    r = plait_cli("show", f"{program}:NOT_A_FUNCTION")
+    assert r.returncode == 2 and "not a function" in r.stderr
+    r = plait_cli("show", "missing.py:f")
+    assert r.returncode == 2 and "no such file" in r.stderr
+    r = plait_cli("show", f"{program}:loss", "--args", "f32[8,4], q32[2]")
+    assert r.returncode == 2 and "bad argument spec" in r.stderr
+    r = plait_cli("show", f"{program}:loss", "--args", "f32[8,4]", "--stage", "bogus")
+    assert r.returncode == 2
+    r = plait_cli("cache", "prune", "--max-size", "lots")
+    assert r.returncode == 2 and "--max-size" in r.stderr
+
+
+def test_show_stages_and_failures(program, tmp_path):
+    r = plait_cli("show", f"{program}:loss", "--args", "f32[8,4], f32[2,8]",
+                  "--stage", "kernels", cache=tmp_path / "c")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("k0: dot_general, tanh")
+    r = plait_cli("show", f"{program}:loss", "--args", "f32[8,4], f32[2,8]", "--grad",
+                  "--stage", "all", cache=tmp_path / "c")
+    assert r.returncode == 0, r.stderr
+    for stage in ("graph", "kernels", "tile", "stripe", "stripe-opt", "c"):
+        assert f"==== {stage} ====" in r.stdout
+    assert "graph(a:f32[8,4], b:f32[2,8])" in r.stdout and "int64_t k0(void **bufs)" in r.stdout
+    # the user's program fails (shapes do not match): status 1, one line naming the line
+    r = plait_cli("show", f"{program}:loss", "--args", "f32[8,4], f32[3,3]")
+    assert r.returncode == 1
+    assert "prog.py:5" in r.stderr and "Traceback" not in r.stderr
+
+
+RUN = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import plait, plait.numpy as pnp
+    scale = float(sys.argv[1])
+    f = plait.jit(lambda x: pnp.sin(x) * scale)
+    x = np.arange(5.0)
+    np.testing.assert_allclose(np.asarray(f(x)), np.sin(x) * scale)
+""")
+
+
+def test_cache_info_hits_prune_clear(tmp_path):
+    cache = tmp_path / "cache"
+    script = tmp_path / "run.py"
+    script.write_text(RUN)
+    e = dict(os.environ, PYTHONPATH=ROOT, PLAIT_CACHE_DIR=str(cache))
+
+    def run(scale, **extra):
+        subprocess.run([sys.executable, str(script), str(scale)], check=True,
+                       env=dict(e, **extra), timeout=120)
+
+    def info():
+        r = plait_cli("cache", "info", "--entries", cache=cache)
+        assert r.returncode == 0, r.stderr
+        return {k.strip(): v.strip() for k, v in (line.split(" : ", 1) for line in
+                r.stdout.splitlines() if " : " in line)}
+
+    assert info()["entries"] == "0"
+    run(2.0)                       # builds the entry
+    run(2.0)                       # another process loads it from disk: a hit
+    run(2.0)
+    i = info()
+    assert i["entries"] == "1" and i["hits"].startswith("2 ")
+    run(3.0)                       # a second program: a second entry
+    assert info()["entries"] == "2"
+    # the size cap: building a third entry prunes the least recently used ones
+    run(4.0, PLAIT_CACHE_MAX_SIZE="1")
+    assert info()["entries"] == "1"
+    run(4.0)
+    assert info()["hits"].startswith("1 ")         # the one kept is the newest
+    r = plait_cli("cache", "prune", "--max-size", "1G", cache=cache)
+    assert r.returncode == 0 and r.stdout.startswith("removed 0 entries")
+    r = plait_cli("cache", "prune", "--max-size", "0", cache=cache)
+    assert r.returncode == 0 and r.stdout.startswith("removed 1 entries")
+    run(5.0)
+    r = plait_cli("cache", "clear", cache=cache)
+    assert r.returncode == 0 and r.stdout.startswith("removed 1 entries")
+    assert info()["entries"] == "0"
+    assert not [n for n in os.listdir(cache) if n.endswith((".so", ".use"))]
+
+
+def test_bench_passes_options_and_status():
+    r = plait_cli("bench", "--only", "nonsense")
+    assert r.returncode == 2 and "unknown workload" in r.stderr
+
+
+def test_doctor_and_console_script_entry():
+    r = plait_cli("doctor")
+    assert r.returncode == 0 and "C compiler" in r.stdout
+    import tomllib
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        assert tomllib.load(f)["project"]["scripts"]["plait"] == "plait.cli:main"
