@@ -27,5 +27,6 @@ from plait.core.graph import check_graph
 from plait import debug, experimental
 from plait.lax.callbacks import pure_callback
 from plait.exporting import export
+from plait import profiler
 
 __version__ = "0.1.0"

@@ -22,6 +22,7 @@ from plait.core.graph import (ClosedGraph, Literal, closure_convert, reset_graph
 from plait.core.printer import pp_graph
 from plait.errors import PlaitMemoryError
 from plait.passes.inline import inline
+from plait.profiler import events
 from plait.runtime import kernel_cache, metrics
 from plait.runtime.cpuinfo import cpu_info
 from plait.backends.native.target import host_target
@@ -130,6 +131,9 @@ class NativeExecutable:
         return sum(1 for s in self.prepared.steps if isinstance(s, KernelStep))
 
     def __call__(self, *args) -> list:
+        if events.ACTIVE:                  # plait.profiler.trace(): time every step
+            from plait.profiler.record import run_recorded
+            return run_recorded(self, args)
         return self._run(args, None)
 
     def launch(self, *args, deps: tuple = ()) -> tuple[list, Launch] | None:
@@ -163,8 +167,9 @@ class NativeExecutable:
         """Best-of-``repeat`` seconds of every step: ``[(step, what it computes, s)]``."""
         best: list[float] = []
         for _ in range(repeat):
-            times: list[float] = []
-            self._run(args, times)
+            stamps: list[tuple[float, float]] = []
+            self._run(args, stamps)
+            times = [t1 - t0 for t0, t1 in stamps]
             best = times if not best else [min(a, b) for a, b in zip(best, times)]
         return [(name, what, t) for (name, what), t in zip(self._step_names(), best)]
 
@@ -206,6 +211,7 @@ class NativeExecutable:
         return out
 
     def _run(self, args, times: list | None, alias: dict[int, int] | None = None) -> list:
+        """Run every step; ``times`` (when a list) gets each step's (start, end) seconds."""
         if len(args) != self.n_in:
             raise TypeError(f"executable takes {self.n_in} arguments, got {len(args)}")
         env = [None] * self.n_slots
@@ -259,7 +265,7 @@ class NativeExecutable:
             for s in free:
                 env[s] = None
             if times is not None:
-                times.append(time.perf_counter() - t0)
+                times.append((t0, time.perf_counter()))
         return [env[i] if k == "var" else i for k, i in self.out]
 
     def memory_analysis(self, donated: Sequence[int] = ()) -> dict:
@@ -392,7 +398,8 @@ def compile_native(closed: ClosedGraph) -> NativeExecutable:
     """Compile ``closed`` to native code (raises CompileError without a C compiler)."""
     tc = require_toolchain()
     t0 = time.perf_counter()
-    prep = Prepared(closed)
+    with events.span("partition, Tile, Stripe passes, C", "compile"):
+        prep = Prepared(closed)
     loaded = None
     if prep.native:
         # the key covers the module wrapper too (its name, which is the key, left out)
@@ -405,10 +412,16 @@ def compile_native(closed: ClosedGraph) -> NativeExecutable:
         if wrapper:
             module = f"plait_k_{key}"
             full += "\n\n" + wrapper.replace(_MODULE_NAME, module)
-        loaded = kernel_cache.load(key, lambda out: build_shared_object(full, out, tc),
+        loaded = kernel_cache.load(key, lambda out: _build(full, out, tc),
                                    lambda path: _open_library(path, module))
     metrics.bump("native_compile_s", time.perf_counter() - t0)
     return prep.executable(loaded)
+
+
+def _build(source: str, out: str, tc) -> None:
+    """Run the C compiler (a profiler event when a trace is active)."""
+    with events.span("C compiler", "compile", {"source_bytes": len(source)}):
+        build_shared_object(source, out, tc)
 
 
 _ADVICE = ("Free memory or raise the process's memory limit (ulimit -v, RLIMIT_AS), use "

@@ -27,6 +27,7 @@ from plait.codegen.toolchain import find_toolchain
 from plait.config import config
 from plait.core.graph import Graph, Literal, Var
 from plait.passes.inline import inline_graph
+from plait.profiler import events
 from plait.stripe import lower as stripe_lower
 from plait.stripe.passes import run_passes
 from plait.tile.lowering import STRIPE_DTYPES
@@ -113,7 +114,8 @@ class CProgram:
             self.parts.append(f"PLAIT_KERNEL int64_t {st.name}(void **bufs) "
                               f"{{ return {same}(bufs); }}")
             return
-        before = stripe_lower(st.program)
+        with events.span(f"{st.name}: Tile -> Stripe", "compile"):
+            before = stripe_lower(st.program)
         after = run_passes(before, self.target, self.dump_dir, verify=config.checks)
         self.stripe[st.name] = (before, after)
         self.functions.append((st.name, ", ".join(e.prim.name for e in st.eqns)))
