@@ -28,5 +28,6 @@ from plait import debug, experimental
 from plait.lax.callbacks import pure_callback
 from plait.exporting import export
 from plait import profiler
+from plait.explorer import explore
 
 __version__ = "0.1.0"
