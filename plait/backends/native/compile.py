@@ -23,7 +23,7 @@ from plait.core.printer import pp_graph
 from plait.errors import PlaitMemoryError
 from plait.passes.inline import inline
 from plait.profiler import events
-from plait.runtime import kernel_cache, metrics
+from plait.runtime import kernel_cache, metrics, progress
 from plait.runtime.cpuinfo import cpu_info
 from plait.backends.native.target import host_target
 
@@ -396,6 +396,11 @@ _MODULE_NAME = "plait_k_MODULE"
 
 def compile_native(closed: ClosedGraph) -> NativeExecutable:
     """Compile ``closed`` to native code (raises CompileError without a C compiler)."""
+    with progress.compiling(closed.graph.name or "a graph"):
+        return _compile_native(closed)
+
+
+def _compile_native(closed: ClosedGraph) -> NativeExecutable:
     tc = require_toolchain()
     t0 = time.perf_counter()
     with events.span("partition, Tile, Stripe passes, C", "compile"):
@@ -420,8 +425,16 @@ def compile_native(closed: ClosedGraph) -> NativeExecutable:
 
 def _build(source: str, out: str, tc) -> None:
     """Run the C compiler (a profiler event when a trace is active)."""
+    from plait.config import config
+    progress.phase("C compiler")
+    t0 = time.perf_counter()
     with events.span("C compiler", "compile", {"source_bytes": len(source)}):
         build_shared_object(source, out, tc)
+    if config.log_compiles:
+        import logging
+        logging.getLogger("plait").warning(
+            "plait: C compiler built %d KiB of C into one shared object in %.2f s",
+            len(source) // 1024, time.perf_counter() - t0)
 
 
 _ADVICE = ("Free memory or raise the process's memory limit (ulimit -v, RLIMIT_AS), use "

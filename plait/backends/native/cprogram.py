@@ -15,8 +15,10 @@ A sub-graph with a host step is not native; its equation stays a host step.
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import os
+import time
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -28,6 +30,7 @@ from plait.config import config
 from plait.core.graph import Graph, Literal, Var
 from plait.passes.inline import inline_graph
 from plait.profiler import events
+from plait.runtime import progress
 from plait.stripe import lower as stripe_lower
 from plait.stripe.passes import run_passes
 from plait.tile.lowering import STRIPE_DTYPES
@@ -128,9 +131,17 @@ class CProgram:
     def native_steps(self, steps: list) -> list:
         """Render kernels; turn host steps with a ``native`` rule into call steps."""
         out = []
+        progress.phase("Tile -> Stripe -> C", total=sum(isinstance(s, KernelStep) for s in steps))
         for st in steps:
             if isinstance(st, KernelStep):
+                t0 = time.perf_counter()
                 self.kernel(st)
+                progress.kernel_done()
+                if config.log_compiles:
+                    logging.getLogger("plait").warning(
+                        "plait: kernel %s (%s): lowered, optimized and rendered in %.1f ms",
+                        st.name, ", ".join(e.prim.name for e in st.eqns)[:80],
+                        1e3 * (time.perf_counter() - t0))
                 out.append(st)
                 continue
             rule = st.eqn.prim.rules.get("native")
