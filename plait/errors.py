@@ -40,6 +40,9 @@ def user_frame() -> str:
     return "<unknown location>"
 
 
+ERROR_REFERENCE = "docs/errors.md"   # one section per class below, anchored by its name
+
+
 class PlaitError(Exception):
     """Base class of every error plait raises on purpose.
 
@@ -50,6 +53,8 @@ class PlaitError(Exception):
         if locate:
             msg = f"{msg}\n  (at {user_frame()})"
         super().__init__(msg)
+        if hasattr(self, "add_note"):      # Python 3.11+: printed under the message
+            self.add_note(f"error reference: {ERROR_REFERENCE}#{type(self).__name__.lower()}")
 
 
 class PlaitTypeError(PlaitError, TypeError):

@@ -1,4 +1,5 @@
-"""The ``plait`` command line: ``doctor``, ``show``, ``cache``, ``bench``, ``explore``.
+"""The ``plait`` command line: ``doctor``, ``config``, ``show``, ``cache``, ``bench``,
+``explore``.
 
 Exit status: 0 success; 1 the work failed (a plait error, the user's function raised,
 a benchmark failed its check); 2 bad usage (unknown command or option, a file or
@@ -38,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("doctor", help="what plait found on this machine (compiler, OpenMP, "
                                   "SIMD, caches)")
+    sub.add_parser("config", help="every PLAIT_* setting with its current value")
 
     def add_target(p):
         p.add_argument("target", metavar="FILE.py:FUNC",
@@ -113,14 +115,20 @@ def main(argv: list[str] | None = None) -> int:
         from plait.errors import PlaitError
         kind = "" if isinstance(e, PlaitError) else f"{type(e).__name__}: "
         print(f"plait {args.command}: {kind}{e}", file=sys.stderr)
-        if os.environ.get("PLAIT_CLI_TRACEBACK"):
-            raise
         return 1
 
 
 def _doctor(args, ap) -> int:
     from plait.cli.doctor import doctor
     print(doctor())
+    return 0
+
+
+def _config(args, ap) -> int:
+    from plait.cli.reference import settings
+    for s in settings():
+        where = f"plait.config.{s['attribute']}" if s["attribute"] else "environment only"
+        print(f"{s['name']:<26} {where:<34} = {s['value']!r}")
     return 0
 
 
@@ -204,5 +212,5 @@ def _human(n: int) -> str:
     return f"{n} B"
 
 
-_COMMANDS = {"doctor": _doctor, "show": _show, "cache": _cache, "bench": _bench,
+_COMMANDS = {"doctor": _doctor, "config": _config, "show": _show, "cache": _cache, "bench": _bench,
              "explore": _explore}

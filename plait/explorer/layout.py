@@ -88,9 +88,12 @@ def svg(nodes: list[dict], clusters: list[dict]) -> str:
             x0, y0 = pos[i]
             ax, ay = x0 + NODE_W / 2, y0 + NODE_H
             bx, by = x1 + NODE_W / 2, y1
-            if by <= ay:                          # into an earlier band or row: go around
-                out.append(f'<path class="edge" d="M{ax},{ay} C{ax},{ay + 30} {bx},{by - 30} '
-                           f'{bx},{by}" marker-end="url(#arrow)"/>')
+            if by <= ay:                          # a later cluster of the same band:
+                sx, sy = x0 + NODE_W, y0 + NODE_H / 2          # from side to side
+                tx, ty = x1, y1 + NODE_H / 2
+                bend = max(abs(tx - sx) / 2, 30)
+                out.append(f'<path class="edge" d="M{sx},{sy} C{sx + bend},{sy} {tx - bend},{ty} '
+                           f'{tx},{ty}" marker-end="url(#arrow)"/>')
             else:
                 my = (ay + by) / 2
                 out.append(f'<path class="edge" d="M{ax},{ay} C{ax},{my} {bx},{my} {bx},{by}" '

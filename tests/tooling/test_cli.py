@@ -131,9 +131,15 @@ def test_bench_passes_options_and_status():
     assert r.returncode == 2 and "unknown workload" in r.stderr
 
 
-def test_doctor_and_console_script_entry():
+def test_doctor_config_and_console_script_entry():
     r = plait_cli("doctor")
     assert r.returncode == 0 and "C compiler" in r.stdout
+    r = plait_cli("config", env={"PLAIT_CACHE_MAX_SIZE": "3M", "PLAIT_LOG_COMPILES": "1"})
+    assert r.returncode == 0
+    lines = {ln.split()[0]: ln for ln in r.stdout.splitlines()}
+    assert lines["PLAIT_CACHE_MAX_SIZE"].endswith(f"= {3 << 20}")
+    assert "plait.config.log_compiles" in lines["PLAIT_LOG_COMPILES"]
+    assert lines["PLAIT_LOG_COMPILES"].endswith("= True")
     import tomllib
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
         assert tomllib.load(f)["project"]["scripts"]["plait"] == "plait.cli:main"
