@@ -40,6 +40,7 @@ def _nodes_and_steps(prep: Prepared) -> tuple[list[dict], list[dict]]:
         steps.append({"id": name, "kind": kind, "label": f"{name} ({kind})" if kind != "kernel"
                       else name, "prims": [e.prim.name for e in eqns]})
     texts = _eqn_lines(prep.closed)
+    blocks = _eqn_blocks(prep)
     made_by: dict = {}
     nodes = []
     clusters = list(steps)
@@ -64,10 +65,38 @@ def _nodes_and_steps(prep: Prepared) -> tuple[list[dict], list[dict]]:
             if not any(c["id"] == step for c in clusters):
                 clusters.append({"id": step, "kind": "host", "label": "not run", "prims": []})
         outs = ", ".join(o.aval.str_short() for o in e.outputs)
+        holder, block = blocks.get(id(e), (None, None))
         nodes.append({"id": nid, "cluster": step, "prim": e.prim.name, "inputs": ins,
-                      "label": e.prim.name,
+                      "label": e.prim.name, "stripe_kernel": holder, "block": block,
                       "text": texts[n] if texts else f"{e.prim.name} -> {outs}"})
     return nodes, clusters
+
+
+def _eqn_blocks(prep: Prepared) -> dict[int, tuple[str, str]]:
+    """``{id(eqn): (kernel holding the Stripe, top-level Stripe block computing it)}``.
+
+    Tile statement ``n`` lowers to Stripe blocks named ``kernel_n`` (fused ones join the
+    names with ``+``); an equation is computed by the first statement emitted once it was
+    added (an elementwise one is materialized by the statement that consumes it)."""
+    out: dict[int, tuple[str, str]] = {}
+    owner: dict[int, str] = {}
+    for st in prep.steps:
+        if not isinstance(st, KernelStep):
+            continue
+        after = prep.stripe[st.name][1]
+        holder = owner.setdefault(id(after), st.name)
+        blocks = [b.name for b in after.entry.stmts if hasattr(b, "idxs")]
+        n_stmts = len(st.program.stmts)
+        ends = list(getattr(st, "stmt_ends", []))
+        for j, e in enumerate(st.eqns):
+            if j >= len(ends) or not n_stmts:
+                break
+            stmt = min(ends[j - 1] if j else 0, n_stmts - 1)
+            pat = re.compile(rf"(^|\+)kernel_{stmt}(\+|$)")
+            name = next((b for b in blocks if pat.search(b)), None)
+            if name is not None:
+                out[id(e)] = (holder, name)
+    return out
 
 
 def _c_ranges(source: str, names: list[str]) -> dict[str, tuple[int, int]]:
@@ -121,10 +150,23 @@ def collect(closed: ClosedGraph, args: list, profile: bool = True) -> dict:
         kernels.append({"name": st.name, "prims": [e.prim.name for e in st.eqns],
                         "tile": format_program(st.program), "same_as": same,
                         "passes": [] if same else _stripe_passes(before, target)})
+    final = {k["name"]: k["passes"][-1]["text"].splitlines() for k in kernels if k["passes"]}
+    for n in nodes:                    # the line of the final Stripe text opening the block
+        text = final.get(n.get("stripe_kernel") or "", [])
+        n["stripe_line"] = next((i for i, ln in enumerate(text, start=1)
+                                 if ln.rstrip().endswith(f"( // {n['block']}")), None) \
+            if n.get("block") else None
     names = [s["id"] for s in clusters if s["kind"] in ("kernel", "call")]
+    lines = prep.source.splitlines()
+    ranges = _c_ranges(prep.source, names)
+    for n in nodes:                    # the C line where the node's Stripe block begins
+        r = ranges.get(n.get("stripe_kernel") or "")
+        n["c_line"] = next((i for i in range(r[0], r[1] + 1)
+                            if lines[i - 1].strip().startswith(f"/* {n['block']}:")),
+                           None) if r and n.get("block") else None
     data = {"name": closed.graph.name or "graph", "graph": pp_graph(prep.closed),
             "kernels_text": prep.as_text("kernels"), "nodes": nodes, "clusters": clusters,
-            "kernels": kernels, "c": prep.source, "c_ranges": _c_ranges(prep.source, names),
+            "kernels": kernels, "c": prep.source, "c_ranges": ranges,
             "profile": None, "profile_note": ""}
     if profile:
         data["profile"], data["profile_note"] = _profile(closed, args)

@@ -53,6 +53,7 @@ _JS = r"""
     return {'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c]; }); }
   function highlightC(step){
     document.querySelectorAll('.ln.hl').forEach(function(e){ e.classList.remove('hl'); });
+    if (step === null) return null;
     var r = D.c_ranges[step]; if (!r) return null;
     for (var i = r[0]; i <= r[1]; i++) {
       var e = document.getElementById('c-L' + i); if (e) e.classList.add('hl');
@@ -72,10 +73,19 @@ _JS = r"""
       h += 'runs in <b>' + esc(step) + '</b> (' + esc(info.kind) + ')<br>';
       if (info.kind === 'kernel') {
         h += '<a href="#kernel-' + step + '">kernel ' + esc(step) + ': Tile</a><br>';
-        h += '<a href="#stripe-' + step + '">Stripe blocks and passes of ' + esc(step) + '</a><br>';
+        h += '<a href="#stripe-' + step + '">Stripe passes of ' + esc(step) + '</a><br>';
       }
-      var r = highlightC(step);
+      var r = highlightC(n && n.stripe_kernel ? n.stripe_kernel : step);
+      if (n && n.block && n.stripe_line) {
+        var s = document.getElementById('s-' + n.stripe_kernel + '-L' + n.stripe_line);
+        if (s) s.classList.add('hl');
+        h += 'Stripe block <a class="block-link" href="#s-' + n.stripe_kernel + '-L' +
+             n.stripe_line + '">' + esc(n.block) + '</a><br>';
+      }
       if (r) h += '<a href="#c-L' + r[0] + '">C lines ' + r[0] + '-' + r[1] + '</a><br>';
+      if (n && n.c_line)
+        h += '<a class="cblock-link" href="#c-L' + n.c_line + '">its block in C: line ' +
+             n.c_line + '</a><br>';
       if (info.seconds !== undefined && info.seconds !== null)
         h += 'time per run: ' + (info.seconds * 1e6).toFixed(1) + ' µs<br>';
     }
@@ -105,6 +115,12 @@ def _pre(text: str, cls: str = "") -> str:
     return f'<pre class="{cls}">{html.escape(text)}</pre>'
 
 
+def _numbered(text: str, prefix: str) -> str:
+    """``text`` as numbered lines, line ``n`` with id ``prefix + n`` (for links)."""
+    return "".join(f"<span class='ln' id='{prefix}{i}' data-n='{i}'>{html.escape(ln) or ' '}"
+                   f"</span>" for i, ln in enumerate(text.splitlines(), start=1))
+
+
 def _diff(text: str) -> str:
     out = []
     for ln in text.splitlines():
@@ -119,8 +135,8 @@ def render(data: dict) -> str:
     prof = {r["step"]: r for r in (data["profile"] or [])}
     steps = {c["id"]: {"kind": c["kind"], "seconds": prof.get(c["id"], {}).get("seconds")}
              for c in data["clusters"]}
-    blob = json.dumps({"nodes": [{k: n[k] for k in ("id", "cluster", "prim", "text")}
-                                 for n in data["nodes"]],
+    keys = ("id", "cluster", "prim", "text", "stripe_kernel", "block", "stripe_line", "c_line")
+    blob = json.dumps({"nodes": [{k: n.get(k) for k in keys} for n in data["nodes"]],
                        "steps": steps, "c_ranges": data["c_ranges"]}).replace("</", "<\\/")
     name = html.escape(data["name"])
     prims = sorted({n["prim"] for n in data["nodes"]})
@@ -173,14 +189,13 @@ def render(data: dict) -> str:
             else:
                 ks.append(f"<div class='unchanged'>pass {i}: {p['name']} (no change)</div>")
         if k["passes"]:
-            ks.append("<details open><summary>after all passes</summary>"
-                      + _pre(k["passes"][-1]["text"]) + "</details>")
+            ks.append("<details open><summary>after all passes</summary><pre>"
+                      + _numbered(k["passes"][-1]["text"], f"s-{n}-L") + "</pre></details>")
         ks.append("</div>")
     ks.append("</section>")
     parts += ks
-    lines = "".join(f"<span class='ln' id='c-L{i}' data-n='{i}'>{html.escape(ln) or ' '}</span>"
-                    for i, ln in enumerate(data["c"].splitlines(), start=1))
-    parts.append(f"<section id='c-sec'><h2>Generated C</h2><pre id='csrc'>{lines}</pre></section>")
+    parts.append(f"<section id='c-sec'><h2>Generated C</h2><pre id='csrc'>"
+                 f"{_numbered(data['c'], 'c-L')}</pre></section>")
     if data["profile"]:
         total = sum(r["seconds"] for r in data["profile"]) or 1.0
         prow = "".join(

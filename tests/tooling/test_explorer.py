@@ -75,7 +75,16 @@ def test_page_content_and_browser(tmp_path):
     assert 'href="#kernel-k0"' in panel and 'href="#stripe-k0"' in panel
     lo, hi = map(int, re.search(r'href="#c-L\d+">C lines (\d+)-(\d+)', panel).groups())
     assert c.splitlines()[lo - 1].startswith("PLAIT_KERNEL int64_t k0(")
-    assert dom.count('class="ln hl"') == hi - lo + 1
+    # its Stripe block (highlighted in the optimized program) and where it starts in C
+    s_line, block = re.search(r'href="#s-k0-L(\d+)">([\w+]+)</a>', panel).groups()
+    assert block.startswith("kernel_0")
+    stripe_lines = lowered.as_text("stripe-opt").split("\n\n")[0].splitlines()
+    assert stripe_lines[int(s_line) - 1].endswith(f"( // {block}")
+    c_line = int(re.search(r'href="#c-L(\d+)">its block in C', panel).group(1))
+    assert lo < c_line <= hi and c.splitlines()[c_line - 1].strip().startswith(f"/* {block}:")
+    assert re.search(rf'class="ln hl" id="s-k0-L{s_line}"|id="s-k0-L{s_line}"[^>]*class="ln hl"',
+                     dom)
+    assert dom.count('class="ln hl"') == hi - lo + 2            # the C lines + the block
     assert f'id="node-{node}" data-node="{node}" data-step="k0" class="node sel"' in dom \
         or f'class="node sel" id="node-{node}"' in dom
     # the screenshot shows the graph: the nodes' colours fill boxes on it
