@@ -1,7 +1,7 @@
 """Timeline profiler: ``with plait.profiler.trace("dir"):`` records tracing, each
 compile and its phases (graph passes, Tile/Stripe lowering, every Stripe pass, the C
-compiler), each executable call with its kernels and host steps, and transfers
-(``device_put``), with their threads, into a Chrome trace-event JSON file that
+compiler), each executable call with its kernels and host steps, transfers
+(``device_put``), and lazy arrays' trace cuts, launches and waits, with their threads, into a Chrome trace-event JSON file that
 ``chrome://tracing`` and https://ui.perfetto.dev open. :func:`summary` prints the top
 kernels by time with their GFLOP/s and GB/s against the machine's peak.
 

@@ -115,3 +115,23 @@ def test_off_records_nothing_and_misuse_is_an_error(tmp_path):
     with plait.profiler.trace(str(tmp_path)):
         with pytest.raises(plait.errors.PlaitValueError, match="already running"):
             plait.profiler.start_trace(str(tmp_path))
+
+
+def test_lazy_arrays_show_their_cut_launch_and_wait(tmp_path):
+    from plait import lazy
+    x = lazy.asarray(np.linspace(0, 1, 16 * 16).reshape(16, 16))
+    with plait.profiler.trace(str(tmp_path)) as t:
+        for _ in range(2):
+            y = pnp.tanh(x @ x) * 2.0
+            got = np.asarray(lazy.to_host(y))
+    xs = np.linspace(0, 1, 16 * 16).reshape(16, 16)
+    np.testing.assert_allclose(got, np.tanh(xs @ xs) * 2.0, rtol=1e-12)
+    with open(t.path) as f:
+        doc = json.load(f)
+    _check_trace_event_format(doc)
+    names = [e["name"] for e in doc["traceEvents"] if e["ph"] == "X"]
+    assert names.count("lazy: cut trace") == 2
+    launched = [n for n in names if n.startswith("launch lazy_trace")]
+    ran = [n for n in names if n.startswith("call lazy_trace")]
+    assert len(launched) + len(ran) == 2            # launched, or run when synchronous
+    assert not launched or "wait for launch" in names

@@ -149,6 +149,10 @@ class NativeExecutable:
         ins = [_c_order(a) for a in self.consts + list(args)]
         outs = [_alloc(shape, dt, "an output buffer") for shape, dt in self._out_buffers]
         job = launch(self.entry, ins, outs, self.pymod, deps, self._describe)
+        if events.ACTIVE and job is not None:   # plait.profiler: queued on the C worker
+            t = events.now()
+            events.complete(f"launch {self.closed.graph.name or 'graph'}", "call", t, t,
+                            {"kernels": self.kernel_count()})
         return None if job is None else (outs, job)
 
     def _describe(self, status: int) -> str:
