@@ -57,8 +57,8 @@ def _parser() -> argparse.ArgumentParser:
     add_target(show)
     show.add_argument("--stage", default="graph", choices=STAGES + ["all"],
                       help="graph (optimized), kernels (partition), tile, stripe, "
-                           "stripe-opt (after the passes), c, stablehlo, or all "
-                           "(default: graph)")
+                           "stripe-opt (after the passes), c, stablehlo (xla), or all "
+                           "(every native stage; default: graph)")
 
     cache = sub.add_parser("cache", help="the compiled-kernel disk cache: info, prune, clear",
                            description="The disk cache of compiled kernels "
