@@ -12,7 +12,8 @@ import os
 import subprocess
 import sys
 
-from plait.cli.target import UsageError, example_arrays, load_function, parse_specs
+from plait.cli.target import example_arrays, load_function, parse_specs
+from plait.errors import UsageError
 
 STAGES = ["graph", "kernels", "tile", "stripe", "stripe-opt", "c", "stablehlo"]
 

@@ -1,6 +1,6 @@
 """Reference pages generated from the code, so they stay true: every ``PLAIT_*``
-setting (from ``plait/config.py``, plus any variable another module still reads) and
-every exception class of ``plait/errors.py``. The docs site's build hook
+setting (the rows of ``plait.config.SETTINGS``) and every exception class of
+``plait/errors.py``. The docs site's build hook
 (``docs/hooks.py``) puts them into ``docs/configuration.md`` and ``docs/errors.md``;
 ``plait config`` prints the settings with their current values."""
 from __future__ import annotations
@@ -12,65 +12,12 @@ import re
 import plait
 
 _PKG = os.path.dirname(os.path.abspath(plait.__file__))
-_NAME = re.compile(r"\bPLAIT_[A-Z0-9_]*[A-Z0-9]")
-_NOT_SETTINGS = {"PLAIT_KERNEL"}      # a macro of the generated C, not a variable
-
-
-def _parenthesized(text: str, start: int) -> str | None:
-    """The balanced ``( ... )`` group at ``start`` (without the parentheses)."""
-    if start >= len(text) or text[start] != "(":
-        return None
-    depth = 0
-    for i in range(start, len(text)):
-        depth += {"(": 1, ")": -1}.get(text[i], 0)
-        if depth == 0:
-            return text[start + 1:i]
-    return None
-
-
-def _docstring_descriptions(doc: str) -> dict[str, str]:
-    """``{PLAIT_X: description}`` from prose like ````PLAIT_X`` (what it does)``; names
-    joined by ``/`` share the description that follows the last."""
-    out: dict[str, str] = {}
-    pending: list[str] = []
-    for m in re.finditer(r"``(PLAIT_[A-Z0-9_]+)``", doc):
-        pending.append(m.group(1))
-        rest = doc[m.end():]
-        if rest.startswith("/"):
-            continue
-        desc = _parenthesized(doc, m.end() + len(rest) - len(rest.lstrip()))
-        if desc is not None:
-            for n in pending:
-                out[n] = " ".join(desc.split())
-        pending = []
-    return out
-
-
-def _attributes() -> dict[str, tuple[str, str]]:
-    """``{PLAIT_X: (attribute of plait.config, comment)}`` from ``Config.__init__``'s
-    source: an attribute line naming the variable, or the comment lines just above it."""
-    from plait.config import Config
-    src = inspect.getsource(Config.__init__).splitlines()
-    out: dict[str, tuple[str, str]] = {}
-    comments: list[str] = []
-    for line in src:
-        s = line.strip()
-        if s.startswith("#"):
-            comments.append(s.lstrip("# "))
-            continue
-        m = re.match(r"self\.(\w+)\s*(?::[^=]+)?=(.*)$", s)
-        if not m:
-            continue
-        code, _, comment = m.group(2).partition("  #")
-        names = _NAME.findall(code) or _NAME.findall(" ".join(comments))
-        for n in names:
-            out.setdefault(n, (m.group(1), " ".join(comments + [comment.strip(" #")]).strip()))
-        comments = []
-    return out
+_NAME = re.compile(r"(?<![A-Za-z0-9_])PLAIT_[A-Z0-9_]*[A-Z0-9]")
+_NOT_SETTINGS = {"PLAIT_KERNEL", "PLAIT_NO_VECMATH"}   # macros of the generated C
 
 
 def _readers() -> dict[str, list[str]]:
-    """``{PLAIT_X: [modules reading it]}`` over the package's sources."""
+    """``{variable: [modules naming it]}`` over the package's sources."""
     out: dict[str, list[str]] = {}
     for root, _, files in os.walk(_PKG):
         for f in files:
@@ -88,20 +35,17 @@ def _readers() -> dict[str, list[str]]:
 
 
 def settings() -> list[dict]:
-    """Every ``PLAIT_*`` variable: name, ``plait.config`` attribute (or None), the current
-    value, what it does, and the modules that read it."""
-    import sys
-    cfg_mod = sys.modules["plait.config"]       # plait.config the attribute is the object
-    descs = _docstring_descriptions(cfg_mod.__doc__ or "")
-    attrs = _attributes()
+    """Every ``PLAIT_*`` variable: name, ``plait.config`` attribute, current value, what
+    it does (its ``config.SETTINGS`` row), and the modules that name it. A variable some
+    module names without a row comes last, with no attribute."""
+    from plait.config import SETTINGS, config
     readers = _readers()
-    rows = []
-    for name in sorted(readers):
-        attr, comment = attrs.get(name, (None, ""))
-        value = getattr(cfg_mod.config, attr, None) if attr else os.environ.get(name)
-        rows.append({"name": name, "attribute": attr, "value": value,
-                     "description": descs.get(name) or comment or "",
-                     "read_by": sorted(readers[name])})
+    rows = [{"name": s.env, "attribute": s.name, "value": getattr(config, s.name),
+             "description": s.doc, "read_by": sorted(readers.get(s.env, []))}
+            for s in sorted(SETTINGS, key=lambda s: s.env)]
+    known = {s.env for s in SETTINGS}
+    rows += [{"name": n, "attribute": None, "value": None, "description": "",
+              "read_by": sorted(readers[n])} for n in sorted(set(readers) - known)]
     return rows
 
 

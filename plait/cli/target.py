@@ -11,15 +11,13 @@ from typing import Callable
 
 import numpy as np
 
+from plait.errors import UsageError
+
 _DTYPES = {"bool": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32,
            "i64": np.int64, "u8": np.uint8, "u16": np.uint16, "u32": np.uint32,
            "u64": np.uint64, "f16": np.float16, "f32": np.float32, "f64": np.float64,
            "c64": np.complex64, "c128": np.complex128}
 _SPEC = re.compile(r"\s*([a-z]+[0-9]*)\s*(?:\[([0-9,\s]*)\])?\s*")
-
-
-class UsageError(Exception):
-    """A command-line argument that names nothing usable (exit status 2)."""
 
 
 def load_function(target: str) -> Callable:

@@ -11,6 +11,7 @@ digits (with matplotlib; without it, a note says how to get them).
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 import numpy as np
@@ -45,9 +46,13 @@ def make_model() -> stax.Layer:
         stax.Flatten, stax.Dense(64), stax.Relu, stax.Dense(10))
 
 
-def _progress(i: int, total: int, loss: float) -> None:
-    from plait.runtime.progress import bar
-    bar(i, total, f"steps  loss {loss:.4f}")
+def _progress(i: int, total: int, loss: float, width: int = 30) -> None:
+    done = int(width * i / total)
+    sys.stderr.write(f"\r  [{'#' * done}{'.' * (width - done)}] step {i}/{total}  "
+                     f"loss {loss:.4f}")
+    if i == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
 
 
 def train(steps: int = 300, batch: int = 64, lr: float = 3e-3, seed: int = 0,

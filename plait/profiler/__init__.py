@@ -9,19 +9,26 @@ While no trace is active the instrumented code pays one flag check
 (:data:`plait.profiler.events.ACTIVE`). Native executables are timed step by step;
 interp and xla executables appear as their compile events only.
 """
-from __future__ import annotations
 
-import contextlib
-import json
-import os
-import time
+import contextlib as _contextlib
+import json as _json
+import os as _os
+import time as _time
 
 from plait.profiler import events
 
-__all__ = ["trace", "start_trace", "stop_trace", "summary", "last_events"]
+__all__ = ["events", "last_events", "start_trace", "stop_trace", "summary", "trace"]
 
-_LAST: list[dict] = []
-_DIR: list[str] = []
+
+class _State:
+    """The running trace's folder and the last finished trace's events."""
+
+    def __init__(self):
+        self.log_dir: str | None = None
+        self.last: list[dict] = []
+
+
+_STATE = _State()
 
 
 def start_trace(log_dir: str) -> None:
@@ -30,26 +37,26 @@ def start_trace(log_dir: str) -> None:
         from plait.errors import PlaitValueError
         raise PlaitValueError("a plait.profiler trace is already running; stop it first "
                               "(plait.profiler.stop_trace())")
-    os.makedirs(log_dir, exist_ok=True)
-    _DIR[:] = [log_dir]
+    _os.makedirs(log_dir, exist_ok=True)
+    _STATE.log_dir = log_dir
     events.start()
 
 
 def stop_trace() -> str:
     """Stop recording and write the trace; returns the file's path."""
-    if not _DIR:
+    if _STATE.log_dir is None:
         from plait.errors import PlaitValueError
         raise PlaitValueError("no plait.profiler trace is running (start one with "
                               "plait.profiler.start_trace(dir) or `with trace(dir):`)")
     evs = events.stop()
-    _LAST[:] = evs
-    log_dir = _DIR.pop()
-    path = os.path.join(log_dir, f"plait-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
-                                 f".trace.json")
+    _STATE.last = evs
+    log_dir, _STATE.log_dir = _STATE.log_dir, None
+    path = _os.path.join(log_dir, f"plait-{_time.strftime('%Y%m%d-%H%M%S')}-{_os.getpid()}"
+                                  f".trace.json")
     doc = {"traceEvents": evs, "displayTimeUnit": "ms",
-           "otherData": {"producer": "plait.profiler", "pid": os.getpid()}}
+           "otherData": {"producer": "plait.profiler", "pid": _os.getpid()}}
     with open(path, "w") as f:
-        json.dump(doc, f)
+        _json.dump(doc, f)
     return path
 
 
@@ -57,7 +64,7 @@ class _Trace:
     path: str | None = None
 
 
-@contextlib.contextmanager
+@_contextlib.contextmanager
 def trace(log_dir: str):
     """``with plait.profiler.trace("dir") as t:`` ... ``t.path`` is the written file."""
     start_trace(log_dir)
@@ -70,7 +77,7 @@ def trace(log_dir: str):
 
 def last_events() -> list[dict]:
     """The events of the last finished trace."""
-    return list(_LAST)
+    return list(_STATE.last)
 
 
 def summary(trace_events: list[dict] | str | None = None, top: int = 10,
@@ -80,10 +87,10 @@ def summary(trace_events: list[dict] | str | None = None, top: int = 10,
     and their share of the machine's peak (:mod:`plait.profiler.peak`). Printed and
     returned."""
     from plait.profiler.peak import peak_bytes_per_s, peak_flops
-    evs = trace_events if trace_events is not None else _LAST
+    evs = trace_events if trace_events is not None else _STATE.last
     if isinstance(evs, str):
         with open(evs) as f:
-            evs = json.load(f)["traceEvents"]
+            evs = _json.load(f)["traceEvents"]
     rows: dict = {}
     for e in evs:
         if e.get("ph") != "X" or e.get("cat") not in ("kernel", "host"):
