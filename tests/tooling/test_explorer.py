@@ -12,7 +12,6 @@ import numpy as np
 import plait
 import plait.numpy as pnp
 from plait.explorer.layout import color
-from plait.stripe.targets import cpu_target  # noqa: F401  (the pass list's home)
 
 import headless_chromium
 
