@@ -247,6 +247,15 @@ class NotConvertible(Exception):
     autograph then leaves the function as written."""
 
 
+class UsageError(PlaitError, ValueError):
+    """A command-line argument of the ``plait`` command that names nothing usable (a
+    missing file or function, a malformed argument spec); the command exits with
+    status 2."""
+
+    def __init__(self, msg: str = ""):
+        super().__init__(msg, locate=False)
+
+
 class CacheFallbackWarning(UserWarning):
     """The kernel cache directory cannot be used; kernels are compiled in a temporary one."""
 
@@ -263,11 +272,3 @@ def warn_user(msg: str, category: type) -> None:
         f, level = f.f_back, level + 1
     warnings.warn(msg, category, stacklevel=level)
 
-
-class UsageError(PlaitError, ValueError):
-    """A command-line argument of the ``plait`` command that names nothing usable (a
-    missing file or function, a malformed argument spec); the command exits with
-    status 2."""
-
-    def __init__(self, msg: str = ""):
-        super().__init__(msg, locate=False)
