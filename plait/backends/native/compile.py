@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import time
 import weakref
@@ -427,14 +428,13 @@ def _compile_native(closed: ClosedGraph) -> NativeExecutable:
 
 
 def _build(source: str, out: str, tc) -> None:
-    """Run the C compiler (a profiler event when a trace is active)."""
-    from plait.config import config
+    """Run the C compiler (a profiler event when a trace is active; its time is logged
+    with ``log_compiles``)."""
     progress.phase("C compiler")
     t0 = time.perf_counter()
     with events.span("C compiler", "compile", {"source_bytes": len(source)}):
         build_shared_object(source, out, tc)
     if config.log_compiles:
-        import logging
         logging.getLogger("plait").warning(
             "plait: C compiler built %d KiB of C into one shared object in %.2f s",
             len(source) // 1024, time.perf_counter() - t0)
