@@ -33,7 +33,8 @@ class Slots:
     """
 
     def __init__(self, constvars: Sequence, consts: Sequence, invars: Sequence):
-        self.index: dict = {}
+        self.index: dict = {}                     # value -> its (latest) slot
+        self.count = 0                            # slots numbered so far
         self.fixed: dict[int, object] = {}       # slot -> value known before a call
         for v, c in zip(constvars, consts):
             self.fixed[self.write(v)] = c
@@ -41,11 +42,13 @@ class Slots:
             self.write(v)
 
     def __len__(self) -> int:
-        return len(self.index)
+        return self.count
 
     def write(self, key: Hashable) -> int:
-        """A new slot for ``key`` (a variable a step writes)."""
-        s = self.index[key] = len(self.index)
+        """A new slot for ``key`` (a variable a step writes; a literal object read
+        twice gets a second slot)."""
+        s = self.index[key] = self.count
+        self.count += 1
         return s
 
     def bind(self, key: Hashable, value) -> int:
@@ -65,7 +68,7 @@ class Slots:
 
     def environment(self) -> list:
         """A fresh environment: the fixed values in place, every other slot None."""
-        env = [None] * len(self.index)
+        env = [None] * self.count
         for s, v in self.fixed.items():
             env[s] = v
         return env

@@ -53,6 +53,8 @@ def test_slots_number_constants_arguments_then_the_rest():
     env = slots.environment()
     assert env[1] is None and env[3] is None and float(env[2]) == 2.0
     np.testing.assert_array_equal(env[0], np.ones(2))
+    # one literal object read by two equations: two slots, never a slot given twice
+    assert slots.read(lit) == 4 and slots.write(object()) == 5 and len(slots) == 6
 
 
 # --- the native plan ------------------------------------------------------------------
