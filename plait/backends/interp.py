@@ -54,6 +54,7 @@ class InterpExecutable:
                                     eqn.prim.multiple_results))
         self.steps = steps
         self.out = tuple(slots.read(a) for a in g.outvars)
+        self._env = slots.environment()               # copied per call
 
     def launch(self, *args, deps: tuple = ()) -> None:
         """Reference executables run only on the calling thread: always None (call it)."""
@@ -62,7 +63,7 @@ class InterpExecutable:
     def __call__(self, *args) -> list:
         if len(args) != self.n_in:
             raise TypeError(f"executable takes {self.n_in} arguments, got {len(args)}")
-        env = self.slots.environment()
+        env = list(self._env)
         nc = len(self.consts)
         env[nc:nc + len(args)] = args
         for st in self.steps:

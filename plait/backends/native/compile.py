@@ -14,7 +14,7 @@ from plait.backends.native import lapack  # noqa: F401  (linalg native rules)
 from plait.backends.native.cprogram import CProgram, CallStep, driver_source
 from plait.backends.native.launch import Launch, launch
 from plait.backends.native.partition import KernelStep, partition
-from plait.backends.native.plan import Plan, build_plan, describe
+from plait.backends.native.plan import HostCall, Plan, build_plan, describe
 from plait.codegen.c_pymodule import module_source
 from plait.codegen.c_stripe import PRELUDE, decode_status
 from plait.codegen.toolchain import build_shared_object, require_toolchain
@@ -43,6 +43,8 @@ class NativeExecutable:
                       if prepared.entry and self.lib is not None else None)
         self._out_buffers = [(tuple(a.aval.shape), np.dtype(a.aval.dtype))
                              for a in closed.graph.outvars]
+        self._env = self.plan.slots.environment()     # copied per call
+        self._host = any(isinstance(st, HostCall) for st in self.plan.steps)
 
     def alias_plan(self, donated: Sequence[int]) -> dict[int, int]:
         """Which output buffer reuses which donated argument's buffer: ``{output slot:
@@ -147,9 +149,10 @@ class NativeExecutable:
         if len(args) != self.n_in:
             raise TypeError(f"executable takes {self.n_in} arguments, got {len(args)}")
         p = self.plan
-        env = p.slots.environment()
+        env = list(self._env)
         env[p.n_consts:p.n_consts + len(args)] = args
-        token = set_graph_runner(_run_subgraph)    # sub-graphs of host steps run natively too
+        # sub-graphs of host steps (control flow) run natively too
+        token = set_graph_runner(_run_subgraph) if self._host else None
         try:
             for st in p.steps:
                 if times is not None:
@@ -170,7 +173,8 @@ class NativeExecutable:
                 if times is not None:
                     times.append(time.perf_counter() - t0)
         finally:
-            reset_graph_runner(token)
+            if token is not None:
+                reset_graph_runner(token)
         return [env[s] for s in p.outputs]
 
     def memory_analysis(self, donated: Sequence[int] = ()) -> dict:
