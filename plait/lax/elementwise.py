@@ -13,7 +13,7 @@ import numpy as np
 
 from plait.core import dtypes
 from plait.core.aval import ShapedArray
-from plait.core import trace as _trace
+from plait.core.trace import wrap_array
 from plait.core.trace import get_aval, Tracer
 from plait.lax._base import (standard_unop, standard_binop, standard_primitive, to_bool,
                              check_dtype, check_same_dtypes, check_same_shapes,
@@ -27,10 +27,6 @@ from plait.errors import PlaitTypeError
 
 _real = dtypes.real_dtype
 _PY_SCALARS = (bool, int, float, builtins.complex)
-
-
-def _WRAP(value, weak):
-    return _trace._WRAP(value, weak)
 
 
 def _trunc_div(x, y):
@@ -425,8 +421,15 @@ def _convert_transpose(ct, x, *, new_dtype, weak_type):
     return [convert_element_type(ct, aval_of_operand(x).dtype)]
 
 
+def _convert_is_copy(x, *, new_dtype, weak_type) -> bool:
+    """A conversion to the dtype and weakness its operand already has is a copy (the
+    lazy runtime's differentiation markers are such conversions)."""
+    return x.dtype == new_dtype and x.weak_type == weak_type
+
+
 convert_element_type_p.def_rule("jvp", _convert_jvp)
 convert_element_type_p.def_rule("transpose", _convert_transpose)
+convert_element_type_p.def_rule("is_copy", _convert_is_copy)
 defvectorized(convert_element_type_p)
 
 
@@ -442,7 +445,7 @@ def _scalar_like(x, other):
     if isinstance(x, _PY_SCALARS) and not isinstance(other, _PY_SCALARS):
         a = get_aval(other)
         if not isinstance(other, Tracer):      # eager: build the operand directly
-            return _WRAP(np.full(a.shape, x, dtype=a.dtype), True)
+            return wrap_array(np.full(a.shape, x, dtype=a.dtype), True)
         s = as_operand(x, a.dtype)
         if a.shape:
             from plait.lax.shape_ops import broadcast_in_dim

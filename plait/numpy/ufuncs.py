@@ -33,7 +33,7 @@ from plait.numpy._promote import (arg, asarray_strong, is_python_scalar, cast, b
                                   broadcast_to_shape, scalar_array, promote_args, wrap,
                                   static_int)
 
-_RESOLVED: dict = {}
+_RESOLVED = LRUCache()   # (ufunc, argument dtypes or weak Python types) -> loop dtypes
 _WEAK_KEY = {"b": dtypes.bool_, "i": int, "u": int, "f": float, "c": complex}
 _DEFAULT = {bool: dtypes.bool_, int: dtypes.int64, float: dtypes.float64,
             complex: dtypes.complex128}

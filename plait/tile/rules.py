@@ -19,7 +19,8 @@ from plait.lax import shape_ops as S
 from plait.lax import special as SP
 from plait.lax import windowed as W
 from plait.tile.affine import Affine, Constraint
-from plait.tile.lowering import LowerCtx, NotLowerable, TVal, lower_reshape, tile_dtype
+from plait.errors import NotLowerable
+from plait.tile.lowering import LowerCtx, TVal, lower_reshape, tile_dtype
 
 _ZERO = Affine((), 0)
 

@@ -25,6 +25,7 @@ from plait.passes.inline import inline
 from plait.runtime import kernel_cache, metrics
 from plait.runtime.cpuinfo import cpu_info
 from plait.backends.native.target import host_target
+from plait.config import config, set_openmp_wait_defaults
 
 
 class NativeExecutable:
@@ -201,7 +202,6 @@ class Prepared:
     def __init__(self, closed: ClosedGraph):
         self.closed = inline(closed)
         dump = _dump_dir(self.closed)
-        from plait.config import config
         self.timed = config.profile
         cprog = CProgram(host_target(), dump, self.timed)
         self.steps = cprog.native_steps(partition(self.closed.graph))
@@ -251,7 +251,6 @@ class Prepared:
 
 def _dump_dir(closed: ClosedGraph) -> str | None:
     """``$PLAIT_DUMP_DIR/<function>_<hash of its graph>`` (created), or None."""
-    from plait.config import config
     if not config.dump_dir:
         return None
     import hashlib
@@ -332,8 +331,7 @@ def _openmp_defaults() -> None:
     an idle machine (W6 step 0.81 ms alone); a 2000-round spin keeps most of both
     (0.47 ms alone, 0.84-0.96 ms with two processes). libgomp reads these when the
     first kernel library loads it; a user's setting wins."""
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    os.environ.setdefault("GOMP_SPINCOUNT", "2000")
+    set_openmp_wait_defaults("PASSIVE", 2000)
 
 
 _SUBGRAPHS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()

@@ -25,7 +25,7 @@ from plait.backends.liveness import Lifetimes, lifetimes, peak_bytes
 from plait.backends.native.partition import HostStep, KernelStep, partition
 from plait.codegen.c_stripe import C_TYPES, oom_status, render_program, temp_bytes
 from plait.codegen.toolchain import find_toolchain
-from plait.config import config
+from plait.config import config, omp_num_threads
 from plait.core.graph import Graph, Literal, Var
 from plait.passes.inline import inline_graph
 from plait.stripe import lower as stripe_lower
@@ -74,9 +74,9 @@ def storage_type(aval) -> str:
 
 def omp_threads() -> int:
     """How many threads an OpenMP parallel loop of a kernel uses at most here."""
-    n = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
-    if n.isdigit() and int(n) > 0:
-        return int(n)
+    n = omp_num_threads()
+    if n is not None:
+        return n
     try:
         return max(len(os.sched_getaffinity(0)), 1)
     except (AttributeError, OSError):

@@ -39,16 +39,15 @@ The package: ``factorizations`` (``cholesky``, ``lu``, ``qr``), ``eigen`` (``eig
 ``eig``, ``svd``, ``schur``) and ``solves`` (``triangular_solve``,
 ``tridiagonal_solve``), over the shared checks and helpers of ``_common``.
 """
-from __future__ import annotations
 
-# the primitives (``*_p``) are public too: backends register their rules on them
-from plait.lax.linalg.eigen import (eig, eig_p, eigh, eigh_p, schur, schur_p,  # noqa: F401
-                                    svd, svd_p)
-from plait.lax.linalg.factorizations import (cholesky, cholesky_p, lu, lu_p,  # noqa: F401
-                                             lu_pivots_to_permutation,
-                                             lu_pivots_to_permutation_np, lu_solve, qr, qr_p)
-from plait.lax.linalg.solves import (triangular_solve, triangular_solve_p,  # noqa: F401
-                                     tridiagonal_solve, tridiagonal_solve_p)
+from plait.lax.linalg.eigen import eig, eig_p, eigh, eigh_p, schur, schur_p, svd, svd_p
+from plait.lax.linalg.factorizations import (cholesky, cholesky_p, lu, lu_p,
+                                             lu_pivots_to_permutation, lu_solve, qr, qr_p)
+from plait.lax.linalg.solves import (triangular_solve, triangular_solve_p, tridiagonal_solve,
+                                     tridiagonal_solve_p)
 
 __all__ = ["cholesky", "triangular_solve", "lu", "qr", "eigh", "eig", "svd", "schur",
-           "tridiagonal_solve", "lu_pivots_to_permutation", "lu_solve"]
+           "tridiagonal_solve", "lu_pivots_to_permutation", "lu_solve",
+           # the primitives (as in jax.lax.linalg), for rules of other backends
+           "cholesky_p", "eig_p", "eigh_p", "lu_p", "qr_p", "schur_p", "svd_p",
+           "triangular_solve_p", "tridiagonal_solve_p"]
