@@ -1,15 +1,32 @@
 """The reference backend: evaluate a graph with each primitive's NumPy ``impl``.
 
-Compilation resolves every equation's rule and operand slots once, so a call is
-a flat loop over ``(impl, input slots, params, output slots)``.
+Compilation resolves every equation's rule and operand slots once (``liveness.Slots``,
+the slot planner the native backend uses too) and folds equations whose operands are
+all known, so a call is a flat loop over :class:`InterpStep`. Every intermediate is
+kept until the call returns (the oracle favours simplicity over memory).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
 import numpy as np
 
+from plait.backends.liveness import Slots
 from plait.core.effects import has_effects
-from plait.core.graph import ClosedGraph, Literal
+from plait.core.graph import ClosedGraph
 from plait.core.printer import pp_graph
+
+
+@dataclass(frozen=True)
+class InterpStep:
+    """``impl(*env[reads], **params)`` stored in ``env[writes]``."""
+
+    impl: Callable
+    params: dict
+    reads: tuple[int, ...]
+    writes: tuple[int, ...]
+    multiple_results: bool
 
 
 class InterpExecutable:
@@ -18,60 +35,45 @@ class InterpExecutable:
     def __init__(self, closed: ClosedGraph):
         g = closed.graph
         self.closed = closed
-        slot: dict = {}
-        for v in g.constvars + g.invars:
-            slot[v] = len(slot)
         self.n_in = len(g.invars)
         self.consts = [np.asarray(c) if not hasattr(c, "_value") else c._value
                        for c in closed.consts]
-        known = dict(zip(g.constvars, self.consts))   # values known at compile time
+        self.slots = slots = Slots(g.constvars, self.consts, g.invars)
         steps = []
         for eqn in g.eqns:
-            ins = []
-            for a in eqn.inputs:
-                if isinstance(a, Literal):
-                    ins.append(("lit", a.val))
-                elif a in known:
-                    ins.append(("lit", known[a]))
-                else:
-                    ins.append(("var", slot[a]))
+            reads = tuple(slots.read(a) for a in eqn.inputs)
             impl = eqn.prim.rule("impl")
-            if all(k == "lit" for k, _ in ins) and not has_effects(eqn):
+            if all(slots.is_fixed(s) for s in reads) and not has_effects(eqn):
                 # constant folding at compile time: inputs are all known
-                r = impl(*[v for _, v in ins], **eqn.params)
-                rs = r if eqn.prim.multiple_results else [r]
-                for v, x in zip(eqn.outputs, rs):
-                    known[v] = np.asarray(x)
+                r = impl(*[slots.fixed[s] for s in reads], **eqn.params)
+                for v, x in zip(eqn.outputs, r if eqn.prim.multiple_results else [r]):
+                    slots.bind(v, np.asarray(x))
                 continue
-            for v in eqn.outputs:
-                slot[v] = len(slot)
-            steps.append((impl, tuple(ins), eqn.params,
-                          tuple(slot[v] for v in eqn.outputs), eqn.prim.multiple_results))
+            steps.append(InterpStep(impl, eqn.params, reads,
+                                    tuple(slots.write(v) for v in eqn.outputs),
+                                    eqn.prim.multiple_results))
         self.steps = steps
-        self.n_slots = len(slot)
-        self.out = [("lit", a.val) if isinstance(a, Literal) else
-                    ("lit", known[a]) if a in known else ("var", slot[a]) for a in g.outvars]
+        self.out = tuple(slots.read(a) for a in g.outvars)
+        self._env = slots.environment()               # copied per call
 
     def launch(self, *args, deps: tuple = ()) -> None:
         """Reference executables run only on the calling thread: always None (call it)."""
         return None
 
     def __call__(self, *args) -> list:
-        env = [None] * self.n_slots
-        nc = len(self.consts)
-        env[:nc] = self.consts
-        env[nc:nc + len(args)] = args
         if len(args) != self.n_in:
             raise TypeError(f"executable takes {self.n_in} arguments, got {len(args)}")
-        for impl, ins, params, outs, multi in self.steps:
-            vals = [env[i] if k == "var" else i for k, i in ins]
-            r = impl(*vals, **params)
-            if multi:
-                for o, x in zip(outs, r):
+        env = list(self._env)
+        nc = len(self.consts)
+        env[nc:nc + len(args)] = args
+        for st in self.steps:
+            r = st.impl(*[env[s] for s in st.reads], **st.params)
+            if st.multiple_results:
+                for o, x in zip(st.writes, r):
                     env[o] = x if type(x) is np.ndarray else np.asarray(x)
             else:
-                env[outs[0]] = r if type(r) is np.ndarray else np.asarray(r)
-        return [env[i] if k == "var" else i for k, i in self.out]
+                env[st.writes[0]] = r if type(r) is np.ndarray else np.asarray(r)
+        return [env[s] for s in self.out]
 
     def as_text(self) -> str:
         return pp_graph(self.closed)

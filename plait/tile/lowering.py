@@ -74,6 +74,26 @@ class LowerCtx:
         self._made: dict[int, tuple] = {}     # id(expr) -> (expr, shape, tensor) materialized
         self._vars = itertools.count()
 
+    # -- trying an equation --------------------------------------------------------------
+    def checkpoint(self) -> tuple[int, ...]:
+        """A mark of the program built so far, for :meth:`rollback`."""
+        b = self.b
+        return len(b.stmts), len(b.tensors), len(b.inputs), len(b.outputs)
+
+    def rollback(self, mark: tuple[int, ...]) -> None:
+        """Forget the statements, tensors, inputs and outputs added since ``mark`` (a
+        :meth:`checkpoint`), after a rule raised ``NotLowerable`` half way. The tables
+        only grow while an equation lowers, so this truncates them (copying them per
+        equation would be quadratic in the kernel's size); the memo of materialized
+        values needs no rollback: entries naming removed tensors are ignored."""
+        b = self.b
+        n_stmts, n_tensors, n_inputs, n_outputs = mark
+        del b.stmts[n_stmts:]
+        del b.inputs[n_inputs:]
+        del b.outputs[n_outputs:]
+        while len(b.tensors) > n_tensors:
+            b.tensors.popitem()
+
     # -- values -------------------------------------------------------------------------
     def input(self, name: str, shape, dtype) -> TVal:
         t = self.b.input(name, tile_dtype(dtype), tuple(shape))

@@ -12,15 +12,15 @@ from typing import Sequence
 
 from plait.backends.native import control  # noqa: F401  (registers the native rules)
 from plait.backends.native import lapack  # noqa: F401  (linalg native rules)
-from plait.backends.native.cprogram import CProgram, CallStep, step_buffers, driver_source
+from plait.backends.native.cprogram import CProgram, CallStep, driver_source
 from plait.backends.native.launch import Launch, launch
 from plait.backends.native.partition import KernelStep, partition
+from plait.backends.native.plan import HostCall, Plan, build_plan, describe
 from plait.codegen.c_pymodule import module_source
 from plait.codegen.c_expr import op_prelude
 from plait.codegen.c_stripe import PRELUDE, decode_status
 from plait.codegen.toolchain import build_shared_object, require_toolchain
-from plait.core.graph import (ClosedGraph, Literal, closure_convert, reset_graph_runner,
-                              set_graph_runner)
+from plait.core.graph import ClosedGraph, closure_convert, reset_graph_runner, set_graph_runner
 from plait.core.printer import pp_graph
 from plait.errors import PlaitMemoryError
 from plait.passes.inline import inline
@@ -36,87 +36,35 @@ class NativeExecutable:
 
     def __init__(self, prepared: "Prepared", loaded: "tuple | None"):
         self.prepared = prepared
-        closed, steps, stripe = prepared.closed, prepared.steps, prepared.stripe
-        g = closed.graph
-        self.closed = closed
+        self.closed = closed = prepared.closed
         # (ctypes library, extension module or None) of the program's shared object
         self.lib, self.pymod = loaded if loaded is not None else (None, None)
-        slot: dict = {}
-        for v in g.constvars + g.invars:
-            slot[v] = len(slot)
         self.consts = [c._value if hasattr(c, "_value") else np.asarray(c) for c in closed.consts]
-        self.literals: list[tuple[int, np.ndarray]] = []   # scalar operands of native calls
-        self.n_in = len(g.invars)
-        plan = []
-        for st in steps:
-            if isinstance(st, (KernelStep, CallStep)):
-                if self.pymod is not None:
-                    fn = getattr(self.pymod, st.name)
-                else:
-                    fn = getattr(self.lib, st.name)
-                    fn.restype = ctypes.c_int64
-                    fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
-                bufs = []   # (slot, None) for inputs, (slot, (shape, dtype)) for outputs
-                for d, a in step_buffers(st, stripe):
-                    if d == "in":
-                        if isinstance(a, Literal):
-                            slot[a] = len(slot)
-                            self.literals.append((slot[a], np.ascontiguousarray(a.val)))
-                        bufs.append((slot[a], None))
-                    else:
-                        slot[a] = len(slot)
-                        bufs.append((slot[a], (a.aval.shape, np.dtype(a.aval.dtype))))
-                plan.append((True, fn, tuple(bufs), None,
-                             None if self.pymod is not None else ctypes.c_void_p * len(bufs)))
-            else:
-                e = st.eqn
-                ins = tuple(("lit", a.val) if isinstance(a, Literal) else ("var", slot[a])
-                            for a in e.inputs)
-                for v in e.outputs:
-                    slot[v] = len(slot)
-                plan.append((False, e.prim.rule("impl"), ins,
-                             tuple(slot[v] for v in e.outputs), (e.params, e.prim.multiple_results)))
+        self.n_in = len(closed.graph.invars)
+        self.plan: Plan = build_plan(closed.graph, self.consts, prepared.steps, prepared.stripe,
+                                     self.lib, self.pymod)
         self.entry = (ctypes.cast(getattr(self.lib, prepared.entry), ctypes.c_void_p).value
                       if prepared.entry and self.lib is not None else None)
-        self._out_buffers = [(tuple(a.aval.shape), np.dtype(a.aval.dtype)) for a in g.outvars]
-        self.n_slots = len(slot)
-        self.out = [("lit", a.val) if isinstance(a, Literal) else ("var", slot[a])
-                    for a in g.outvars]
-        # free each intermediate after its last use, so memory is reused by liveness
-        keep = {i for k, i in self.out if k == "var"} | set(range(len(self.consts)))
-        last: dict[int, int] = {}
-        for n, (native, _, ins, _, _) in enumerate(plan):
-            for s in (ins if not native else [s for s, o in ins if o is None]):
-                if isinstance(s, tuple):
-                    if s[0] == "var":
-                        last[s[1]] = n
-                else:
-                    last[s] = n
-        frees: list[list[int]] = [[] for _ in plan]
-        for s, n in last.items():
-            if s not in keep:
-                frees[n].append(s)
-        self.plan = [p + (tuple(f),) for p, f in zip(plan, frees)]
-        self._avals = {slot[v]: v.aval for v in slot}
-        self._last_use = last
-        self._made_at = {s: n for n, (native, _, ins, _, _) in enumerate(plan) if native
-                         for s, o in ins if o is not None}
+        self._out_buffers = [(tuple(a.aval.shape), np.dtype(a.aval.dtype))
+                             for a in closed.graph.outvars]
+        self._env = self.plan.slots.environment()     # copied per call
+        self._host = any(isinstance(st, HostCall) for st in self.plan.steps)
 
     def alias_plan(self, donated: Sequence[int]) -> dict[int, int]:
         """Which output buffer reuses which donated argument's buffer: ``{output slot:
         argument index}``. An output made by a native kernel takes a donated argument of
         its shape and dtype whose last use is in an earlier step (so the kernel never
         reads what it overwrites); each argument serves one output."""
-        nc = len(self.consts)
+        p = self.plan
         free_args = [i for i in donated if 0 <= i < self.n_in]
         plan: dict[int, int] = {}
-        for k, s in self.out:
-            if k != "var" or s not in self._made_at or s in plan:
+        for s in p.outputs:
+            if s not in p.made_at or s in plan:
                 continue
             for i in free_args:
-                a, o = self._avals[nc + i], self._avals[s]
+                a, o = p.avals[p.n_consts + i], p.avals[s]
                 if (a.shape == o.shape and a.dtype == o.dtype
-                        and self._last_use.get(nc + i, -1) < self._made_at[s]):
+                        and p.last_use.get(p.n_consts + i, -1) < p.made_at[s]):
                     plan[s] = i
                     free_args.remove(i)
                     break
@@ -207,110 +155,53 @@ class NativeExecutable:
         return out
 
     def _step_names(self) -> list[tuple[str, str]]:
-        out = []
-        for st in self.prepared.steps:
-            if isinstance(st, KernelStep):
-                out.append((st.name, ", ".join(e.prim.name for e in st.eqns)))
-            elif isinstance(st, CallStep):
-                out.append((st.name, f"native {st.eqn.prim.name}"))
-            else:
-                out.append(("host", st.eqn.prim.name))
-        return out
+        return [describe(st) for st in self.prepared.steps]
 
     def _run(self, args, times: list | None, alias: dict[int, int] | None = None) -> list:
         """Run every step; ``times`` (when a list) gets each step's (start, end) seconds."""
         if len(args) != self.n_in:
             raise TypeError(f"executable takes {self.n_in} arguments, got {len(args)}")
-        env = [None] * self.n_slots
-        nc = len(self.consts)
-        env[:nc] = self.consts
-        env[nc:nc + len(args)] = args
-        for s, v in self.literals:
-            env[s] = v
-        for native, fn, ins, outs, extra, free in self.plan:
-            if times is not None:
-                t0 = time.perf_counter()
-            if native:
-                arrays = []
-                for s, out in ins:
-                    if out is None:
-                        a = env[s]
-                        if not a.flags.c_contiguous:
-                            a = env[s] = np.ascontiguousarray(a)
-                    elif alias and s in alias:
-                        a = env[s] = args[alias[s]]
-                    else:
-                        a = env[s] = _alloc(out[0], out[1],
-                                            f"the result buffer of kernel "
-                                            f"{getattr(fn, '__name__', '?')}")
-                    arrays.append(a)
-                if extra is None:          # extension-module entry point
-                    status = fn(arrays)
-                else:                      # ctypes entry point
-                    status = fn(extra(*[a.__array_interface__["data"][0] for a in arrays]))
-                if status:
-                    raise PlaitMemoryError(self._describe(status))
-            else:
-                params, multi = extra
-                token = set_graph_runner(_run_subgraph)    # sub-graphs run natively too
+        p = self.plan
+        env = list(self._env)
+        env[p.n_consts:p.n_consts + len(args)] = args
+        # sub-graphs of host steps (control flow) run natively too
+        token = set_graph_runner(_run_subgraph) if self._host else None
+        try:
+            for st in p.steps:
+                if times is not None:
+                    t0 = time.perf_counter()
                 try:
-                    r = fn(*[env[i] if k == "var" else i for k, i in ins], **params)
+                    status = st.run(env, args, alias, _alloc)
                 except MemoryError as e:
                     if isinstance(e, PlaitMemoryError):
                         raise
                     raise PlaitMemoryError(
-                        f"out of memory in a host step ({fn.__qualname__}) of "
+                        f"out of memory in {st.label()} of "
                         f"{self.closed.graph.name or 'a compiled function'}: a buffer "
                         f"could not be allocated ({e}). {_ADVICE}") from e
-                finally:
-                    reset_graph_runner(token)
-                if multi:
-                    for s, x in zip(outs, r):
-                        env[s] = np.asarray(x)
-                else:
-                    env[outs[0]] = np.asarray(r)
-            for s in free:
-                env[s] = None
-            if times is not None:
-                times.append((t0, time.perf_counter()))
-        return [env[i] if k == "var" else i for k, i in self.out]
+                if status:
+                    raise PlaitMemoryError(self._describe(status))
+                for s in st.frees:
+                    env[s] = None
+                if times is not None:
+                    times.append((t0, time.perf_counter()))
+        finally:
+            if token is not None:
+                reset_graph_runner(token)
+        return [env[s] for s in p.outputs]
 
     def memory_analysis(self, donated: Sequence[int] = ()) -> dict:
         """Argument, output and peak intermediate bytes: intermediates are freed after
         their last use, and a native step adds the temporaries it allocates while it
         runs (per-thread scratch, hidden buffers such as argmax's, loop carries)."""
-        def nbytes(s):
-            a = self._avals[s]
-            return int(np.prod(a.shape)) * np.dtype(a.dtype).itemsize
-        nc = len(self.consts)
-        args = sum(nbytes(s) for s in range(nc, nc + self.n_in))
-        outs = {i for k, i in self.out if k == "var"}
-        live, peak = 0, 0
-        root: dict[int, int] = {}     # output slot of a forwarding host step -> its buffer
-        refs: dict[int, int] = {}     # buffer slot -> live slots naming it
-        for st, (native, _, ins, step_outs, _, free) in zip(self.prepared.steps, self.plan):
-            if not native and st.eqn.prim.rules.get("forwards_operands", False):
-                made = []             # an identity (optimization_barrier): no new buffer
-                for (k, i), o in zip(ins, step_outs):
-                    if k == "var":
-                        b = root[o] = root.get(i, i)
-                        refs[b] = refs.get(b, 1) + 1
-            else:
-                made = [s for s, o in ins if o is not None] if native else list(step_outs)
-            live += sum(nbytes(s) for s in made if s not in outs)
-            scratch = self.prepared.scratch.get(st.name, 0) if native else 0
-            peak = max(peak, live + scratch)
-            for s in free:
-                b = root.get(s, s)
-                n = refs.pop(b, 1) - 1
-                if n > 0:
-                    refs[b] = n
-                elif b >= nc + self.n_in and b not in outs:
-                    live -= nbytes(b)
-        alias = sum(nbytes(s) for s in self.alias_plan(donated))
-        return {"argument_bytes": args, "output_bytes": sum(nbytes(s) for s in outs),
+        p = self.plan
+        first = p.n_consts + p.n_args
+        outs = p.output_buffers()
+        return {"argument_bytes": sum(p.nbytes(s) for s in range(p.n_consts, first)),
+                "output_bytes": sum(p.nbytes(s) for s in outs),
                 "constant_bytes": sum(c.nbytes for c in self.consts),
-                "peak_temp_bytes": peak, "alias_bytes": alias}
+                "peak_temp_bytes": p.peak_temp_bytes(self.prepared.scratch),
+                "alias_bytes": sum(p.nbytes(s) for s in self.alias_plan(donated))}
 
     def as_text(self, stage: str = "c") -> str:
         """See :meth:`Prepared.as_text`."""
@@ -354,15 +245,7 @@ class Prepared:
         if stage == "c":
             return self.source
         if stage == "kernels":
-            lines = []
-            for st in self.steps:
-                if isinstance(st, KernelStep):
-                    lines.append(f"{st.name}: " + ", ".join(e.prim.name for e in st.eqns))
-                elif isinstance(st, CallStep):
-                    lines.append(f"{st.name}: native {st.eqn.prim.name}")
-                else:
-                    lines.append(f"host: {st.eqn.prim.name}")
-            return "\n".join(lines)
+            return "\n".join("%s: %s" % describe(st) for st in self.steps)
         if stage == "tile":
             from plait.tile.printer import format_program
             return "\n\n".join(format_program(st.program) for st in self.steps

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from plait.backends.liveness import Lifetimes, lifetimes, peak_bytes
 from plait.backends.native.partition import HostStep, KernelStep, partition
 from plait.codegen.c_expr import C_TYPES, literal
 from plait.codegen.c_stripe import oom_status, render_program, temp_bytes
@@ -177,26 +178,25 @@ def step_buffers(st, stripe: dict) -> list[tuple[str, object]]:
     return [("in", a) for a in st.inputs] + [("out", v) for v in st.outputs]
 
 
+def _driver_lifetimes(graph: Graph, steps: list, stripe: dict) -> tuple[list, Lifetimes]:
+    """``(writes, lifetimes)`` of a driver's steps over graph variables: what each step
+    writes, and the intermediates each frees (arguments and outputs are not its own)."""
+    reads, writes = [], []
+    for st in steps:
+        bufs = step_buffers(st, stripe)
+        reads.append([a for d, a in bufs if d == "in" and isinstance(a, Var)])
+        writes.append([a for d, a in bufs if d == "out"])
+    keep = set(graph.invars) | {a for a in graph.outvars if isinstance(a, Var)}
+    return writes, lifetimes(reads, writes, keep)
+
+
 def driver_peak(graph: Graph, steps: list, stripe: dict, scratch: dict) -> int:
     """Peak bytes ``driver_source``'s function holds: its intermediates (each freed
     after its last use) plus the scratch of the step running."""
-    last: dict = {}
-    for n, st in enumerate(steps):
-        for d, a in step_buffers(st, stripe):
-            if d == "in" and isinstance(a, Var):
-                last[a] = n
+    writes, life = _driver_lifetimes(graph, steps, stripe)
     outs = {a for a in graph.outvars if isinstance(a, Var)}
-    live = peak = 0
-    held: dict = {}
-    for n, st in enumerate(steps):
-        for d, a in step_buffers(st, stripe):
-            if d == "out" and a not in outs and a not in held:
-                held[a] = max(nbytes(a.aval), 1)
-                live += held[a]
-        peak = max(peak, live + scratch.get(st.name, 0))
-        for v in [v for v in held if last.get(v, -1) <= n]:
-            live -= held.pop(v)
-    return peak
+    return peak_bytes(writes, life.frees, lambda v: 0 if v in outs else max(nbytes(v.aval), 1),
+                      [scratch.get(st.name, 0) for st in steps])
 
 
 def driver_source(name: str, graph: Graph, steps: list, stripe: dict) -> str:
@@ -210,12 +210,7 @@ def driver_source(name: str, graph: Graph, steps: list, stripe: dict) -> str:
     for k, a in enumerate(graph.outvars):
         if isinstance(a, Var) and a not in first_out and a not in ptr:
             first_out[a] = k
-    # last use of every intermediate, to free it
-    last: dict = {}
-    for n, st in enumerate(steps):
-        for d, a in step_buffers(st, stripe):
-            if d == "in" and isinstance(a, Var):
-                last[a] = n
+    _, life = _driver_lifetimes(graph, steps, stripe)
     lits = itertools.count()
     temps: list[str] = []
     owned: dict = {}
@@ -243,10 +238,9 @@ def driver_source(name: str, graph: Graph, steps: list, stripe: dict) -> str:
                 bufs.append(ptr[a])
         body.append(f"  {{ void *b[] = {{{', '.join(bufs)}}}; rc = {st.name}(b); }} "
                     f"if (rc) goto done;")
-        for v, tv in list(owned.items()):
-            if last.get(v, -1) <= n and v not in graph.outvars:
-                body.append(f"  free({tv}); {tv} = NULL;")
-                del owned[v]
+        for v in life.frees[n]:
+            tv = owned.pop(v)
+            body.append(f"  free({tv}); {tv} = NULL;")
     for k, a in enumerate(graph.outvars):
         if isinstance(a, Literal):
             body.append(f"  {{ {storage_type(a.aval)} l = {c_literal(a)}; "

@@ -84,9 +84,10 @@ def init_library(lib) -> None:
     fn((ctypes.c_void_p * len(ptrs))(*ptrs))
 
 
-def _ready(cp: CProgram, eqn) -> tuple | None:
-    """``(C type, LAPACK prefix)`` when this equation can be rendered, declaring the
-    pointer table once per program; None otherwise."""
+def _ready(cp: CProgram, eqn, operand: int = 0) -> tuple | None:
+    """``(C type, LAPACK prefix, rows, columns, batch)`` of the stack of matrices
+    ``eqn.inputs[operand]`` when this equation can be rendered, declaring the pointer
+    table once per program; None otherwise."""
     dt = np.dtype(eqn.inputs[0].aval.dtype)
     if dt not in _CTYPE or pointers() is None:
         return None
@@ -95,7 +96,8 @@ def _ready(cp: CProgram, eqn) -> tuple | None:
     if not getattr(cp, "_lapack_declared", False):
         cp.parts.insert(0, _DECLS)
         cp._lapack_declared = True
-    return _CTYPE[dt]
+    shape = eqn.inputs[operand].aval.shape
+    return (*_CTYPE[dt], *shape[-2:], math.prod(shape[:-2]))
 
 
 def _alloc_check(names: list[str], nbytes: int) -> str:
@@ -106,44 +108,62 @@ def _alloc_check(names: list[str], nbytes: int) -> str:
     return f"if ({cond}) {{ {frees} return {oom_status(nbytes, 0)}LL; }}"
 
 
-def _fn(prefix: str, routine: str, kind: str) -> str:
-    return f"((plait_{kind}_t)plait_lapack[{_INDEX[prefix + routine]}])"
+def _fn(prefix: str, routine: str, kind: str | None = None) -> str:
+    return f"((plait_{kind or routine}_t)plait_lapack[{_INDEX[prefix + routine]}])"
+
+
+def _emit(cp: CProgram, name: str, *, head: str, loop: str, batch: int,
+          work: tuple = (), query: str = "", sized: tuple = (), nbytes: int = 0) -> bool:
+    """Append the rule's C function ``int64_t name(void **bufs)`` to ``cp``: ``head``
+    declares its buffers and scalars; the work arrays ``work``, ``[(C type, variable,
+    element count)]``, are allocated and checked (a failure frees them and returns the
+    status of ``nbytes`` bytes); then ``query`` runs (LAPACK's workspace query) and the
+    arrays ``sized`` are allocated and checked (their counts may read the query's
+    results); ``loop`` runs for each matrix ``b`` of the ``batch``; every array is
+    freed. ``nbytes`` is recorded as the function's scratch (LAPACK's own workspace,
+    sized at run time, is not counted)."""
+    lines = [f"int64_t {name}(void **bufs) {{", "  " + head]
+    names: list[str] = []
+    for group, after in ((work, ""), (sized, query)):
+        if after:
+            lines.append("  " + after)
+        if group:
+            lines += [f"  {ct} *{v} = malloc(sizeof({ct}) * {count});" for ct, v, count in group]
+            names += [v for _, v, _ in group]
+            lines.append("  " + _alloc_check(names, nbytes))
+    lines.append(f"  for (int64_t b = 0; b < {batch}; ++b) {{\n{loop}\n  }}")
+    if names:
+        lines.append("  " + " ".join(f"free({v});" for v in names))
+    lines += ["  return 0;", "}"]
+    cp.parts.append("\n".join(lines))
+    if nbytes:
+        cp.scratch[name] = nbytes
+    return True
 
 
 def _cholesky(cp: CProgram, eqn, name: str) -> bool:
     r = _ready(cp, eqn)
     if r is None:
         return False
-    ct, p = r
-    shape = eqn.inputs[0].aval.shape
-    n, batch = shape[-1], math.prod(shape[:-2])
+    ct, p, _, n, batch = r
     # row-major lower triangle = column-major upper: potrf('U') leaves Lᵀ (column-major),
     # which is L row-major
-    cp.parts.append(f"""int64_t {name}(void **bufs) {{
-  const {ct} *a = bufs[0]; {ct} *l = bufs[1];
-  int n = {n}, info = 0; char uplo = 'U';
-  for (int64_t b = 0; b < {batch}; ++b) {{
+    return _emit(cp, name, batch=batch, head=f"""const {ct} *a = bufs[0]; {ct} *l = bufs[1];
+  int n = {n}, info = 0; char uplo = 'U';""", loop=f"""\
     {ct} *o = l + b * {n * n};
     memcpy(o, a + b * {n * n}, sizeof({ct}) * {n * n});
-    {_fn(p, "potrf", "potrf")}(&uplo, &n, o, &n, &info);
+    {_fn(p, "potrf")}(&uplo, &n, o, &n, &info);
     for (int i = 0; i < n; ++i) for (int j = i + 1; j < n; ++j) o[i * n + j] = 0;
-    if (info != 0) for (int k = 0; k < {n * n}; ++k) o[k] = NAN;
-  }}
-  return 0;
-}}""")
-    return True
+    if (info != 0) for (int k = 0; k < {n * n}; ++k) o[k] = NAN;""")
 
 
 def _triangular_solve(cp: CProgram, eqn, name: str) -> bool:
     r = _ready(cp, eqn)
     if r is None:
         return False
-    ct, p = r
+    ct, p, _, m, batch = r
     prm = eqn.params
-    ashape, bshape = eqn.inputs[0].aval.shape, eqn.inputs[1].aval.shape
-    m = ashape[-1]
-    rows, cols = bshape[-2:]
-    batch = math.prod(ashape[:-2])
+    rows, cols = eqn.inputs[1].aval.shape[-2:]
     # column-major view: Xc = Xᵀ; op(A) X = B  <=>  Xc op(A)ᵀ = Bc (side R), and
     # X op(A) = B  <=>  op(A)ᵀ Xc = Bc (side L); A's lower triangle is Ac's upper
     side = "R" if prm["left_side"] else "L"
@@ -151,52 +171,39 @@ def _triangular_solve(cp: CProgram, eqn, name: str) -> bool:
     trans = "T" if prm["transpose_a"] else "N"
     diag = "U" if prm["unit_diagonal"] else "N"
     mm, nn = cols, rows     # Xc is cols x rows either way
-    cp.parts.append(f"""int64_t {name}(void **bufs) {{
-  const {ct} *a = bufs[0]; const {ct} *bb = bufs[1]; {ct} *x = bufs[2];
+    return _emit(cp, name, batch=batch, head=f"""\
+const {ct} *a = bufs[0]; const {ct} *bb = bufs[1]; {ct} *x = bufs[2];
   char side = '{side}', uplo = '{uplo}', trans = '{trans}', diag = '{diag}';
   int m = {mm}, n = {nn}, lda = {m}, ldb = {cols};
   {ct} one = 1;
-  memcpy(x, bb, sizeof({ct}) * {batch * rows * cols});
-  for (int64_t b = 0; b < {batch}; ++b)
-    {_fn(p, "trsm", "trsm")}(&side, &uplo, &trans, &diag, &m, &n, &one,
-        (void *)(a + b * {m * m}), &lda, x + b * {rows * cols}, &ldb);
-  return 0;
-}}""")
-    return True
+  memcpy(x, bb, sizeof({ct}) * {batch * rows * cols});""", loop=f"""\
+    {_fn(p, "trsm")}(&side, &uplo, &trans, &diag, &m, &n, &one,
+        (void *)(a + b * {m * m}), &lda, x + b * {rows * cols}, &ldb);""")
 
 
 def _lu(cp: CProgram, eqn, name: str) -> bool:
     r = _ready(cp, eqn)
     if r is None:
         return False
-    ct, p = r
-    shape = eqn.inputs[0].aval.shape
-    m, n = shape[-2:]
+    ct, p, m, n, batch = r
     k = min(m, n)
-    batch = math.prod(shape[:-2])
-    lu_bytes = np.dtype(eqn.inputs[0].aval.dtype).itemsize * m * n + 4 * max(k, 1)
-    cp.parts.append(f"""int64_t {name}(void **bufs) {{
-  const {ct} *a = bufs[0]; {ct} *lu = bufs[1]; int32_t *piv = bufs[2], *perm = bufs[3];
-  int m = {m}, n = {n}, info = 0;
-  {ct} *w = malloc(sizeof({ct}) * {m * n}); int *ip = malloc(sizeof(int) * {max(k, 1)});
-  {_alloc_check(["w", "ip"], lu_bytes)}
-  for (int64_t b = 0; b < {batch}; ++b) {{
+    return _emit(cp, name, batch=batch, head=f"""\
+const {ct} *a = bufs[0]; {ct} *lu = bufs[1]; int32_t *piv = bufs[2], *perm = bufs[3];
+  int m = {m}, n = {n}, info = 0;""", loop=f"""\
     const {ct} *ab = a + b * {m * n}; {ct} *lb = lu + b * {m * n};
     for (int i = 0; i < m; ++i) for (int j = 0; j < n; ++j) w[i + j * m] = ab[i * n + j];
-    {_fn(p, "getrf", "getrf")}(&m, &n, w, &m, ip, &info);
+    {_fn(p, "getrf")}(&m, &n, w, &m, ip, &info);
     for (int i = 0; i < m; ++i) for (int j = 0; j < n; ++j) lb[i * n + j] = w[i + j * m];
     int32_t *pb = piv + b * {k}, *qb = perm + b * {m};
     for (int i = 0; i < m; ++i) qb[i] = i;
     for (int t = 0; t < {k}; ++t) {{
       int s = ip[t] - 1; pb[t] = s;
       int32_t tmp = qb[t]; qb[t] = qb[s]; qb[s] = tmp;
-    }}
-  }}
-  free(w); free(ip);
-  return 0;
-}}""")
-    cp.scratch[name] = lu_bytes
-    return True
+    }}""", work=((ct, "w", m * n), ("int", "ip", max(k, 1))),
+        nbytes=np.dtype(eqn.inputs[0].aval.dtype).itemsize * m * n + 4 * max(k, 1))
+
+
+_LWORK = "(lwork > 1 ? lwork : 1)"
 
 
 def _eigh(cp: CProgram, eqn, name: str) -> bool:
@@ -205,36 +212,25 @@ def _eigh(cp: CProgram, eqn, name: str) -> bool:
     r = _ready(cp, eqn)
     if r is None:
         return False
-    ct, p = r
-    shape = eqn.inputs[0].aval.shape
-    n, batch = shape[-1], math.prod(shape[:-2])
+    ct, p, _, n, batch = r
     uplo = "L" if eqn.params["lower"] else "U"
-    isz = np.dtype(eqn.inputs[0].aval.dtype).itemsize
+    syevd = _fn(p, "syevd")
     # NumPy's call exactly: a column-major copy, syevd on the same triangle
-    cp.parts.append(f"""int64_t {name}(void **bufs) {{
-  const {ct} *a = bufs[0]; {ct} *v = bufs[1]; {ct} *w = bufs[2];
+    return _emit(cp, name, batch=batch, head=f"""\
+const {ct} *a = bufs[0]; {ct} *v = bufs[1]; {ct} *w = bufs[2];
   char jobz = 'V', uplo = '{uplo}';
-  int n = {n}, info = 0, lwork = -1, liwork = -1, iq = 0; {ct} q = 0;
-  {ct} *m = malloc(sizeof({ct}) * {n * n});
-  if (!m) return {oom_status(isz * n * n, 0)}LL;
-  {_fn(p, "syevd", "syevd")}(&jobz, &uplo, &n, m, &n, w, &q, &lwork, &iq, &liwork, &info);
-  lwork = (int)q; liwork = iq;
-  {ct} *work = malloc(sizeof({ct}) * (lwork > 1 ? lwork : 1));
-  int *iwork = malloc(sizeof(int) * (liwork > 1 ? liwork : 1));
-  {_alloc_check(["m", "work", "iwork"], isz * n * n)}
-  for (int64_t b = 0; b < {batch}; ++b) {{
+  int n = {n}, info = 0, lwork = -1, liwork = -1, iq = 0; {ct} q = 0;""", loop=f"""\
     const {ct} *ab = a + b * {n * n}; {ct} *vb = v + b * {n * n}; {ct} *wb = w + b * {n};
     for (int i = 0; i < n; ++i) for (int j = 0; j < n; ++j) m[i + j * n] = ab[i * n + j];
-    {_fn(p, "syevd", "syevd")}(&jobz, &uplo, &n, m, &n, wb, work, &lwork, iwork, &liwork, &info);
+    {syevd}(&jobz, &uplo, &n, m, &n, wb, work, &lwork, iwork, &liwork, &info);
     for (int i = 0; i < n; ++i) for (int j = 0; j < n; ++j) vb[i * n + j] = m[i + j * n];
     if (info != 0) {{ for (int k = 0; k < {n * n}; ++k) vb[k] = NAN;
-                      for (int k = 0; k < n; ++k) wb[k] = NAN; }}
-  }}
-  free(m); free(work); free(iwork);
-  return 0;
-}}""")
-    cp.scratch[name] = isz * n * n      # and LAPACK's workspace, sized at run time
-    return True
+                      for (int k = 0; k < n; ++k) wb[k] = NAN; }}""",
+        work=((ct, "m", n * n),),
+        query=f"""{syevd}(&jobz, &uplo, &n, m, &n, w, &q, &lwork, &iq, &liwork, &info);
+  lwork = (int)q; liwork = iq;""",
+        sized=((ct, "work", _LWORK), ("int", "iwork", "(liwork > 1 ? liwork : 1)")),
+        nbytes=np.dtype(eqn.inputs[0].aval.dtype).itemsize * n * n)
 
 
 def _svd(cp: CProgram, eqn, name: str) -> bool:
@@ -244,11 +240,8 @@ def _svd(cp: CProgram, eqn, name: str) -> bool:
     r = _ready(cp, eqn)
     if r is None:
         return False
-    ct, p = r
-    shape = eqn.inputs[0].aval.shape
-    m, n = shape[-2:]
+    ct, p, m, n, batch = r
     k = min(m, n)
-    batch = math.prod(shape[:-2])
     uv = prm["compute_uv"]
     full = prm["full_matrices"]
     ucols, vrows = (m, n) if full else (k, k)
@@ -263,108 +256,73 @@ def _svd(cp: CProgram, eqn, name: str) -> bool:
     if (info != 0) {{ for (int t = 0; t < {m * ucols}; ++t) ub[t] = NAN;
                       for (int t = 0; t < {vrows * n}; ++t) vb[t] = NAN; }}""" if uv else ""
     isz = np.dtype(eqn.inputs[0].aval.dtype).itemsize
-    svd_bytes = (isz * (m * n + max(ldu * (ucols if uv else 1), 1)
-                        + max(ldvt * (n if uv else 1), 1)) + 4 * 8 * max(k, 1))
+    nu, nvt = max(ldu * (ucols if uv else 1), 1), max(ldvt * (n if uv else 1), 1)
+    gesdd = _fn(p, "gesdd")
     # NumPy's call exactly: gesdd on a column-major copy
-    cp.parts.append(f"""int64_t {name}(void **bufs) {{
-  const {ct} *a = bufs[0]; {outs}
+    return _emit(cp, name, batch=batch, head=f"""const {ct} *a = bufs[0]; {outs}
   char jobz = '{jobz}';
   int m = {m}, n = {n}, lda = {m}, ldu = {ldu}, ldvt = {ldvt}, info = 0, lwork = -1;
-  {ct} q = 0;
-  {ct} *w = malloc(sizeof({ct}) * {m * n});
-  {ct} *uc = malloc(sizeof({ct}) * {max(ldu * (ucols if uv else 1), 1)});
-  {ct} *vc = malloc(sizeof({ct}) * {max(ldvt * (n if uv else 1), 1)});
-  int *iwork = malloc(sizeof(int) * {8 * max(k, 1)});
-  {_alloc_check(["w", "uc", "vc", "iwork"], svd_bytes)}
-  {_fn(p, "gesdd", "gesdd")}(&jobz, &m, &n, w, &lda, s, uc, &ldu, vc, &ldvt, &q, &lwork, iwork, &info);
-  lwork = (int)q;
-  {ct} *work = malloc(sizeof({ct}) * (lwork > 1 ? lwork : 1));
-  {_alloc_check(["w", "uc", "vc", "iwork", "work"], svd_bytes)}
-  for (int64_t b = 0; b < {batch}; ++b) {{
+  {ct} q = 0;""", loop=f"""\
     const {ct} *ab = a + b * {m * n}; {ct} *sb = s + b * {k};
     for (int i = 0; i < m; ++i) for (int j = 0; j < n; ++j) w[i + j * m] = ab[i * n + j];
-    {_fn(p, "gesdd", "gesdd")}(&jobz, &m, &n, w, &lda, sb, uc, &ldu, vc, &ldvt, work, &lwork, iwork,
+    {gesdd}(&jobz, &m, &n, w, &lda, sb, uc, &ldu, vc, &ldvt, work, &lwork, iwork,
         &info);
-    if (info != 0) for (int t = 0; t < {k}; ++t) sb[t] = NAN;{back}
-  }}
-  free(w); free(uc); free(vc); free(iwork); free(work);
-  return 0;
-}}""")
-    cp.scratch[name] = svd_bytes        # and LAPACK's workspace, sized at run time
-    return True
+    if (info != 0) for (int t = 0; t < {k}; ++t) sb[t] = NAN;{back}""",
+        work=((ct, "w", m * n), (ct, "uc", nu), (ct, "vc", nvt), ("int", "iwork", 8 * max(k, 1))),
+        query=f"""{gesdd}(&jobz, &m, &n, w, &lda, s, uc, &ldu, vc, &ldvt, &q, &lwork, iwork, &info);
+  lwork = (int)q;""", sized=((ct, "work", _LWORK),),
+        nbytes=isz * (m * n + nu + nvt) + 4 * 8 * max(k, 1))
 
 
 def _qr(cp: CProgram, eqn, name: str) -> bool:
     r = _ready(cp, eqn)
     if r is None:
         return False
-    ct, p = r
-    shape = eqn.inputs[0].aval.shape
-    m, n = shape[-2:]
+    ct, p, m, n, batch = r
     k = min(m, n)
     kq = m if eqn.params["full_matrices"] else k
     cols = max(kq, n)
-    batch = math.prod(shape[:-2])
-    qr_bytes = np.dtype(eqn.inputs[0].aval.dtype).itemsize * (m * cols + max(k, 1))
+    geqrf, orgqr = _fn(p, "geqrf"), _fn(p, "orgqr")
     # NumPy's calls: geqrf on a column-major copy, then orgqr for kq columns of Q
-    cp.parts.append(f"""int64_t {name}(void **bufs) {{
-  const {ct} *a = bufs[0]; {ct} *q = bufs[1]; {ct} *r = bufs[2];
+    return _emit(cp, name, batch=batch, head=f"""\
+const {ct} *a = bufs[0]; {ct} *q = bufs[1]; {ct} *r = bufs[2];
   int m = {m}, n = {n}, k = {k}, kq = {kq}, lda = {m}, info = 0, lwork = -1;
-  {ct} q1 = 0, q2 = 0;
-  {ct} *w = calloc({m * cols}, sizeof({ct})); {ct} *tau = malloc(sizeof({ct}) * {max(k, 1)});
-  {_alloc_check(["w", "tau"], qr_bytes)}
-  {_fn(p, "geqrf", "geqrf")}(&m, &n, w, &lda, tau, &q1, &lwork, &info);
-  {_fn(p, "orgqr", "orgqr")}(&m, &kq, &k, w, &lda, tau, &q2, &lwork, &info);
-  lwork = (int)(q1 > q2 ? q1 : q2);
-  {ct} *work = malloc(sizeof({ct}) * (lwork > 1 ? lwork : 1));
-  {_alloc_check(["w", "tau", "work"], qr_bytes)}
-  for (int64_t b = 0; b < {batch}; ++b) {{
+  {ct} q1 = 0, q2 = 0;""", loop=f"""\
     const {ct} *ab = a + b * {m * n}; {ct} *qb = q + b * {m * kq}, *rb = r + b * {kq * n};
     memset(w, 0, sizeof({ct}) * {m * cols});
     for (int i = 0; i < m; ++i) for (int j = 0; j < n; ++j) w[i + j * m] = ab[i * n + j];
-    {_fn(p, "geqrf", "geqrf")}(&m, &n, w, &lda, tau, work, &lwork, &info);
+    {geqrf}(&m, &n, w, &lda, tau, work, &lwork, &info);
     for (int i = 0; i < kq; ++i) for (int j = 0; j < n; ++j)
       rb[i * n + j] = i <= j ? w[i + j * m] : 0;
-    {_fn(p, "orgqr", "orgqr")}(&m, &kq, &k, w, &lda, tau, work, &lwork, &info);
-    for (int i = 0; i < m; ++i) for (int j = 0; j < kq; ++j) qb[i * kq + j] = w[i + j * m];
-  }}
-  free(w); free(tau); free(work);
-  return 0;
-}}""")
-    cp.scratch[name] = qr_bytes         # and LAPACK's workspace, sized at run time
-    return True
+    {orgqr}(&m, &kq, &k, w, &lda, tau, work, &lwork, &info);
+    for (int i = 0; i < m; ++i) for (int j = 0; j < kq; ++j) qb[i * kq + j] = w[i + j * m];""",
+        # the workspace query reads w: zeroed, as the loop zeroes it for every matrix
+        work=((ct, "w", m * cols), (ct, "tau", max(k, 1))),
+        query=f"""memset(w, 0, sizeof({ct}) * {m * cols});
+  {geqrf}(&m, &n, w, &lda, tau, &q1, &lwork, &info);
+  {orgqr}(&m, &kq, &k, w, &lda, tau, &q2, &lwork, &info);
+  lwork = (int)(q1 > q2 ? q1 : q2);""", sized=((ct, "work", _LWORK),),
+        nbytes=np.dtype(eqn.inputs[0].aval.dtype).itemsize * (m * cols + max(k, 1)))
 
 
 def _tridiagonal_solve(cp: CProgram, eqn, name: str) -> bool:
-    r = _ready(cp, eqn)
+    r = _ready(cp, eqn, operand=3)
     if r is None:
         return False
-    ct, p = r
-    bshape = eqn.inputs[3].aval.shape
-    m, k = bshape[-2:]
-    batch = math.prod(bshape[:-2])
-    tds_bytes = np.dtype(eqn.inputs[3].aval.dtype).itemsize * (3 * m + m * k)
-    cp.parts.append(f"""int64_t {name}(void **bufs) {{
-  const {ct} *dl = bufs[0], *d = bufs[1], *du = bufs[2], *bb = bufs[3]; {ct} *x = bufs[4];
-  int n = {m}, nrhs = {k}, ldb = {m}, info = 0;
-  {ct} *l = malloc(sizeof({ct}) * {m}), *c = malloc(sizeof({ct}) * {m});
-  {ct} *u = malloc(sizeof({ct}) * {m}), *w = malloc(sizeof({ct}) * {m * k});
-  {_alloc_check(["l", "c", "u", "w"], tds_bytes)}
-  for (int64_t b = 0; b < {batch}; ++b) {{
+    ct, p, m, k, batch = r
+    return _emit(cp, name, batch=batch, head=f"""\
+const {ct} *dl = bufs[0], *d = bufs[1], *du = bufs[2], *bb = bufs[3]; {ct} *x = bufs[4];
+  int n = {m}, nrhs = {k}, ldb = {m}, info = 0;""", loop=f"""\
     const {ct} *bi = bb + b * {m * k}; {ct} *xb = x + b * {m * k};
     memcpy(l, dl + b * {m} + 1, sizeof({ct}) * {m - 1});
     memcpy(c, d + b * {m}, sizeof({ct}) * {m});
     memcpy(u, du + b * {m}, sizeof({ct}) * {m - 1});
     for (int i = 0; i < {m}; ++i) for (int j = 0; j < {k}; ++j) w[i + j * {m}] = bi[i * {k} + j];
-    {_fn(p, "gtsv", "gtsv")}(&n, &nrhs, l, c, u, w, &ldb, &info);
+    {_fn(p, "gtsv")}(&n, &nrhs, l, c, u, w, &ldb, &info);
     for (int i = 0; i < {m}; ++i) for (int j = 0; j < {k}; ++j)
-      xb[i * {k} + j] = info == 0 ? w[i + j * {m}] : NAN;
-  }}
-  free(l); free(c); free(u); free(w);
-  return 0;
-}}""")
-    cp.scratch[name] = tds_bytes
-    return True
+      xb[i * {k} + j] = info == 0 ? w[i + j * {m}] : NAN;""",
+        work=((ct, "l", m), (ct, "c", m), (ct, "u", m), (ct, "w", m * k)),
+        nbytes=np.dtype(eqn.inputs[3].aval.dtype).itemsize * (3 * m + m * k))
 
 
 cholesky_p.def_rule("native", _cholesky)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from plait.backends.liveness import lifetimes
 from plait.core.graph import Graph, Literal, Var
 from plait.tile import ir as tile_ir
 from plait.errors import NotLowerable
@@ -76,20 +77,17 @@ class _KernelBuilder:
         return v
 
     def try_add(self, eqn) -> bool:
-        # roll back by truncation: the builder's tables only grow while lowering an
-        # equation (copying them per equation would be quadratic in the kernel's size).
-        # ``ctx.memo`` needs no rollback: entries naming removed tensors are ignored.
-        b = self.ctx.b
-        saved = (len(b.stmts), len(b.tensors), len(b.inputs), len(self.env), len(self.inputs))
+        """Lower ``eqn`` into the kernel; False (and the kernel as it was) when its rule
+        raises ``NotLowerable``."""
+        mark = self.ctx.checkpoint()
+        n_env, n_inputs = len(self.env), len(self.inputs)     # these only grow too
         try:
             ins = [self.value(a) for a in eqn.inputs]
             self.ctx.out_avals = [v.aval for v in eqn.outputs]
             out = eqn.prim.rule("to_tile")(self.ctx, *ins, **eqn.params)
         except NotLowerable:
-            n_stmts, n_tensors, n_inputs, n_env, n_kin = saved
-            del b.stmts[n_stmts:]
-            del b.inputs[n_inputs:]
-            for d, n in ((b.tensors, n_tensors), (self.env, n_env), (self.inputs, n_kin)):
+            self.ctx.rollback(mark)
+            for d, n in ((self.env, n_env), (self.inputs, n_inputs)):
                 while len(d) > n:
                     d.popitem()
             return False
@@ -97,7 +95,7 @@ class _KernelBuilder:
         for v, o in zip(eqn.outputs, outs):
             self.env[v] = o
         self.eqns.append(eqn)
-        self.stmt_ends.append(len(b.stmts))
+        self.stmt_ends.append(len(self.ctx.b.stmts))
         return True
 
     def finish(self, live_after) -> KernelStep | None:
@@ -140,15 +138,9 @@ LOOKAHEAD = 16
 
 def _last_uses(graph: Graph) -> dict:
     """``{var: index of the last equation reading it}`` (``len(eqns)`` for outputs)."""
-    last: dict = {}
-    for i, e in enumerate(graph.eqns):
-        for a in e.inputs:
-            if isinstance(a, Var):
-                last[a] = i
-    for v in graph.outvars:
-        if isinstance(v, Var):
-            last[v] = len(graph.eqns)
-    return last
+    reads = [[a for a in e.inputs if isinstance(a, Var)] for e in graph.eqns]
+    reads.append([v for v in graph.outvars if isinstance(v, Var)])    # read after the end
+    return dict(lifetimes(reads, [()] * len(reads)).last_use)
 
 
 def _live_counts(graph: Graph, last: dict) -> list[int]:

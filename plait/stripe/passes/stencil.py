@@ -39,7 +39,7 @@ gives NaN, as an explicitly zero-padded convolution does.)
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Optional
 
 from plait.stripe.affine import Affine, var
@@ -54,8 +54,23 @@ def _ceil(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _roles(b: Block) -> Optional[tuple]:
-    """(C, A, B refs, m, n, ks) or None when the block is not a float MAC.
+@dataclass(frozen=True)
+class Roles:
+    """The parts a float MAC block ``out += a * b`` plays in a GEMM (module docstring):
+    its three refinements, the register-row index ``m`` (in ``out`` and ``a``), the
+    SIMD index ``n`` (in ``out`` and ``b``) and the reduction indexes ``ks`` (in ``a``
+    and ``b``, not ``out``)."""
+
+    out: Refinement
+    a: Refinement
+    b: Refinement
+    m: str
+    n: str
+    ks: tuple[str, ...]
+
+
+def _roles(b: Block) -> Optional[Roles]:
+    """The block's :class:`Roles`, or None when it is not a float MAC.
 
     ``ks`` are all the reduction indexes shared by A and B (a convolution's window and
     input channels), flattened into one panel dimension (an implicit GEMM), the one
@@ -88,7 +103,7 @@ def _roles(b: Block) -> Optional[tuple]:
         k = tuple(sorted(ks, key=lambda x: -abs(flat_coeff(a, x))))  # contiguous in A last
         score = (abs(flat_coeff(c, n)) != 1, -b.idx(n).range)
         if best is None or score < best[0]:
-            best = (score, (c, a, bb, m, n, k))
+            best = (score, Roles(c, a, bb, m, n, k))
     return best[1] if best else None
 
 
@@ -122,7 +137,7 @@ def _panel_block(name: str, src: Refinement, dst: Refinement, extent: int, ks: d
     )
 
 
-def _micro(inner: Block, roles: tuple, mr: int, nr: int, vector_bytes: int,
+def _micro(inner: Block, roles: Roles, mr: int, nr: int, vector_bytes: int,
            red_pass: set[str], out_pass: set[str] = frozenset()) -> Optional[Block]:
     """Replace the tile's innermost MAC block ``inner`` by packs + micro-kernel.
 
@@ -132,7 +147,7 @@ def _micro(inner: Block, roles: tuple, mr: int, nr: int, vector_bytes: int,
     the passed-in output indexes: a reduction-only constraint involving them is enforced
     in A's packing alone, so B's panel stays independent of them (and can be hoisted).
     """
-    c, a, b, m, n, kset = roles
+    c, m, n, kset = roles.out, roles.m, roles.n, roles.ks
     rng = {ix.name: ix.range for ix in inner.idxs if ix.affine is None}
     ks = {k: rng[k] for k in kset if k in rng}
     if not set(rng) <= {m, n, *kset} or m not in rng or n not in rng or not ks:
@@ -243,7 +258,7 @@ def _full(b: Block) -> dict[str, int]:
     return {ix.name: ix.range for ix in b.idxs if ix.affine is None}
 
 
-def _hoisted(b: Block, roles: tuple, out_others: list, red_others: list, mc: int, nc: int,
+def _hoisted(b: Block, roles: Roles, out_others: list, red_others: list, mc: int, nc: int,
              kt: dict, mr: int, nr: int, vector_bytes: int) -> Optional[Block]:
     """GotoBLAS loop order, when B does not depend on the other output indexes::
 
@@ -252,7 +267,7 @@ def _hoisted(b: Block, roles: tuple, out_others: list, red_others: list, mc: int
     The B panel is packed once per (n tile, K panel) and shared by every row tile (and by
     every output row of a convolution); the row-tile level is parallel-safe.
     """
-    c, a, bb, m, n, ks = roles
+    m, n, ks = roles.m, roles.n, roles.ks
     l1 = apply_tile(b, _full(b) | {n: nc}, inner_tags=("stencil_reduce",), outer_tags=("stencil",))
     l2p = l1.stmts[0]
     l2 = apply_tile(l2p, _full(l2p) | kt | {x: 1 for x in red_others}, inner_tags=("stencil_rows",))
@@ -272,8 +287,8 @@ def _hoisted(b: Block, roles: tuple, out_others: list, red_others: list, mc: int
         return None
     pack_a, pack_b, tile = micro.stmts
     bp = micro.ref("Bp")
-    b3 = l3.ref(bb.into)
-    if (any(not x.is_const or x.const for x in b3.access + micro.ref(bb.into).access)
+    b3 = l3.ref(roles.b.into)
+    if (any(not x.is_const or x.const for x in b3.access + micro.ref(roles.b.into).access)
             or not {ix.name for ix in pack_b.idxs if ix.affine is not None} <= set(l3x.idx_names)):
         return None
     bp_in = replace(bp, dir="in", from_="Bp")
@@ -313,7 +328,7 @@ def stencil_pass(program: Program, target, shapes=((6, 4), (8, 3)),
         roles = _roles(b)
         if roles is None or b.iterations < min_work:
             return b
-        c, a, bb, m, n, ks = roles
+        c, m, n, ks = roles.out, roles.m, roles.n, roles.ks
         item = np_dtype(c.dtype).itemsize
         vl = max(1, target.vector_bytes // item)
         rng = {ix.name: ix.range for ix in b.idxs}
@@ -331,15 +346,14 @@ def stencil_pass(program: Program, target, shapes=((6, 4), (8, 3)),
         core = Block(idxs=(Index(m, rng[m]), Index(n, rng[n]), Index(k0, kc_tot)),
                      refs=tuple(replace(r, access=tuple(
                          Affine(tuple((v, cf) for v, cf in e.terms if v in (m, n, k0)), 0) for e in r.access))
-                         for r in (c, a, bb)))
+                         for r in (c, roles.a, roles.b)))
         t = autotile.search(core, target.line_bytes, max_total_bytes=cap,
                             multiple_of={m: mr, n: nr}, fixed={k0: kc_tot}, min_count=target.cores)
         mc, nc = min(t[m], rng[m]), min(t[n], rng[n])
         others = [x for x in b.idx_names if x not in (m, n, *ks)]
         out_others = [x for x in others if x in ref_vars(c)]
         red_others = [x for x in others if x not in ref_vars(c)]
-        roles = (c, a, bb, m, n, ks)
-        if not (ref_vars(bb) & set(out_others)):
+        if not (ref_vars(roles.b) & set(out_others)):
             r = _hoisted(b, roles, out_others, red_others, mc, nc, kt, mr, nr, target.vector_bytes)
             if r is not None:
                 return r
