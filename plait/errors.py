@@ -60,6 +60,11 @@ class PlaitValueError(PlaitError, ValueError):
     """A bad value for a static argument (axis out of range, bad mode, ...)."""
 
 
+class TileSyntaxError(PlaitValueError):
+    """An ill-formed user Tile operation (``plait.tile.op``): an unbound index, an access
+    its constraints do not keep in range, a body that is not a Tile expression."""
+
+
 class PlaitIndexError(PlaitError, IndexError):
     """An index out of range for a static shape."""
 
