@@ -9,8 +9,12 @@ staged into a private function of the module and called.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from plait.backends.xla.emitter import aval_type
 from plait.backends.xla.rules import RULE
+from plait.core.graph import closure_convert
+from plait.lru import LRUCache
 from plait.core.staging import trace_to_graph
 from plait.tile.user_eval import eval_program
 from plait.tile.user_op import tile_op_p
@@ -32,16 +36,19 @@ class _PlaitOps:
         return x[idx]
 
 
-_GRAPHS: dict = {}
+_GRAPHS = LRUCache()   # program -> (graph, consts)
 
 
 def _lower(ctx, *xs, program):
-    g = _GRAPHS.get(program)
-    if g is None:
+    hit = _GRAPHS.get(program)
+    if hit is None:
         closed, _ = trace_to_graph(lambda *a: eval_program(program, a, _PlaitOps),
                                    ctx.in_avals, "tile_op")
-        g = _GRAPHS[program] = closed.graph
-    return ctx.call_graph(g, list(xs), [aval_type(a) for a in ctx.in_avals])
+        hit = _GRAPHS[program] = (closure_convert(closed), closed.consts)
+    g, consts = hit
+    ops = [ctx.const(np.asarray(c), np.asarray(c).dtype) for c in consts] + list(xs)
+    types = [aval_type(v.aval) for v in g.invars]
+    return ctx.call_graph(g, ops, types)
 
 
 tile_op_p.def_rule(RULE, _lower)
