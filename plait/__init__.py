@@ -9,6 +9,7 @@ from plait.runtime import Array, device_put, devices
 from plait.runtime import metrics
 from plait import lax
 from plait import tile  # the Tile language: plait.tile.op for user operations
+from plait import onnx  # ONNX import (needs the optional onnx package when used)
 from plait import numpy
 from plait import tree_util, tree
 from plait.api import jit, make_graph

@@ -118,6 +118,16 @@ class UnsupportedOptionError(PlaitError, NotImplementedError):
     names the option and what is supported)."""
 
 
+class UnsupportedOnnxOperatorError(UnsupportedOptionError):
+    """An ONNX model uses operators (or operator options) ``plait.onnx`` does not convert;
+    the message lists every one of them at once."""
+
+
+class OnnxImportError(PlaitValueError):
+    """An ONNX model ``plait.onnx`` cannot import as given (not a model, dynamic shapes,
+    wrong inputs to the imported function)."""
+
+
 class StaticArgumentError(PlaitError, ValueError):
     """A static argument of ``jit`` that cannot be used as a cache key."""
 

@@ -1,0 +1,99 @@
+"""plait.onnx.load: models built with onnx.helper, compared with onnxruntime, run under
+jit, grad (weights as a pytree) and vmap."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+import plait  # noqa: E402
+import plait.numpy as pnp  # noqa: E402
+from plait.errors import OnnxImportError, UnsupportedOnnxOperatorError  # noqa: E402
+from plait.test_util import check_grads  # noqa: E402
+
+from onnx_models import resnet, transformer  # noqa: E402
+
+MODELS = {"resnet": (resnet, (2, 3, 16, 16)), "transformer": (transformer, (2, 8, 16))}
+
+
+def _setup(name):
+    make, shape = MODELS[name]
+    rng = np.random.default_rng(0)
+    m = make(rng)
+    onnx.checker.check_model(m)
+    x = rng.normal(size=shape).astype(np.float32)
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = sess.run(None, {sess.get_inputs()[0].name: x})
+    return m, x, want
+
+
+def _tuple(x):
+    return x if isinstance(x, tuple) else (x,)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_matches_onnxruntime_eager_jit_vmap(name, tmp_path):
+    m, x, want = _setup(name)
+    path = tmp_path / "model.onnx"
+    onnx.save(m, str(path))
+    model = plait.onnx.load(path)
+    assert model.input_names == (m.graph.input[0].name,)
+    for got in (model(model.params, x), plait.jit(model)(model.params, x)):
+        for g, w in zip(_tuple(got), want):
+            np.testing.assert_allclose(np.asarray(g), w, rtol=2e-5, atol=2e-5)
+    xs = np.stack([x, 0.5 * x, -x])
+    got = plait.jit(plait.vmap(model, in_axes=(None, 0)))(model.params, xs)
+    for b in range(3):
+        loop = _tuple(model(model.params, xs[b]))
+        for g, w in zip(_tuple(got), loop):
+            np.testing.assert_allclose(np.asarray(g)[b], np.asarray(w), rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_grad_of_the_weights(name):
+    m, x, _ = _setup(name)
+    model = plait.onnx.load(m.SerializeToString())
+
+    def loss(params, x):
+        outs = _tuple(model(params, x))
+        return sum(pnp.sum(pnp.sin(3.0 * o)) for o in outs)
+    p64 = {k: v.astype(np.float64) for k, v in model.params.items()}
+    x64 = x.astype(np.float64)
+    g_eager = plait.grad(loss)(p64, x64)
+    g_jit = plait.jit(plait.grad(loss))(p64, x64)
+    for k in p64:
+        np.testing.assert_allclose(np.asarray(g_jit[k]), np.asarray(g_eager[k]),
+                                   rtol=1e-9, atol=1e-9)
+    # the weight tensors (scalar initializers are constants such as a Pow exponent, whose
+    # derivative log(base) is NaN at negative bases)
+    w = {k: v for k, v in p64.items() if v.ndim}
+    check_grads(lambda w: loss({**p64, **w}, x64), (w,), order=1, modes=("rev",))
+
+
+def test_unsupported_operators_are_reported_at_once():
+    from onnx import TensorProto, helper
+    nodes = [helper.make_node("Relu", ["x"], ["a"]),
+             helper.make_node("NonMaxSuppression", ["a"], ["b"]),
+             helper.make_node("TopK", ["b"], ["c", "d"]),
+             helper.make_node("TopK", ["c"], ["e", "f"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+                          [helper.make_tensor_value_info("e", TensorProto.FLOAT, [3])])
+    m = helper.make_model(g)
+    with pytest.raises(UnsupportedOnnxOperatorError,
+                       match=r"NonMaxSuppression \(x1\), TopK \(x2\)"):
+        plait.onnx.load(m)
+    with pytest.raises(OnnxImportError, match="takes a path, bytes or an onnx.ModelProto"):
+        plait.onnx.load(3)
+
+
+def test_dynamic_shape_input_is_a_clear_error():
+    from onnx import TensorProto, helper
+    nodes = [helper.make_node("Reshape", ["x", "s"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4]),
+                                       helper.make_tensor_value_info("s", TensorProto.INT64, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])])
+    model = plait.onnx.load(helper.make_model(g))
+    with pytest.raises(OnnxImportError, match="its shape \\(input 1\\) must be known"):
+        plait.jit(model)(model.params, np.ones(4, np.float32), np.array([2, 2]))
