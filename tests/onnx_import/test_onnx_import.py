@@ -13,15 +13,16 @@ import plait.numpy as pnp  # noqa: E402
 from plait.errors import OnnxImportError, UnsupportedOnnxOperatorError  # noqa: E402
 from plait.test_util import check_grads  # noqa: E402
 
-from onnx_models import resnet, transformer  # noqa: E402
+from benchmarks.onnx_models import resnet, transformer  # noqa: E402
 
-MODELS = {"resnet": (resnet, (2, 3, 16, 16)), "transformer": (transformer, (2, 8, 16))}
+MODELS = {"resnet": (resnet, dict(batch=2, size=8, width=4), (2, 3, 8, 8)),
+          "transformer": (transformer, dict(batch=2, seq=4, dim=8, heads=2), (2, 4, 8))}
 
 
 def _setup(name):
-    make, shape = MODELS[name]
+    make, kw, shape = MODELS[name]
     rng = np.random.default_rng(0)
-    m = make(rng)
+    m = make(rng, **kw)
     onnx.checker.check_model(m)
     x = rng.normal(size=shape).astype(np.float32)
     sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])

@@ -1,4 +1,4 @@
-"""Small ONNX models built with onnx.helper (shared by the tests and benchmarks/onnx.py):
+"""Small ONNX models built with onnx.helper (benchmarks/onnx.py and tests/onnx_import):
 a ResNet-style CNN and a transformer block, with random weights."""
 from __future__ import annotations
 
