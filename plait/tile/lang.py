@@ -199,7 +199,7 @@ def _is_range(c: Constraint) -> bool:
     return len(c.expr.terms) == 1 and c.expr.terms[0][1] == 1 and c.expr.const == 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class UserProgram:
     """A traced user op: input tensors, statements, outputs; one dtype throughout.
 
@@ -225,6 +225,10 @@ class UserProgram:
 
     def tensor_names(self) -> set:
         return {n for n, _ in self.inputs} | {s.out for s in self.stmts}
+
+    def __repr__(self) -> str:
+        """One line (graph text): the name and the statements."""
+        return f"<tile {self.name}: " + "; ".join(str(s) for s in self.stmts) + ">"
 
     def __str__(self) -> str:
         ins = ", ".join(f"{n}: {self.dtype}{list(s)}" for n, s in self.inputs)

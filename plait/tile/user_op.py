@@ -92,6 +92,30 @@ def _to_tile(ctx, *xs, program: UserProgram):
 
 
 tile_op_p.def_rule("to_tile", _to_tile)
+
+
+def _cost(eqn):
+    """(flops, transcendentals): each statement's body at every point of its index box."""
+    from plait.tile.lang import Op
+    flops = trans = 0
+    for s in eqn.params["program"].stmts:
+        box = int(np.prod(list(s.ranges().values()))) if s.vars else 1
+
+        def count(e):
+            if not isinstance(e, Op):
+                return 0, 0
+            f, t = (0, 1) if e.op in ("exp", "log", "tanh", "logistic", "pow") else (1, 0)
+            for a in e.args:
+                af, at = count(a)
+                f, t = f + af, t + at
+            return f, t
+        f, t = count(s.body)
+        flops += box * (f + (s.agg != "assign"))
+        trans += box * t
+    return flops, trans
+
+
+tile_op_p.def_rule("cost", _cost)
 tile_op_p.def_rule("tile_comment", lambda program: str(program))
 
 

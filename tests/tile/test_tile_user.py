@@ -212,3 +212,11 @@ def test_named_outputs_as_dict_and_prod():
     np.testing.assert_allclose(np.asarray(out["rowprod"]), x.prod(1))
     np.testing.assert_allclose(np.asarray(out["colmin"]), x.min(0))
     check_grads(lambda x: stats(x)["rowprod"], (x,), order=2)
+
+
+def test_graph_text_and_cost():
+    a, b = np.ones((3, 4)), np.ones((4, 5))
+    text = str(plait.make_graph(maxplus)(a, b))
+    assert "tile_op[program=<tile maxplus: T0[i, j] = max(A[i, k] + B[k, j])>]" in text
+    cost = plait.jit(maxplus).lower(a, b).compile().cost_analysis()
+    assert cost["flops"] == 3 * 5 * 4 * 2      # an add and a max at each (i, j, k)
