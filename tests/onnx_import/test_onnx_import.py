@@ -98,3 +98,74 @@ def test_dynamic_shape_input_is_a_clear_error():
     model = plait.onnx.load(helper.make_model(g))
     with pytest.raises(OnnxImportError, match="its shape \\(input 1\\) must be known"):
         plait.jit(model)(model.params, np.ones(4, np.float32), np.array([2, 2]))
+
+
+def test_operator_zoo_matches_onnxruntime():
+    """The converters the two models do not reach, in one small model."""
+    from onnx import TensorProto, helper, numpy_helper
+    from benchmarks.onnx_models import OPSET
+    nodes, inits, outs = [], [], []
+
+    def const(name, v, dt=np.float32):
+        inits.append(numpy_helper.from_array(np.asarray(v, dt), name))
+        return name
+
+    def node(op, ins, out=None, **kw):
+        out = out or f"{op.lower()}{len(nodes)}"
+        nodes.append(helper.make_node(op, ins, [out], **kw))
+        return out
+
+    def output(name):
+        outs.append(name)
+    a = node("Abs", ["x"])
+    a1 = node("Add", [a, const("one", 1.0)])
+    e = node("Exp", [node("Neg", [a])])
+    lg = node("Log", [a1])
+    rc = node("Reciprocal", [a1])
+    for t in (e, lg, rc, node("Floor", ["x"]), node("Ceil", ["x"]),
+              node("LeakyRelu", ["x"], alpha=0.2),
+              node("Clip", ["x", const("lo", -0.5), const("hi", 0.7)]),
+              node("Max", ["x", e, lg]), node("Min", ["x", rc]), node("Sum", ["x", e, rc]),
+              node("Mean", ["x", lg]), node("Dropout", ["x"]), node("Identity", ["x"]),
+              node("Tanh", ["x"]), node("Sigmoid", ["x"]), node("Relu", ["x"]),
+              node("Sqrt", [a1]), node("Pow", [a1, const("p", 1.5)]),
+              node("Erf", ["x"]), node("Gelu", ["x"]),
+              node("Where", [node("And", [node("Greater", ["x", const("z", 0.0)]),
+                                          node("Less", ["x", const("o2", 1.0)])]),
+                             "x", e]),
+              node("Cast", [node("Or", [node("Not", [node("Equal", [node("Floor", ["x"]),
+                                                                    node("Ceil", ["x"])])]),
+                                        node("Less", ["x", const("m1", -1.0)])])],
+                   to=TensorProto.FLOAT),
+              node("Mul", ["x", node("ConstantOfShape", [node("Shape", ["x"])],
+                                     value=numpy_helper.from_array(np.array([2.0], np.float32)))]),
+              node("Add", ["x", node("Expand", [node("Cast", [node("Range", [
+                  const("r0", 0, np.int64), const("r1", 4, np.int64), const("r2", 1, np.int64)])],
+                  to=TensorProto.FLOAT), const("shp", [3, 4], np.int64)])]),
+              node("Add", ["x", node("Constant", [], value=numpy_helper.from_array(
+                  np.arange(4, dtype=np.float32)))])):
+        output(t)
+    for op in ("ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceMean"):
+        output(node(op, ["x", const(f"ax_{op}", [1], np.int64)], keepdims=0))
+    r4 = node("Reshape", ["x", const("s4", [1, 3, 2, 2], np.int64)])
+    output(node("GlobalMaxPool", [r4]))
+    output(node("Flatten", [r4], axis=2))
+    output(node("Squeeze", [node("Unsqueeze", ["x", const("u0", [0], np.int64)]),
+                            const("u1", [0], np.int64)]))
+    output(node("Gemm", ["x", "x", const("c", np.ones((4, 4)))], transA=1, alpha=0.5, beta=2.0))
+    output(node("Slice", ["x", const("st", [-1, 3], np.int64), const("en", [-4, 0], np.int64),
+                          const("axs", [0, 1], np.int64), const("sp", [-1, -2], np.int64)]))
+    output(node("Gather", ["x", const("gi", [[2, -1], [0, 1]], np.int64)], axis=1))
+    g = helper.make_graph(
+        nodes, "zoo", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)])
+    m.ir_version = 9
+    x = np.random.default_rng(0).normal(size=(3, 4)).astype(np.float32)
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = sess.run(None, {"x": x})
+    model = plait.onnx.load(m)
+    for got in (model(model.params, x), plait.jit(model)(model.params, x)):
+        assert len(got) == len(want)
+        for name, g_, w in zip(outs, got, want):
+            np.testing.assert_allclose(np.asarray(g_), w, rtol=1e-5, atol=1e-6, err_msg=name)
