@@ -40,6 +40,7 @@ from typing import Callable, Optional, Sequence, Union
 import numpy as np
 
 from plait.errors import TileSyntaxError
+from plait.lru import LRUCache
 from plait.tile.affine import Affine, Constraint, variables
 
 __all__ = ["op", "indices", "contract", "exp", "log", "tanh", "sqrt", "sigmoid",
@@ -432,7 +433,7 @@ class TileOp:
         self.name = fun.__name__
         params = list(inspect.signature(fun).parameters.values())
         self.arg_names = tuple(p.name for p in params)
-        self._cache: dict = {}
+        self._cache = LRUCache()      # (shapes, dtype) -> UserProgram
 
     def program(self, shapes: Sequence[tuple], dtype) -> UserProgram:
         """The traced program for these input shapes and dtype (cached)."""

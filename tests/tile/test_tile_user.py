@@ -43,6 +43,14 @@ def padded_conv(I, K):           # 'same' dilated conv: edge taps excluded by a 
 
 
 @T.op
+def softplus_conv(I, K):         # a body that is not a plain product, under a constraint
+    x, k = T.indices("x k")
+    n = I.shape[0]
+    return T.contract("sum", T.log(1.0 + T.exp(I[x + 2 * k - 2])) * T.tanh(K[k]) ** 2.0,
+                      out=x, where=[x + 2 * k - 2 < n], shape=(n,))
+
+
+@T.op
 def attention_score(Q, K, bias):   # S[i, j] = Q[i] . K[j] / sqrt(d) + bias[i - j + L - 1]
     i, j, d = T.indices("i j d")
     S = T.contract("sum", Q[i, d] * K[j, d] * (1.0 / np.sqrt(Q.shape[1])), out=(i, j))
@@ -76,6 +84,11 @@ def _args(rng):
                         lambda i, k: np.array([sum(i[x + 2 * t - 2] * k[t] for t in range(3)
                                                    if 0 <= x + 2 * t - 2 < 7)
                                                for x in range(7)])),
+        "softplus_conv": (softplus_conv, (rng.normal(size=(7,)), rng.normal(size=(3,))),
+                          lambda i, k: np.array([sum(np.log1p(np.exp(i[x + 2 * t - 2]))
+                                                     * np.tanh(k[t]) ** 2 for t in range(3)
+                                                     if 0 <= x + 2 * t - 2 < 7)
+                                                 for x in range(7)])),
         "attention": (attention_score,
                       (rng.normal(size=(L, 4)), rng.normal(size=(L, 4)),
                        rng.normal(size=(2 * L - 1,))),
