@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from plait.tile.lang import Lit, Op, Ref, Stmt, UserProgram
+from plait.tile.lang import Lit, Ref, Stmt, UserProgram
 
 
 class NumpyOps:
@@ -32,7 +32,8 @@ class NumpyOps:
         return x[idx]
 
 
-def identity(agg: str, dtype):
+def identity(agg: str) -> float:
+    """The value of an output element no valid point writes."""
     return {"sum": 0.0, "assign": 0.0, "prod": 1.0, "max": -np.inf, "min": np.inf}[agg]
 
 
@@ -86,7 +87,7 @@ def eval_stmt(s: Stmt, env: dict, shapes: dict, ops, dtype):
 
     with np.errstate(all="ignore"):
         val = xp.broadcast_to(xp.asarray(go(s.body), dtype=dt), shape)
-        ident = identity(s.agg, dt)
+        ident = identity(s.agg)
         if not mask.all():
             val = xp.where(mask, val, xp.asarray(ident, dtype=dt))
         pos = [vars_.index(a.vars[0]) if len(a.terms) == 1 and a.terms[0][1] == 1

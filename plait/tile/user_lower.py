@@ -10,7 +10,7 @@ contraction carries every constraint, so points a constraint excludes never coun
 """
 from __future__ import annotations
 
-from plait.tile.affine import Affine, Constraint
+from plait.tile.affine import Affine
 from plait.tile.ir import Access, Call, Combination, Const, Input
 from plait.tile.lang import Lit, Op, Ref, Stmt, UserProgram, expr_refs
 from plait.tile.lowering import LowerCtx, TVal, tile_dtype
