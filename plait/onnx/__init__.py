@@ -42,8 +42,9 @@ class OnnxModel:
     ``params``: dict of weights (float initializers); ``input_names``/``output_names``:
     the graph's; one output is returned as an array, several as a tuple."""
 
-    def __init__(self, graph, params: dict, consts: dict, attrs: list):
+    def __init__(self, graph, params: dict, consts: dict, attrs: list, opset: int):
         self.graph = graph
+        self.opset = opset
         self.params = params
         self._consts = consts
         self._attrs = attrs
@@ -67,7 +68,7 @@ class OnnxModel:
             fn, fold = CONVERTERS[node.op_type]
             ins = [env[i] if i else None for i in node.input]
             static = all(v is None or isinstance(v, np.ndarray) for v in ins)
-            outs = fn(Node(node, ins, attrs, np if (fold and static) else pnp))
+            outs = fn(Node(node, ins, attrs, np if (fold and static) else pnp, self.opset))
             for name, v in zip(node.output, outs):
                 if name:
                     env[name] = v
@@ -109,4 +110,6 @@ def load(model: Any) -> OnnxModel:
                 d[k] = v.decode()
             elif isinstance(v, list) and v and isinstance(v[0], bytes):
                 d[k] = [x.decode() for x in v]
-    return OnnxModel(g, params, consts, attrs)
+    opset = max([o.version for o in model.opset_import if o.domain in ("", "ai.onnx")],
+                default=13)
+    return OnnxModel(g, params, consts, attrs, opset)

@@ -23,11 +23,12 @@ from plait.nn import functions as nnf
 class Node:
     """One node being converted: ``x(i)`` its i-th input (None if absent), ``attr``."""
 
-    def __init__(self, proto, inputs: list, attrs: dict, xp):
+    def __init__(self, proto, inputs: list, attrs: dict, xp, opset: int):
         self.proto = proto
         self.inputs = inputs
         self.attrs = attrs
         self.xp = xp
+        self.opset = opset
 
     def x(self, i: int):
         return self.inputs[i] if i < len(self.inputs) else None
@@ -106,7 +107,13 @@ def _gelu(n):
 
 @converter("Softmax", fold=False)
 def _softmax(n):
-    return [nnf.softmax(n.x(0), axis=n.attr("axis", -1))]
+    x = n.x(0)
+    if n.opset >= 13:
+        return [nnf.softmax(x, axis=n.attr("axis", -1))]
+    shp = np.shape(x)           # before opset 13: over the dimensions from axis on, flattened
+    a = n.attr("axis", 1) % len(shp)
+    flat = pnp.reshape(x, (int(np.prod(shp[:a])), int(np.prod(shp[a:]))))
+    return [pnp.reshape(nnf.softmax(flat, axis=1), shp)]
 
 
 @converter("LeakyRelu")
@@ -123,6 +130,8 @@ def _where(n):
 @converter("Clip")
 def _clip(n):
     x, lo, hi = n.x(0), n.x(1), n.x(2)
+    if n.opset < 11:            # bounds were attributes
+        lo, hi = n.attr("min"), n.attr("max")
     if lo is not None:
         x = n.xp.maximum(x, lo)
     if hi is not None:

@@ -169,3 +169,20 @@ def test_operator_zoo_matches_onnxruntime():
         assert len(got) == len(want)
         for name, g_, w in zip(outs, got, want):
             np.testing.assert_allclose(np.asarray(g_), w, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_opset_11_softmax_and_clip_semantics():
+    from onnx import TensorProto, helper
+    nodes = [helper.make_node("Softmax", ["x"], ["s"], axis=1),
+             helper.make_node("Clip", ["x"], ["c"], min=-0.3, max=0.4)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                     [2, 3, 4])],
+                          [helper.make_tensor_value_info(o, TensorProto.FLOAT, None)
+                           for o in ("s", "c")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 10)])
+    m.ir_version = 6
+    x = np.random.default_rng(0).normal(size=(2, 3, 4)).astype(np.float32)
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    model = plait.onnx.load(m)
+    for g_, w in zip(model(model.params, x), sess.run(None, {"x": x})):
+        np.testing.assert_allclose(np.asarray(g_), w, rtol=1e-6, atol=1e-7)
