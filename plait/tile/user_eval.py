@@ -1,7 +1,8 @@
 """Evaluate a user Tile program with array operations (NumPy, or plait.numpy for XLA).
 
 Each statement is evaluated over its whole index box: index grids are static NumPy
-arrays, accesses are gathers at static (clipped) indices, points failing a constraint
+arrays, accesses are broadcast views (plain indices over whole dimensions) or gathers at
+static (clipped) indices, points failing a constraint
 get the aggregation's identity, and the result is a reduction over the non-output
 indices (outputs indexed by plain variables covering the output) or a scatter with
 the aggregation (any other affine output). The box is materialized, so this is the
@@ -54,6 +55,24 @@ def _index(a, grids, shape, n):
     return np.clip(np.broadcast_to(np.asarray(a.eval(grids)), shape), 0, n - 1)
 
 
+def _broadcast_view(r: Ref, tshape, vars_, shape, env, xp):
+    """``r`` over the box without a gather when it indexes by distinct plain variables
+    spanning whole dimensions (``A[i, k]``): a transpose and a reshape, or None."""
+    pos = []
+    for a, n in zip(r.idxs, tshape):
+        if not (len(a.terms) == 1 and a.terms[0][1] == 1 and a.const == 0):
+            return None
+        k = vars_.index(a.vars[0])
+        if k in pos or shape[k] != n:
+            return None
+        pos.append(k)
+    x = env[r.tensor]
+    order = sorted(range(len(pos)), key=lambda d: pos[d])
+    if order != list(range(len(pos))):
+        x = xp.transpose(x, tuple(order))
+    return xp.reshape(x, tuple(shape[k] if k in pos else 1 for k in range(len(shape))))
+
+
 def eval_stmt(s: Stmt, env: dict, shapes: dict, ops, dtype):
     """The tensor ``s`` writes, from the tensors in ``env``."""
     xp = ops.xp
@@ -62,6 +81,9 @@ def eval_stmt(s: Stmt, env: dict, shapes: dict, ops, dtype):
 
     def go(e):
         if isinstance(e, Ref):
+            direct = _broadcast_view(e, shapes[e.tensor], vars_, shape, env, xp)
+            if direct is not None:
+                return direct
             idx = tuple(_index(a, grids, shape, n) for a, n in zip(e.idxs, shapes[e.tensor]))
             return ops.gather(env[e.tensor], idx) if idx else env[e.tensor]
         if isinstance(e, Lit):
