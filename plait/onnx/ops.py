@@ -95,6 +95,12 @@ for _name, _fn in {"Relu": lambda xp, x: xp.maximum(x, xp.zeros((), xp.asarray(x
     converter(_name)(lambda n, _fn=_fn: [_fn(n.xp, n.x(0))])
 
 
+@converter("Mod")
+def _mod(n):
+    a, b = n.x(0), n.x(1)
+    return [n.xp.fmod(a, b) if n.attr("fmod", 0) else n.xp.mod(a, b)]
+
+
 @converter("Erf", fold=False)
 def _erf(n):
     return [lax.erf(n.x(0))]
