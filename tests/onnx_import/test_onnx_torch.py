@@ -37,17 +37,24 @@ class _Net(torch.nn.Module):
         return torch.softmax(self.ln(self.fc(z)), -1)
 
 
-def test_pytorch_export_matches_onnxruntime_and_differentiates():
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_pytorch_export_matches_onnxruntime_and_differentiates(exporter):
     torch.manual_seed(0)
     net = _Net().eval()
     x = torch.randn(2, 3, 8, 8)
-    buf = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(net, (x,), buf, dynamo=False, opset_version=17)
-    sess = ort.InferenceSession(buf.getvalue(), providers=["CPUExecutionProvider"])
+        if exporter == "dynamo":        # the torch.export-based exporter needs onnxscript
+            pytest.importorskip("onnxscript")
+            data = torch.onnx.export(net, (x,), dynamo=True, verbose=False) \
+                .model_proto.SerializeToString()
+        else:
+            buf = io.BytesIO()
+            torch.onnx.export(net, (x,), buf, dynamo=False, opset_version=17)
+            data = buf.getvalue()
+    sess = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
     want = sess.run(None, {sess.get_inputs()[0].name: x.numpy()})[0]
-    model = plait.onnx.load(buf.getvalue())
+    model = plait.onnx.load(data)
     got = plait.jit(model)(model.params, x.numpy())
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-6)
     loss = lambda p: pnp.sum(model(p, x.numpy())[:, 0])   # noqa: E731
