@@ -1,5 +1,5 @@
 """ONNX rows (issue 25): models imported with ``plait.onnx.load`` run by ``plait.jit``
-against onnxruntime on the CPU (its default session options: all graph optimizations,
+(native, and xla when jaxlib is installed) against onnxruntime on the CPU (its default session options: all graph optimizations,
 intra-op threads on every core) and plait eagerly.
 
 Models (``benchmarks/onnx_models.py``, built with ``onnx.helper``, random weights): a
@@ -28,6 +28,9 @@ def _row(name: str, model_proto, x, cfg: Config) -> Row:
     feed = {sess.get_inputs()[0].name: x}
     cands = {"plait.jit": lambda: f(model.params, x),
              "onnxruntime": lambda: sess.run(None, feed)[0]}
+    if optional_import("jaxlib") is not None:
+        fx = plait.jit(model, backend="xla")
+        cands["plait xla"] = lambda: fx(model.params, x)
     if cfg.smoke or cfg.quick:
         cands["plait eager"] = lambda: model(model.params, x)
     outs, first = first_outputs(cands)

@@ -41,7 +41,13 @@ def test_matches_onnxruntime_eager_jit_vmap(name, tmp_path):
     onnx.save(m, str(path))
     model = plait.onnx.load(path)
     assert model.input_names == (m.graph.input[0].name,)
-    for got in (model(model.params, x), plait.jit(model)(model.params, x)):
+    runs = [model(model.params, x), plait.jit(model)(model.params, x)]
+    try:
+        import jaxlib  # noqa: F401
+        runs.append(plait.jit(model, backend="xla")(model.params, x))
+    except ImportError:
+        pass
+    for got in runs:
         for g, w in zip(_tuple(got), want):
             np.testing.assert_allclose(np.asarray(g), w, rtol=2e-5, atol=2e-5)
     xs = np.stack([x, 0.5 * x, -x])
