@@ -213,6 +213,29 @@ def test_other_user_errors():
     with pytest.raises(TileSyntaxError, match="inside a function decorated"):
         T.contract("sum", 1.0)
 
+    @T.op
+    def shifted_out(A):
+        i = T.indices("i")
+        return T.contract("sum", A[i], out=i + 1, shape=(3,))
+    with pytest.raises(TileSyntaxError, match=r"output index `i \+ 1` can go out of range: "
+                                              r"`i \+ 1` takes values in \[1, 3\]"):
+        shifted_out(np.ones(3))
+
+    @T.op
+    def bad_where(A):
+        i = T.indices("i")
+        return T.contract("sum", A[i], out=i, where=[i > 1])
+    with pytest.raises(TileSyntaxError, match=r"constraints are written `expr < N`[\s\S]*"
+                                              r"test_tile_user.py:\d+ \(in bad_where\)"):
+        bad_where(np.ones(3))
+
+    @T.op
+    def not_constraint(A):
+        i = T.indices("i")
+        return T.contract("sum", A[i], out=i, where=[i])
+    with pytest.raises(TileSyntaxError, match="not of the form `index expression < N`"):
+        not_constraint(np.ones(3))
+
 
 def test_named_outputs_as_dict_and_prod():
     @T.op
