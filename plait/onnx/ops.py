@@ -420,5 +420,145 @@ def _gather(n):
     return [n.xp.take(x, idx, axis=axis)]
 
 
+# ---- more activations, normalization and tensor ops -------------------------------------
+
+for _name, _fn in {"Sin": lambda xp, x: xp.sin(x), "Cos": lambda xp, x: xp.cos(x),
+                   "Sign": lambda xp, x: xp.sign(x),
+                   "Softplus": lambda xp, x: xp.logaddexp(x, xp.zeros((), xp.asarray(x).dtype))
+                   }.items():
+    converter(_name)(lambda n, _fn=_fn: [_fn(n.xp, n.x(0))])
+
+
+@converter("Elu", "Selu")
+def _elu(n):
+    xp, x = n.xp, n.x(0)
+    selu = n.proto.op_type == "Selu"
+    alpha = n.attr("alpha", 1.6732632423543772 if selu else 1.0)
+    y = xp.where(x > 0, x, alpha * (xp.exp(xp.minimum(x, 0.0 * x)) - 1))
+    return [y * n.attr("gamma", 1.0507009873554805) if selu else y]
+
+
+@converter("HardSigmoid", "HardSwish")
+def _hard(n):
+    xp, x = n.xp, n.x(0)
+    swish = n.proto.op_type == "HardSwish"
+    a, b = (1 / 6, 0.5) if swish else (n.attr("alpha", 0.2), n.attr("beta", 0.5))
+    h = xp.clip(x * a + b, 0.0, 1.0)
+    return [x * h if swish else h]
+
+
+@converter("PRelu")
+def _prelu(n):
+    x, slope = n.x(0), n.x(1)
+    return [n.xp.where(x < 0, x * slope, x)]
+
+
+@converter("InstanceNormalization", fold=False)
+def _instancenorm(n):
+    x, scale, bias = n.x(0), n.x(1), n.x(2)
+    nd = len(np.shape(x))
+    axes = tuple(range(2, nd))
+    mu = pnp.mean(x, axis=axes, keepdims=True)
+    var = pnp.mean(pnp.square(x - mu), axis=axes, keepdims=True)
+    shape = (1, -1) + (1,) * (nd - 2)
+    y = (x - mu) / pnp.sqrt(var + n.attr("epsilon", 1e-5))
+    return [y * pnp.reshape(scale, shape) + pnp.reshape(bias, shape)]
+
+
+@converter("ConvTranspose", fold=False)
+def _conv_transpose(n):
+    x, w, b = n.x(0), n.x(1), n.x(2)
+    nsp = len(np.shape(w)) - 2
+    if n.attr("group", 1) != 1 or n.attr("output_shape") is not None:
+        raise UnsupportedOnnxOperatorError("ConvTranspose with group > 1 or output_shape",
+                                           locate=False)
+    k = np.shape(w)[2:]
+    s = n.attr("strides", [1] * nsp)
+    d = n.attr("dilations", [1] * nsp)
+    op = n.attr("output_padding", [0] * nsp)
+    pads = _pairs(n, nsp)
+    # the transpose of a strided conv: dilate the input, flip the kernel, swap its channels
+    rhs = pnp.flip(pnp.swapaxes(w, 0, 1), axis=tuple(range(2, 2 + nsp)))
+    padding = [(d[i] * (k[i] - 1) - pads[i][0], d[i] * (k[i] - 1) - pads[i][1] + op[i])
+               for i in range(nsp)]
+    y = lax.conv_general_dilated(x, rhs, (1,) * nsp, padding, lhs_dilation=tuple(s),
+                                 rhs_dilation=tuple(d))
+    if b is not None:
+        y = y + pnp.reshape(b, (1, -1) + (1,) * nsp)
+    return [y]
+
+
+@converter("Pad")
+def _pad(n):
+    x = n.x(0)
+    nd = len(np.shape(x))
+    pads = [int(v) for v in n.static(1, "pads")] if n.x(1) is not None else n.attr("pads")
+    axes = [int(a) % nd for a in n.static(3, "axes")] if n.x(3) is not None else list(range(nd))
+    if min(pads) < 0:
+        raise UnsupportedOnnxOperatorError("Pad with negative pads", locate=False)
+    width = [(0, 0)] * nd
+    for i, a in enumerate(axes):
+        width[a] = (pads[i], pads[i + len(axes)])
+    mode = n.attr("mode", "constant")
+    if mode == "constant":
+        cv = n.x(2)
+        cv = 0.0 if cv is None else cv.reshape(()) if isinstance(cv, np.ndarray) else cv
+        return [n.xp.pad(x, width, mode="constant", constant_values=cv)]
+    return [n.xp.pad(x, width, mode={"reflect": "reflect", "edge": "edge", "wrap": "wrap"}[mode])]
+
+
+@converter("Split")
+def _split(n):
+    x = n.x(0)
+    axis = n.attr("axis", 0)
+    size = np.shape(x)[axis]
+    parts = [int(v) for v in n.static(1, "split")] if n.x(1) is not None else n.attr("split")
+    if parts is None:
+        k = len(n.proto.output)
+        step = -(-size // k)
+        parts = [min(step, size - i * step) for i in range(k)]
+    cuts = np.cumsum(parts)[:-1].tolist()
+    return n.xp.split(x, cuts, axis=axis)
+
+
+@converter("ArgMax", "ArgMin")
+def _argext(n):
+    x = n.x(0)
+    axis = n.attr("axis", 0)
+    if n.attr("select_last_index", 0):
+        raise UnsupportedOnnxOperatorError(f"{n.proto.op_type} select_last_index=1",
+                                           locate=False)
+    f = n.xp.argmax if n.proto.op_type == "ArgMax" else n.xp.argmin
+    r = n.xp.asarray(f(x, axis=axis)).astype(np.int64)
+    return [n.xp.expand_dims(r, axis) if n.attr("keepdims", 1) else r]
+
+
+@converter("CumSum")
+def _cumsum(n):
+    xp, x = n.xp, n.x(0)
+    axis = int(n.static(1, "axis").reshape(()))
+    if n.attr("reverse", 0):
+        x = xp.flip(x, axis=axis)
+    y = xp.cumsum(x, axis=axis)
+    if n.attr("exclusive", 0):
+        y = y - x
+    return [xp.flip(y, axis=axis) if n.attr("reverse", 0) else y]
+
+
+@converter("Tile")
+def _tile(n):
+    return [n.xp.tile(n.x(0), tuple(int(r) for r in n.static(1, "repeats")))]
+
+
+@converter("Einsum")
+def _einsum(n):
+    return [n.xp.einsum(n.attr("equation"), *n.inputs)]
+
+
+@converter("Size")
+def _size(n):
+    return [np.array(int(np.prod(np.shape(n.x(0)))), np.int64)]
+
+
 SUPPORTED = tuple(sorted(CONVERTERS))
 __all__ = ["CONVERTERS", "SUPPORTED", "Node", "converter"]

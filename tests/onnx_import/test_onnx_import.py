@@ -192,3 +192,53 @@ def test_opset_11_softmax_and_clip_semantics():
     model = plait.onnx.load(m)
     for g_, w in zip(model(model.params, x), sess.run(None, {"x": x})):
         np.testing.assert_allclose(np.asarray(g_), w, rtol=1e-6, atol=1e-7)
+
+
+def test_vision_and_sequence_operators_match_onnxruntime():
+    """Pad, Split, ConvTranspose, InstanceNormalization, the hard/soft activations,
+    ArgMax, CumSum, Tile, Einsum, Size: one small model, eager and jit."""
+    from onnx import TensorProto, helper, numpy_helper
+    from benchmarks.onnx_models import OPSET
+    rng = np.random.default_rng(0)
+    nodes, inits, outs = [], [], []
+
+    def const(name, v, dt=np.float32):
+        inits.append(numpy_helper.from_array(np.asarray(v, dt), name))
+        return name
+
+    def node(op, ins, n_out=1, **kw):
+        names = [f"{op.lower()}{len(nodes)}_{i}" for i in range(n_out)]
+        nodes.append(helper.make_node(op, ins, names, **kw))
+        return names if n_out > 1 else names[0]
+    x = "x"                                                        # [2, 3, 5, 5]
+    for op in ("Softplus", "Elu", "Selu", "HardSigmoid", "HardSwish", "Sin", "Cos", "Sign"):
+        outs.append(node(op, [x]))
+    outs.append(node("PRelu", [x, const("slope", rng.uniform(0, 1, (3, 1, 1)))]))
+    outs.append(node("InstanceNormalization", [x, const("is", rng.uniform(0.5, 1, 3)),
+                                               const("ib", rng.normal(size=3))]))
+    outs.append(node("ConvTranspose", [x, const("wt", rng.normal(size=(3, 4, 3, 3))),
+                                       const("bt", rng.normal(size=4))],
+                     strides=[2, 2], pads=[1, 0, 1, 1], output_padding=[1, 0]))
+    for mode in ("constant", "reflect", "edge"):
+        extra = [const("pv", 1.5)] if mode == "constant" else []
+        outs.append(node("Pad", [x, const(f"pads_{mode}", [0, 0, 1, 2, 0, 0, 2, 1], np.int64)]
+                         + extra, mode=mode))
+    outs += node("Split", [x, const("sp", [1, 2], np.int64)], n_out=2, axis=1)
+    outs.append(node("Cast", [node("ArgMax", [x], axis=2, keepdims=0)], to=TensorProto.FLOAT))
+    outs.append(node("CumSum", [x, const("ca", 3, np.int64)], exclusive=1, reverse=1))
+    outs.append(node("Tile", [x, const("rep", [1, 2, 1, 1], np.int64)]))
+    outs.append(node("Einsum", [x, x], equation="nchw,ncwv->nhv"))
+    outs.append(node("Mul", [x, node("Cast", [node("Size", [x])], to=TensorProto.FLOAT)]))
+    g = helper.make_graph(
+        nodes, "zoo2", [helper.make_tensor_value_info(x, TensorProto.FLOAT, [2, 3, 5, 5])],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)])
+    m.ir_version = 9
+    xv = rng.normal(size=(2, 3, 5, 5)).astype(np.float32)
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = sess.run(None, {"x": xv})
+    model = plait.onnx.load(m)
+    for got in (model(model.params, xv), plait.jit(model)(model.params, xv)):
+        assert len(got) == len(want)
+        for name, g_, w in zip(outs, got, want):
+            np.testing.assert_allclose(np.asarray(g_), w, rtol=2e-5, atol=2e-5, err_msg=name)
