@@ -48,6 +48,9 @@ class OnnxModel:
         self.params = params
         self._consts = consts
         self._attrs = attrs
+        # the loaded weights: read as constants where an operator needs a static operand
+        # (Resize scales, Pad values, ...), so those uses do not follow ``params``
+        self._initial = {k: v for k, v in params.items()}
         inits = set(params) | set(consts)
         self.input_names = tuple(i.name for i in graph.input if i.name not in inits)
         self.output_names = tuple(o.name for o in graph.output)
@@ -68,7 +71,8 @@ class OnnxModel:
             fn, fold = CONVERTERS[node.op_type]
             ins = [env[i] if i else None for i in node.input]
             static = all(v is None or isinstance(v, np.ndarray) for v in ins)
-            outs = fn(Node(node, ins, attrs, np if (fold and static) else pnp, self.opset))
+            outs = fn(Node(node, ins, attrs, np if (fold and static) else pnp, self.opset,
+                           self._initial))
             for name, v in zip(node.output, outs):
                 if name:
                     env[name] = v

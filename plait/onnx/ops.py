@@ -23,12 +23,14 @@ from plait.nn import functions as nnf
 class Node:
     """One node being converted: ``x(i)`` its i-th input (None if absent), ``attr``."""
 
-    def __init__(self, proto, inputs: list, attrs: dict, xp, opset: int):
+    def __init__(self, proto, inputs: list, attrs: dict, xp, opset: int,
+                 initializers: dict | None = None):
         self.proto = proto
         self.inputs = inputs
         self.attrs = attrs
         self.xp = xp
         self.opset = opset
+        self.initializers = initializers or {}
 
     def x(self, i: int):
         return self.inputs[i] if i < len(self.inputs) else None
@@ -41,6 +43,9 @@ class Node:
         if v is None:
             return None
         if not isinstance(v, np.ndarray):
+            init = self.initializers.get(self.proto.input[i])
+            if init is not None:      # a float initializer used as a static operand (scales)
+                return init
             raise OnnxImportError(
                 f"{self.proto.op_type} node {self.proto.name!r}: its {what} (input {i}) must "
                 "be known when the model is imported (a constant or computed from shapes), "
@@ -558,6 +563,85 @@ def _einsum(n):
 @converter("Size")
 def _size(n):
     return [np.array(int(np.prod(np.shape(n.x(0)))), np.int64)]
+
+
+_binary("LessOrEqual", lambda xp, a, b: xp.less_equal(a, b))
+_binary("GreaterOrEqual", lambda xp, a, b: xp.greater_equal(a, b))
+converter("Softsign")(lambda n: [n.x(0) / (1 + n.xp.abs(n.x(0)))])
+
+
+@converter("Trilu")
+def _trilu(n):
+    k = int(n.static(1, "k").reshape(())) if n.x(1) is not None else 0
+    f = n.xp.triu if n.attr("upper", 1) else n.xp.tril
+    return [f(n.x(0), k)]
+
+
+@converter("ReduceL2", "ReduceSumSquare", "ReduceLogSumExp")
+def _reduce_more(n):
+    xp, x = n.xp, n.x(0)
+    axes = n.static(1, "axes") if n.x(1) is not None else n.attr("axes")
+    axes = None if axes is None or len(axes) == 0 else tuple(int(a) for a in axes)
+    keep = bool(n.attr("keepdims", 1))
+    op = n.proto.op_type
+    if op == "ReduceLogSumExp":
+        m = xp.max(x, axis=axes, keepdims=True)
+        r = xp.log(xp.sum(xp.exp(x - m), axis=axes, keepdims=True)) + m
+        return [r if keep else xp.squeeze(r, axis=axes)]
+    sq = xp.sum(x * x, axis=axes, keepdims=keep)
+    return [xp.sqrt(sq) if op == "ReduceL2" else sq]
+
+
+def _source_coords(n, out: int, size: int, scale: float) -> np.ndarray:
+    """ONNX Resize: the input coordinate of each output coordinate along one axis."""
+    mode = n.attr("coordinate_transformation_mode", "half_pixel")
+    o = np.arange(out, dtype=np.float64)
+    if mode == "asymmetric":
+        return o / scale
+    if mode == "align_corners":
+        return o * (size - 1) / (out - 1) if out > 1 else np.zeros(out)
+    if mode == "pytorch_half_pixel" and out == 1:
+        return np.zeros(out)
+    if mode in ("half_pixel", "pytorch_half_pixel"):
+        return (o + 0.5) / scale - 0.5
+    raise UnsupportedOnnxOperatorError(f"Resize coordinate_transformation_mode={mode!r}",
+                                       locate=False)
+
+
+@converter("Resize", fold=False)
+def _resize(n):
+    x = n.x(0)
+    shp = np.shape(x)
+    scales = n.static(2, "scales") if n.x(2) is not None else None
+    if scales is not None and scales.size == 0:
+        scales = None
+    if scales is None:
+        sizes = [int(v) for v in n.static(3, "sizes")]
+        scales = [o / i for o, i in zip(sizes, shp)]
+    else:
+        scales = [float(v) for v in scales]
+        sizes = [int(np.floor(i * s)) for i, s in zip(shp, scales)]
+    mode = n.attr("mode", "nearest")
+    if mode not in ("nearest", "linear") or n.attr("antialias", 0) or n.attr("axes"):
+        raise UnsupportedOnnxOperatorError(f"Resize mode={mode!r} (nearest and linear are "
+                                           "supported, without antialias or axes)", locate=False)
+    for ax, (size, out, sc) in enumerate(zip(shp, sizes, scales)):
+        if size == out and sc == 1.0:
+            continue
+        c = _source_coords(n, out, size, sc)
+        if mode == "nearest":
+            rule = n.attr("nearest_mode", "round_prefer_floor")
+            idx = {"floor": np.floor(c), "ceil": np.ceil(c),
+                   "round_prefer_floor": np.ceil(c - 0.5),
+                   "round_prefer_ceil": np.floor(c + 0.5)}[rule]
+            x = pnp.take(x, np.clip(idx, 0, size - 1).astype(np.int64), axis=ax)
+        else:
+            c = np.clip(c, 0, size - 1)
+            i0 = np.floor(c).astype(np.int64)
+            i1 = np.minimum(i0 + 1, size - 1)
+            w = (c - i0).reshape((-1,) + (1,) * (len(shp) - ax - 1)).astype(np.float32)
+            x = pnp.take(x, i0, axis=ax) * (1 - w) + pnp.take(x, i1, axis=ax) * w
+    return [x]
 
 
 SUPPORTED = tuple(sorted(CONVERTERS))

@@ -229,6 +229,18 @@ def test_vision_and_sequence_operators_match_onnxruntime():
     outs.append(node("Tile", [x, const("rep", [1, 2, 1, 1], np.int64)]))
     outs.append(node("Einsum", [x, x], equation="nchw,ncwv->nhv"))
     outs.append(node("Mul", [x, node("Cast", [node("Size", [x])], to=TensorProto.FLOAT)]))
+    outs.append(node("Softsign", [x]))
+    outs.append(node("Trilu", [x, const("tk", 1, np.int64)], upper=0))
+    outs.append(node("Cast", [node("LessOrEqual", [x, node("Neg", [x])])], to=TensorProto.FLOAT))
+    for op in ("ReduceL2", "ReduceSumSquare", "ReduceLogSumExp"):
+        outs.append(node(op, [x, const(f"ra_{op}", [1, 3], np.int64)], keepdims=0))
+    for mode, ctm, extra in (("nearest", "half_pixel", {}),
+                             ("nearest", "asymmetric", {"nearest_mode": "floor"}),
+                             ("linear", "half_pixel", {}), ("linear", "align_corners", {}),
+                             ("linear", "pytorch_half_pixel", {})):
+        outs.append(node("Resize", [x, "", const(f"sc_{mode}_{ctm}", [1, 1, 2, 1.6])],
+                         mode=mode, coordinate_transformation_mode=ctm, **extra))
+    outs.append(node("Resize", [x, "", "", const("rs", [2, 3, 3, 7], np.int64)], mode="linear"))
     g = helper.make_graph(
         nodes, "zoo2", [helper.make_tensor_value_info(x, TensorProto.FLOAT, [2, 3, 5, 5])],
         [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs], inits)
