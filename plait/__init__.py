@@ -29,5 +29,17 @@ from plait.core.graph import check_graph
 from plait import debug, experimental
 from plait.lax.callbacks import pure_callback
 from plait.exporting import export
+from plait import profiler
+from plait.explorer import explore
+
+# The public names (tests/namespaces/plait.txt is the reviewed list).
+__all__ = ["Array", "ShapeDtypeStruct", "ad_checkpoint", "ad_residuals", "autograph",
+           "check_graph", "checkpoint", "checkpoint_policies", "config",
+           "custom_batching", "custom_jvp", "custom_vjp", "custom_vmap", "debug",
+           "device_put", "devices", "disable_jit", "errors", "eval_shape",
+           "example_libraries", "experimental", "explore", "export", "grad", "hessian", "jacfwd",
+           "jacrev", "jit", "jvp", "lax", "lazy", "linearize", "make_graph", "metrics",
+           "nn", "numpy", "onnx", "profiler", "pure_callback", "random", "remat", "stop_gradient", "tile",
+           "tree", "tree_util", "value_and_grad", "vjp", "vmap"]
 
 __version__ = "0.1.0"

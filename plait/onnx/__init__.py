@@ -8,14 +8,13 @@ Integer initializers, ``Constant`` nodes and shape arithmetic stay static NumPy 
 Operators: :data:`plait.onnx.ops.SUPPORTED` (one table, :data:`plait.onnx.ops.CONVERTERS`);
 a model using others is refused with every unsupported operator named at once.
 """
-from __future__ import annotations
+import os as _os
+from typing import Any as _Any
 
-import os
-from typing import Any
+import numpy as _np
 
-import numpy as np
-
-from plait.errors import OnnxImportError, UnsupportedOnnxOperatorError
+from plait.errors import OnnxImportError as _OnnxImportError
+from plait.errors import UnsupportedOnnxOperatorError as _UnsupportedOnnxOperatorError
 
 __all__ = ["load", "OnnxModel", "SUPPORTED"]
 
@@ -24,7 +23,7 @@ def _onnx():
     try:
         import onnx
     except ImportError:
-        raise OnnxImportError("plait.onnx needs the onnx package: pip install 'plait[onnx]'",
+        raise _OnnxImportError("plait.onnx needs the onnx package: pip install 'plait[onnx]'",
                               locate=False) from None
     return onnx
 
@@ -55,43 +54,43 @@ class OnnxModel:
         self.input_names = tuple(i.name for i in graph.input if i.name not in inits)
         self.output_names = tuple(o.name for o in graph.output)
 
-    def __call__(self, params: dict, *inputs: Any):
+    def __call__(self, params: dict, *inputs: _Any):
         from plait.onnx.ops import CONVERTERS, Node
         import plait.numpy as pnp
         if len(inputs) != len(self.input_names):
-            raise OnnxImportError(f"the model takes {len(self.input_names)} inputs "
+            raise _OnnxImportError(f"the model takes {len(self.input_names)} inputs "
                                   f"({', '.join(self.input_names)}), got {len(inputs)}")
         missing = sorted(set(self.params) - set(params))
         if missing:
-            raise OnnxImportError(f"params lacks the weights {missing[:5]}")
+            raise _OnnxImportError(f"params lacks the weights {missing[:5]}")
         env: dict = dict(self._consts)
         env.update({k: pnp.asarray(v) for k, v in params.items()})
         env.update({n: pnp.asarray(x) for n, x in zip(self.input_names, inputs)})
         for node, attrs in zip(self.graph.node, self._attrs):
             fn, fold = CONVERTERS[node.op_type]
             ins = [env[i] if i else None for i in node.input]
-            static = all(v is None or isinstance(v, np.ndarray) for v in ins)
-            outs = fn(Node(node, ins, attrs, np if (fold and static) else pnp, self.opset,
+            static = all(v is None or isinstance(v, _np.ndarray) for v in ins)
+            outs = fn(Node(node, ins, attrs, _np if (fold and static) else pnp, self.opset,
                            self._initial))
             for name, v in zip(node.output, outs):
                 if name:
                     env[name] = v
         outs = [env[n] for n in self.output_names]
-        outs = [pnp.asarray(o) if isinstance(o, np.ndarray) else o for o in outs]
+        outs = [pnp.asarray(o) if isinstance(o, _np.ndarray) else o for o in outs]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-def load(model: Any) -> OnnxModel:
+def load(model: _Any) -> OnnxModel:
     """Import an ONNX model (a path, serialized bytes or an ``onnx.ModelProto``)."""
     onnx = _onnx()
     from onnx import helper, numpy_helper
     from plait.onnx.ops import CONVERTERS
-    if isinstance(model, (str, os.PathLike)):
-        model = onnx.load(os.fspath(model))
+    if isinstance(model, (str, _os.PathLike)):
+        model = onnx.load(_os.fspath(model))
     elif isinstance(model, (bytes, bytearray)):
         model = onnx.load_from_string(bytes(model))
     if not isinstance(model, onnx.ModelProto):
-        raise OnnxImportError(f"plait.onnx.load takes a path, bytes or an onnx.ModelProto, "
+        raise _OnnxImportError(f"plait.onnx.load takes a path, bytes or an onnx.ModelProto, "
                               f"got {type(model).__name__}")
     g = model.graph
     unsupported: dict = {}
@@ -100,12 +99,12 @@ def load(model: Any) -> OnnxModel:
             unsupported[node.op_type] = unsupported.get(node.op_type, 0) + 1
     if unsupported:
         listed = ", ".join(f"{k} (x{v})" for k, v in sorted(unsupported.items()))
-        raise UnsupportedOnnxOperatorError(
+        raise _UnsupportedOnnxOperatorError(
             f"the ONNX model uses operators plait.onnx does not convert: {listed}; "
             f"supported: {', '.join(sorted(CONVERTERS))}")
     params, consts = {}, {}
     for t in g.initializer:
-        a = np.array(numpy_helper.to_array(t))   # a writable copy (to_array views the proto)
+        a = _np.array(numpy_helper.to_array(t))   # a writable copy (to_array views the proto)
         (params if a.dtype.kind == "f" else consts)[t.name] = a
     attrs = [{a.name: helper.get_attribute_value(a) for a in node.attribute} for node in g.node]
     for d in attrs:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import time
 import weakref
@@ -15,6 +16,7 @@ from plait.backends.native.cprogram import CProgram, CallStep, step_buffers, dri
 from plait.backends.native.launch import Launch, launch
 from plait.backends.native.partition import KernelStep, partition
 from plait.codegen.c_pymodule import module_source
+from plait.codegen.c_expr import op_prelude
 from plait.codegen.c_stripe import PRELUDE, decode_status
 from plait.codegen.toolchain import build_shared_object, require_toolchain
 from plait.core.graph import (ClosedGraph, Literal, closure_convert, reset_graph_runner,
@@ -22,9 +24,11 @@ from plait.core.graph import (ClosedGraph, Literal, closure_convert, reset_graph
 from plait.core.printer import pp_graph
 from plait.errors import PlaitMemoryError
 from plait.passes.inline import inline
-from plait.runtime import kernel_cache, metrics
+from plait.profiler import events
+from plait.runtime import kernel_cache, metrics, progress
 from plait.runtime.cpuinfo import cpu_info
 from plait.backends.native.target import host_target
+from plait.config import config, set_openmp_wait_defaults
 
 
 class NativeExecutable:
@@ -130,6 +134,9 @@ class NativeExecutable:
         return sum(1 for s in self.prepared.steps if isinstance(s, KernelStep))
 
     def __call__(self, *args) -> list:
+        if events.ACTIVE:                  # plait.profiler.trace(): time every step
+            from plait.profiler.record import run_recorded
+            return run_recorded(self, args)
         return self._run(args, None)
 
     def launch(self, *args, deps: tuple = ()) -> tuple[list, Launch] | None:
@@ -145,6 +152,10 @@ class NativeExecutable:
         ins = [_c_order(a) for a in self.consts + list(args)]
         outs = [_alloc(shape, dt, "an output buffer") for shape, dt in self._out_buffers]
         job = launch(self.entry, ins, outs, self.pymod, deps, self._describe)
+        if events.ACTIVE and job is not None:   # plait.profiler: queued on the C worker
+            t = events.now()
+            events.complete(f"launch {self.closed.graph.name or 'graph'}", "call", t, t,
+                            {"kernels": self.kernel_count()})
         return None if job is None else (outs, job)
 
     def _describe(self, status: int) -> str:
@@ -163,8 +174,9 @@ class NativeExecutable:
         """Best-of-``repeat`` seconds of every step: ``[(step, what it computes, s)]``."""
         best: list[float] = []
         for _ in range(repeat):
-            times: list[float] = []
-            self._run(args, times)
+            stamps: list[tuple[float, float]] = []
+            self._run(args, stamps)
+            times = [t1 - t0 for t0, t1 in stamps]
             best = times if not best else [min(a, b) for a, b in zip(best, times)]
         return [(name, what, t) for (name, what), t in zip(self._step_names(), best)]
 
@@ -206,6 +218,7 @@ class NativeExecutable:
         return out
 
     def _run(self, args, times: list | None, alias: dict[int, int] | None = None) -> list:
+        """Run every step; ``times`` (when a list) gets each step's (start, end) seconds."""
         if len(args) != self.n_in:
             raise TypeError(f"executable takes {self.n_in} arguments, got {len(args)}")
         env = [None] * self.n_slots
@@ -259,7 +272,7 @@ class NativeExecutable:
             for s in free:
                 env[s] = None
             if times is not None:
-                times.append(time.perf_counter() - t0)
+                times.append((t0, time.perf_counter()))
         return [env[i] if k == "var" else i for k, i in self.out]
 
     def memory_analysis(self, donated: Sequence[int] = ()) -> dict:
@@ -319,14 +332,13 @@ class Prepared:
     def __init__(self, closed: ClosedGraph):
         self.closed = inline(closed)
         dump = _dump_dir(self.closed)
-        from plait.config import config
         self.timed = config.profile
         cprog = CProgram(host_target(), dump, self.timed)
         self.steps = cprog.native_steps(partition(self.closed.graph))
         self.stripe = cprog.stripe
         self.functions = cprog.functions     # numbered kernels, for failure messages
         self.scratch = cprog.scratch         # name -> peak bytes a C function allocates
-        self.source = PRELUDE + "\n\n" + cprog.source()
+        self.source = PRELUDE + op_prelude() + "\n\n" + cprog.source()
         self.entry = None     # the whole program as one C function, when fully native
         self.native = any(isinstance(s, (KernelStep, CallStep)) for s in self.steps)
         if self.native and all(isinstance(s, (KernelStep, CallStep)) for s in self.steps):
@@ -377,7 +389,6 @@ class Prepared:
 
 def _dump_dir(closed: ClosedGraph) -> str | None:
     """``$PLAIT_DUMP_DIR/<function>_<hash of its graph>`` (created), or None."""
-    from plait.config import config
     if not config.dump_dir:
         return None
     import hashlib
@@ -399,9 +410,15 @@ _MODULE_NAME = "plait_k_MODULE"
 
 def compile_native(closed: ClosedGraph) -> NativeExecutable:
     """Compile ``closed`` to native code (raises CompileError without a C compiler)."""
+    with progress.compiling(closed.graph.name or "a graph"):
+        return _compile_native(closed)
+
+
+def _compile_native(closed: ClosedGraph) -> NativeExecutable:
     tc = require_toolchain()
     t0 = time.perf_counter()
-    prep = Prepared(closed)
+    with events.span("partition, Tile, Stripe passes, C", "compile"):
+        prep = Prepared(closed)
     loaded = None
     if prep.native:
         # the key covers the module wrapper too (its name, which is the key, left out)
@@ -414,10 +431,23 @@ def compile_native(closed: ClosedGraph) -> NativeExecutable:
         if wrapper:
             module = f"plait_k_{key}"
             full += "\n\n" + wrapper.replace(_MODULE_NAME, module)
-        loaded = kernel_cache.load(key, lambda out: build_shared_object(full, out, tc),
+        loaded = kernel_cache.load(key, lambda out: _build(full, out, tc),
                                    lambda path: _open_library(path, module))
     metrics.bump("native_compile_s", time.perf_counter() - t0)
     return prep.executable(loaded)
+
+
+def _build(source: str, out: str, tc) -> None:
+    """Run the C compiler (a profiler event when a trace is active; its time is logged
+    with ``log_compiles``)."""
+    progress.phase("C compiler")
+    t0 = time.perf_counter()
+    with events.span("C compiler", "compile", {"source_bytes": len(source)}):
+        build_shared_object(source, out, tc)
+    if config.log_compiles:
+        logging.getLogger("plait").warning(
+            "plait: C compiler built %d KiB of C into one shared object in %.2f s",
+            len(source) // 1024, time.perf_counter() - t0)
 
 
 _ADVICE = ("Free memory or raise the process's memory limit (ulimit -v, RLIMIT_AS), use "
@@ -458,8 +488,7 @@ def _openmp_defaults() -> None:
     an idle machine (W6 step 0.81 ms alone); a 2000-round spin keeps most of both
     (0.47 ms alone, 0.84-0.96 ms with two processes). libgomp reads these when the
     first kernel library loads it; a user's setting wins."""
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    os.environ.setdefault("GOMP_SPINCOUNT", "2000")
+    set_openmp_wait_defaults("PASSIVE", 2000)
 
 
 _SUBGRAPHS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()

@@ -15,18 +15,23 @@ A sub-graph with a host step is not native; its equation stays a host step.
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import os
+import time
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from plait.backends.native.partition import HostStep, KernelStep, partition
-from plait.codegen.c_stripe import C_TYPES, oom_status, render_program, temp_bytes
+from plait.codegen.c_expr import C_TYPES, literal
+from plait.codegen.c_stripe import oom_status, render_program, temp_bytes
 from plait.codegen.toolchain import find_toolchain
-from plait.config import config
+from plait.config import config, omp_num_threads
 from plait.core.graph import Graph, Literal, Var
 from plait.passes.inline import inline_graph
+from plait.profiler import events
+from plait.runtime import progress
 from plait.stripe import lower as stripe_lower
 from plait.stripe.passes import run_passes
 from plait.tile.lowering import STRIPE_DTYPES
@@ -54,17 +59,7 @@ def nbytes(aval) -> int:
 
 def c_literal(a: Literal) -> str:
     """A C expression of a scalar literal's value, in its storage type."""
-    v = a.val.item()
-    dt = np.dtype(a.aval.dtype)
-    if dt.kind == "b":
-        return "1" if v else "0"
-    if dt.kind == "f":
-        if math.isnan(v):
-            return "NAN"
-        if math.isinf(v):
-            return "INFINITY" if v > 0 else "-INFINITY"
-        return repr(float(v))
-    return f"{int(v)}LL" if dt.kind == "i" else f"{int(v)}ULL"
+    return literal(a.val.item(), STRIPE_DTYPES[np.dtype(a.aval.dtype)])
 
 
 def storage_type(aval) -> str:
@@ -73,9 +68,9 @@ def storage_type(aval) -> str:
 
 def omp_threads() -> int:
     """How many threads an OpenMP parallel loop of a kernel uses at most here."""
-    n = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
-    if n.isdigit() and int(n) > 0:
-        return int(n)
+    n = omp_num_threads()
+    if n is not None:
+        return n
     try:
         return max(len(os.sched_getaffinity(0)), 1)
     except (AttributeError, OSError):
@@ -113,7 +108,8 @@ class CProgram:
             self.parts.append(f"PLAIT_KERNEL int64_t {st.name}(void **bufs) "
                               f"{{ return {same}(bufs); }}")
             return
-        before = stripe_lower(st.program)
+        with events.span(f"{st.name}: Tile -> Stripe", "compile"):
+            before = stripe_lower(st.program)
         after = run_passes(before, self.target, self.dump_dir, verify=config.checks)
         self.stripe[st.name] = (before, after)
         self.functions.append((st.name, ", ".join(e.prim.name for e in st.eqns)))
@@ -126,9 +122,17 @@ class CProgram:
     def native_steps(self, steps: list) -> list:
         """Render kernels; turn host steps with a ``native`` rule into call steps."""
         out = []
+        progress.phase("Tile -> Stripe -> C", total=sum(isinstance(s, KernelStep) for s in steps))
         for st in steps:
             if isinstance(st, KernelStep):
+                t0 = time.perf_counter()
                 self.kernel(st)
+                progress.kernel_done()
+                if config.log_compiles:
+                    logging.getLogger("plait").warning(
+                        "plait: kernel %s (%s): lowered, optimized and rendered in %.1f ms",
+                        st.name, ", ".join(e.prim.name for e in st.eqns)[:80],
+                        1e3 * (time.perf_counter() - t0))
                 out.append(st)
                 continue
             rule = st.eqn.prim.rules.get("native")

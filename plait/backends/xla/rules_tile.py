@@ -9,12 +9,13 @@ staged into a private function of the module and called.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from plait.backends.xla.emitter import aval_type
 from plait.backends.xla.rules import RULE
 from plait.core.graph import closure_convert
-from plait.lru import LRUCache
 from plait.core.staging import trace_to_graph
 from plait.tile.user_eval import eval_program
 from plait.tile.user_op import tile_op_p
@@ -36,16 +37,16 @@ class _PlaitOps:
         return x[idx]
 
 
-_GRAPHS = LRUCache()   # program -> (graph, consts)
+@functools.lru_cache(maxsize=256)
+def _decomposition(program, in_avals: tuple):
+    """``(graph, consts)``: the program staged over ``plait.numpy`` (cached per program)."""
+    closed, _ = trace_to_graph(lambda *a: eval_program(program, a, _PlaitOps),
+                               list(in_avals), "tile_op")
+    return closure_convert(closed), closed.consts
 
 
 def _lower(ctx, *xs, program):
-    hit = _GRAPHS.get(program)
-    if hit is None:
-        closed, _ = trace_to_graph(lambda *a: eval_program(program, a, _PlaitOps),
-                                   ctx.in_avals, "tile_op")
-        hit = _GRAPHS[program] = (closure_convert(closed), closed.consts)
-    g, consts = hit
+    g, consts = _decomposition(program, tuple(ctx.in_avals))
     ops = [ctx.const(np.asarray(c), np.asarray(c).dtype) for c in consts] + list(xs)
     types = [aval_type(v.aval) for v in g.invars]
     return ctx.call_graph(g, ops, types)
