@@ -46,8 +46,9 @@ def run(cfg: Config):
         return [Row("ONNX (onnx/onnxruntime not installed)", note="skipped")], ""
     from benchmarks.onnx_models import resnet, transformer
     rng = np.random.default_rng(0)
-    b, s, w = (2, 16, 8) if cfg.smoke else (8, 32, 16)
-    bt, t, d, h = (2, 8, 16, 2) if cfg.smoke else (8, 64, 128, 4)
+    b, s, w = (2, 16, 8) if cfg.smoke else (4, 32, 16) if cfg.quick else (16, 32, 16)
+    bt, t, d, h = (2, 8, 16, 2) if cfg.smoke else (4, 32, 64, 4) if cfg.quick else \
+        (8, 64, 128, 4)
     cnn = resnet(rng, batch=b, size=s, width=w)
     blk = transformer(rng, batch=bt, seq=t, dim=d, heads=h)
     rows = [

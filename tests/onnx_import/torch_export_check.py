@@ -1,5 +1,12 @@
-"""plait.onnx on a small model exported from PyTorch (skipped without torch, which the
-test extra does not install: CI covers the importer with onnx.helper-built models)."""
+"""plait.onnx on a small model exported from PyTorch, by both exporters.
+
+Not collected by the suite (the file name does not start with ``test_``): CI fails on a
+skipped test and deliberately does not install torch (large); it covers the importer
+with onnx.helper-built models. Run it by hand with torch installed
+(``pip install torch==2.13.0 onnxscript``)::
+
+    python -m pytest tests/onnx_import/torch_export_check.py -q -n 0
+"""
 from __future__ import annotations
 
 import io
