@@ -1,7 +1,7 @@
 """The benchmark suite: ``python -m benchmarks [--quick] [--backend native|interp]``.
 
 Runs the workloads of docs/workloads.md (W1-W7, plus the FFT rows of
-issue 18) in one process, each
+issue 18 and the ONNX rows of issue 25) in one process, each
 system interleaved with the others, checks that all systems compute the same
 numbers (each row states its tolerance) and prints a markdown table of median
 times with ratios to ``plait.jit``, the first-call (trace + compile) times, the
@@ -41,6 +41,7 @@ WORKLOADS = [
     ("cs", "benchmarks.compile_scaling", "run"),
     ("k", "benchmarks.kernels", "run"),
     ("la", "benchmarks.linalg", "run"),
+    ("onnx", "benchmarks.onnx", "run"),
 ]
 FULL_ONLY = {"k"}            # kernel-level report: in the full run or with --only k
 

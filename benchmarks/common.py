@@ -12,7 +12,7 @@ import numpy as np
 from benchmarks.harness import compare, fmt_time, optional_import
 
 # Systems in table order; each benchmark fills the ones it has.
-SYSTEMS = ("plait.jit", "plait xla", "plait eager", "numpy", "jax.jit", "torch")
+SYSTEMS = ("plait.jit", "plait xla", "plait eager", "numpy", "jax.jit", "torch", "onnxruntime")
 
 
 @dataclass

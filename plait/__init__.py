@@ -8,6 +8,8 @@ from plait.config import config, disable_jit
 from plait.runtime import Array, device_put, devices
 from plait.runtime import metrics
 from plait import lax
+from plait import tile  # the Tile language: plait.tile.op for user operations
+from plait import onnx  # ONNX import (needs the optional onnx package when used)
 from plait import numpy
 from plait import tree_util, tree
 from plait.api import jit, make_graph
@@ -37,7 +39,7 @@ __all__ = ["Array", "ShapeDtypeStruct", "ad_checkpoint", "ad_residuals", "autogr
            "device_put", "devices", "disable_jit", "errors", "eval_shape",
            "example_libraries", "experimental", "explore", "export", "grad", "hessian", "jacfwd",
            "jacrev", "jit", "jvp", "lax", "lazy", "linearize", "make_graph", "metrics",
-           "nn", "numpy", "profiler", "pure_callback", "random", "remat", "stop_gradient", "tree",
-           "tree_util", "value_and_grad", "vjp", "vmap"]
+           "nn", "numpy", "onnx", "profiler", "pure_callback", "random", "remat", "stop_gradient", "tile",
+           "tree", "tree_util", "value_and_grad", "vjp", "vmap"]
 
 __version__ = "0.1.0"

@@ -10,14 +10,15 @@ import threading as _threading
 __all__ = ["BuildEnvironmentError", "CacheFallbackWarning", "CallbackError", "CompileError",
            "ConcretizationError", "ControlFlowError", "GraphTypeError", "LinAlgError",
            "MaterializationForbiddenError", "MissingRuleError",
-           "NonConcreteBooleanIndexError", "NotConvertible", "NotLowerable",
+           "NonConcreteBooleanIndexError", "NotConvertible", "NotLowerable", "OnnxImportError",
            "PlaitError", "PlaitFloatingPointError", "PlaitIndexError",
            "PlaitMemoryError", "PlaitTypeError", "PlaitValueError", "SolverBudgetError",
            "StaticArgumentError", "StripeParseError", "StripeRuntimeError",
-           "StripeVerifyError", "TileError", "TileLowerError", "ToolchainWarning",
+           "StripeVerifyError", "TileError", "TileLowerError", "TileSyntaxError",
+           "ToolchainWarning",
            "TracerArrayConversionError", "TracerBoolConversionError",
            "TracerIntegerConversionError", "UnexpectedTracerError",
-           "UnsupportedOptionError", "UsageError", "XlaUnavailableError", "format_site",
+           "UnsupportedOnnxOperatorError", "UnsupportedOptionError", "UsageError", "XlaUnavailableError", "format_site",
            "replay_sources", "user_frame", "user_site", "warn_user"]
 
 _PLAIT_DIR = _os.path.dirname(_os.path.abspath(__file__))
@@ -108,6 +109,11 @@ class PlaitValueError(PlaitError, ValueError):
     """A bad value for a static argument (axis out of range, bad mode, ...)."""
 
 
+class TileSyntaxError(PlaitValueError):
+    """An ill-formed user Tile operation (``plait.tile.op``): an unbound index, an access
+    its constraints do not keep in range, a body that is not a Tile expression."""
+
+
 class PlaitIndexError(PlaitError, IndexError):
     """An index out of range for a static shape."""
 
@@ -159,6 +165,16 @@ class CompileError(PlaitError):
 class UnsupportedOptionError(PlaitError, NotImplementedError):
     """An option of a NumPy/SciPy/JAX function that plait does not implement (the message
     names the option and what is supported)."""
+
+
+class UnsupportedOnnxOperatorError(UnsupportedOptionError):
+    """An ONNX model uses operators (or operator options) ``plait.onnx`` does not convert;
+    the message lists every one of them at once."""
+
+
+class OnnxImportError(PlaitValueError):
+    """An ONNX model ``plait.onnx`` cannot import as given (not a model, dynamic shapes,
+    wrong inputs to the imported function)."""
 
 
 class StaticArgumentError(PlaitError, ValueError):

@@ -31,3 +31,18 @@ from .ir import (
     stmt_inputs,
 )
 from .printer import format_expr, format_program, format_stmt
+
+# the user-facing language (``plait.tile.op`` ...) and its primitive ``tile_op``
+from .lang import contract, exp, indices, log, maximum, minimum, op, sigmoid, sqrt, tanh
+from . import user_op as _user_op  # noqa: F401  (registers the tile_op primitive)
+
+__all__ = [
+    # user API
+    "op", "indices", "contract", "exp", "log", "tanh", "sqrt", "sigmoid", "maximum", "minimum",
+    # internal Tile IR
+    "Affine", "Constraint", "const", "var", "variables", "TileBuilder", "as_expr", "call",
+    "constant", "contraction", "elementwise", "iota", "AGGS", "COMBS", "Access", "Call",
+    "Combination", "Const", "Contraction", "Elementwise", "Expr", "IndexValue", "Input",
+    "Program", "Statement", "Tensor", "TileError", "expr_inputs", "stmt_inputs",
+    "format_expr", "format_program", "format_stmt",
+]

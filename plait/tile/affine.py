@@ -112,6 +112,15 @@ class Affine:
         """``x < n`` is the Tile constraint ``0 <= x < n``."""
         return Constraint(self, int(bound))
 
+    def _only_lt(self, other):
+        from plait.errors import TileSyntaxError
+        raise TileSyntaxError(
+            f"Tile constraints are written `expr < N`, meaning 0 <= expr < N (got a "
+            f"comparison of `{self}` with {other!r} by >, <= or >=): shift the expression, "
+            "e.g. `i > 1` for i < n is `i - 2 < n - 2`")
+
+    __gt__ = __ge__ = __le__ = _only_lt
+
     # ---- evaluation and substitution ------------------------------------------
     def substitute(self, mapping: Mapping[str, AffineLike]) -> "Affine":
         """Replace variables by affine expressions (unmapped variables stay)."""

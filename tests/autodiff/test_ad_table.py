@@ -53,7 +53,8 @@ def test_every_differentiable_primitive_is_in_the_table():
                  # host callbacks: no derivative (pure/io) or none needed (debug)
                  "debug_callback", "pure_callback", "io_callback",
                  "schur",   # no derivative, as in JAX: its jvp rule raises (test_lax_linalg)
-                 "remat", "checkpoint_name", "optimization_barrier"}   # tests/core/test_core_remat.py
+                 "remat", "checkpoint_name", "optimization_barrier",   # tests/core/test_core_remat.py
+                 "tile_op"}   # user Tile ops: tests/tile/test_tile_user.py
     untested = sorted(n for n in ALL_PRIMITIVES
                       if n not in tested | ZERO_DERIVATIVE | elsewhere)
     assert not untested, f"differentiable primitives with no check_grads row: {untested}"

@@ -208,6 +208,15 @@ class NativeExecutable:
         return self.prepared.as_text(stage)
 
 
+def _user_tile(step) -> str:
+    """The user Tile statements (``plait.tile.op``) a kernel holds, as written, as comments."""
+    out = []
+    for e in step.eqns:
+        if e.prim.has_rule("tile_comment"):
+            out.extend("// " + ln for ln in e.prim.rule("tile_comment")(**e.params).splitlines())
+    return "\n".join(out) + "\n" if out else ""
+
+
 class Prepared:
     """Everything before the C compiler: kernel partition, Tile, Stripe, C source."""
 
@@ -248,7 +257,7 @@ class Prepared:
             return "\n".join("%s: %s" % describe(st) for st in self.steps)
         if stage == "tile":
             from plait.tile.printer import format_program
-            return "\n\n".join(format_program(st.program) for st in self.steps
+            return "\n\n".join(_user_tile(st) + format_program(st.program) for st in self.steps
                                if isinstance(st, KernelStep))
         if stage in ("stripe", "stripe-opt"):
             from plait.stripe import to_text
