@@ -143,6 +143,16 @@ class BuildEnvironmentError(CompileError):
         self.cause = cause or (msg.splitlines()[0] if msg else "")     # the short reason
 
 
+class UnboundAxisNameError(PlaitError, NameError):
+    """A collective names an axis that no enclosing ``vmap(axis_name=)`` or ``pmap``
+    binds."""
+
+
+class DistributedError(PlaitError, RuntimeError):
+    """Replicas disagree or cannot talk: a program that differs between processes, a
+    replica or process that died or timed out, MPI missing or misconfigured."""
+
+
 class CacheFallbackWarning(UserWarning):
     """The kernel cache directory cannot be used; kernels are compiled in a temporary one."""
 

@@ -34,6 +34,8 @@ from plait.lax.convenience import (slice_in_dim, index_in_dim, dynamic_slice_in_
                                   reduce, reduce_window, optimization_barrier, square,
                                   reciprocal, collapse, full_like, broadcast_to_rank,
                                   conv_transpose, conv_transpose_padding)
+from plait.lax.parallel import (psum, pmean, pmax, pmin, all_gather, psum_scatter, all_to_all,
+                                ppermute, pshuffle, axis_index, axis_size)
 
 
 def __getattr__(name):
