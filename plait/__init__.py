@@ -27,5 +27,8 @@ from plait.core.graph import check_graph
 from plait import debug, experimental
 from plait.lax.callbacks import pure_callback
 from plait.exporting import export
+from plait import distributed
+from plait.distributed import (pmap, process_index, process_count, local_devices,
+                               device_count, local_device_count)
 
 __version__ = "0.1.0"

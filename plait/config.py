@@ -15,6 +15,9 @@ are float32, ints int32, complex complex64; ``jax_enable_x64`` is accepted as th
 ``PLAIT_DISABLE_JIT`` (``jit(f)`` calls ``f`` eagerly, op by op; also ``disable_jit()``),
 ``PLAIT_DEBUG_NANS``/``PLAIT_DEBUG_INFS`` (a NaN/infinity produced by an eager op or a
 jitted function raises ``PlaitFloatingPointError`` naming the primitive and the line).
+``PLAIT_CPU_DEVICES`` (how many devices ``pmap`` splits the cores into; default 1),
+``PLAIT_COLLECTIVE_TIMEOUT`` (seconds a replica waits at a collective for the others
+before raising ``DistributedError``; default 120).
 """
 from __future__ import annotations
 
@@ -51,6 +54,10 @@ class Config:
         self.disable_jit: bool = _flag("PLAIT_DISABLE_JIT")
         self.debug_nans: bool = _flag("PLAIT_DEBUG_NANS")   # see plait.runtime.nan_check
         self.debug_infs: bool = _flag("PLAIT_DEBUG_INFS")
+        # pmap's CPU devices: the cores split into this many groups (plait.distributed)
+        self.cpu_devices: int = _int("PLAIT_CPU_DEVICES", 1)
+        self.collective_timeout: float = float(os.environ.get("PLAIT_COLLECTIVE_TIMEOUT",
+                                                              "") or 120.0)
         # False: float32 mode (JAX's defaults; docs/numpy-differences.md). Set it at
         # startup: functions already traced keep the dtypes they were traced with
         self.x64: bool = os.environ.get("PLAIT_X64", "1").strip().lower() not in (
