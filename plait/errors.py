@@ -150,7 +150,11 @@ class UnboundAxisNameError(PlaitError, NameError):
 
 class DistributedError(PlaitError, RuntimeError):
     """Replicas disagree or cannot talk: a program that differs between processes, a
-    replica or process that died or timed out, MPI missing or misconfigured."""
+    replica or process that died or timed out, MPI missing or misconfigured. (Raised in
+    replica threads, where no user line is on the stack: the message names the replica.)"""
+
+    def __init__(self, msg: str = "", *, locate: bool = False):
+        super().__init__(msg, locate=locate)
 
 
 class CacheFallbackWarning(UserWarning):
