@@ -26,6 +26,7 @@ from typing import Any, Hashable, Sequence
 import numpy as np
 
 from plait.core import named_axes
+from plait.core.ad_util import Zero
 from plait.core.aval import ShapedArray
 from plait.core.primitive import Primitive, register_primitive
 from plait.core.pytree import tree_flatten, tree_unflatten
@@ -59,8 +60,9 @@ def _unbound(what: str, name) -> UnboundAxisNameError:
         f"a function mapped with that axis name.")
 
 
-def _collective(name: str, abstract_eval, impl) -> CollectivePrimitive:
-    p = register_primitive(CollectivePrimitive(name))
+def _collective(name: str, abstract_eval, impl,
+                multiple_results: bool = False) -> CollectivePrimitive:
+    p = register_primitive(CollectivePrimitive(name, multiple_results))
     p.def_abstract_eval(abstract_eval)
     p.def_impl(impl)
     return p
@@ -101,11 +103,45 @@ def _reducing_impl(op: str):
     return impl
 
 
-psum_p = _collective("psum", _same_abstract, _reducing_impl("sum"))
+def _psum_impl(*xs, axis_name, axis_size):
+    """One exchange for all operands: each dtype's operands packed into one buffer."""
+    comm = _comm(axis_name, "psum")
+    xs = [np.asarray(x) for x in xs]
+    outs: list = [None] * len(xs)
+    for dt in dict.fromkeys(x.dtype for x in xs):
+        idx = [i for i, x in enumerate(xs) if x.dtype == dt]
+        if len(idx) == 1:
+            outs[idx[0]] = comm.allreduce(xs[idx[0]], "sum")
+            continue
+        total = comm.allreduce(np.concatenate([xs[i].ravel() for i in idx]), "sum")
+        at = 0
+        for i in idx:
+            outs[i] = total[at:at + xs[i].size].reshape(xs[i].shape)
+            at += xs[i].size
+    return outs
+
+
+# psum takes any number of operands (a gradient pytree is one exchange)
+psum_p = _collective("psum", lambda *xs, **p: list(xs), _psum_impl, multiple_results=True)
 pmax_p = _collective("pmax", _same_abstract, _reducing_impl("max"))
 pmin_p = _collective("pmin", _same_abstract, _reducing_impl("min"))
 
-deflinear(psum_p, lambda ct, x, **p: [psum_p.bind(ct, **p)])
+def _psum_nonzero(vals: list, **p) -> list:
+    """psum of the operands that are not symbolic zeros (Zero stays Zero)."""
+    live = [i for i, v in enumerate(vals) if not isinstance(v, Zero)]
+    out = list(vals)
+    if live:
+        for i, r in zip(live, psum_p.bind(*[vals[i] for i in live], **p)):
+            out[i] = r
+    return out
+
+
+def _psum_jvp(primals, tangents, **p):
+    return psum_p.bind(*primals, **p), _psum_nonzero(list(tangents), **p)
+
+
+psum_p.def_rule("jvp", _psum_jvp)
+psum_p.def_rule("transpose", lambda cts, *xs, **p: _psum_nonzero(list(cts), **p))
 
 
 def _extremum_jvp(prim):
@@ -113,8 +149,10 @@ def _extremum_jvp(prim):
         a = get_aval(x)
         hit = eq(x, ans)
         zero = full(a.shape, 0, g.dtype)
-        count = psum_p.bind(convert_element_type(hit, g.dtype), **p)
-        return div(psum_p.bind(select(hit, g, zero), **p), count)
+        # separate binds: the count is a primal value, the total is linear in g
+        (count,) = psum_p.bind(convert_element_type(hit, g.dtype), **p)
+        (total,) = psum_p.bind(select(hit, g, zero), **p)
+        return div(total, count)
     return jvp
 
 
@@ -128,10 +166,9 @@ def _times(x, n: int):
 
 
 def _psum_named(vals, dims, *, axis_name, axis_size):
-    (x,), (d,) = vals, dims
-    if d is None:
-        return _times(x, axis_size), None
-    return reduce_sum(x, (d,)), None
+    outs = [_times(x, axis_size) if d is None else reduce_sum(x, (d,))
+            for x, d in zip(vals, dims)]
+    return outs, [None] * len(outs)
 
 
 def _extremum_named(reducer):
@@ -151,8 +188,9 @@ def _lane_rule(prim):
 psum_p.def_rule("named_batch", _psum_named)
 pmax_p.def_rule("named_batch", _extremum_named(reduce_max))
 pmin_p.def_rule("named_batch", _extremum_named(reduce_min))
-for _p in (psum_p, pmax_p, pmin_p):
+for _p in (pmax_p, pmin_p):
     _p.def_rule("batch", _lane_rule(_p))
+psum_p.def_rule("batch", lambda vals, dims, **p: (psum_p.bind(*vals, **p), list(dims)))
 
 
 # --- all_gather / psum_scatter ------------------------------------------------------
@@ -357,12 +395,14 @@ def _map_leaves(fn, x):
 
 
 def _reduce_over(prim, x, axis_name):
-    def one(v):
-        for name in _names(axis_name):
-            f = _frame(name, prim.name)
-            v = prim.bind(v, axis_name=name, axis_size=f.size)
-        return v
-    return _map_leaves(one, x)
+    leaves, tree = tree_flatten(x)
+    for name in _names(axis_name):
+        f = _frame(name, prim.name)
+        if prim.multiple_results:
+            leaves = prim.bind(*leaves, axis_name=name, axis_size=f.size) if leaves else []
+        else:
+            leaves = [prim.bind(v, axis_name=name, axis_size=f.size) for v in leaves]
+    return tree_unflatten(tree, leaves)
 
 
 def psum(x: Any, axis_name: Hashable | Sequence[Hashable]) -> Any:

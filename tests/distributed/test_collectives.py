@@ -219,3 +219,19 @@ def test_errors(monkeypatch):
                                 lambda v: v, x), "i")
     with pytest.raises(DistributedError, match="did not reach"):
         f(np.ones((2, 3)))
+
+
+def test_psum_of_a_pytree_is_one_exchange(monkeypatch):
+    from plait.distributed import local
+    monkeypatch.setattr(plait.config, "cpu_devices", 2)
+    calls = []
+    real = local.LocalComm.allreduce
+
+    def counting(self, x, op):
+        calls.append((self.index, x.shape))
+        return real(self, x, op)
+    monkeypatch.setattr(local.LocalComm, "allreduce", counting)
+    tree = {"a": np.ones((2, 3)), "b": np.arange(4.0).reshape(2, 2), "c": np.ones((2, 2, 2))}
+    out = pmap(lambda t: lax.psum(t, "i"), "i")(tree)
+    np.testing.assert_allclose(np.asarray(out["b"]), np.broadcast_to([2.0, 4.0], (2, 2)))
+    assert sorted(calls) == [(0, (9,)), (1, (9,))], calls
