@@ -235,3 +235,9 @@ def test_psum_of_a_pytree_is_one_exchange(monkeypatch):
     out = pmap(lambda t: lax.psum(t, "i"), "i")(tree)
     np.testing.assert_allclose(np.asarray(out["b"]), np.broadcast_to([2.0, 4.0], (2, 2)))
     assert sorted(calls) == [(0, (9,)), (1, (9,))], calls
+
+
+def test_jit_retraces_for_another_axis_size():
+    g = jit(lambda v: v + lax.psum(1.0, "i"))
+    np.testing.assert_array_equal(np.asarray(vmap(g, axis_name="i")(np.zeros((2, 3)))), 2.0)
+    np.testing.assert_array_equal(np.asarray(vmap(g, axis_name="i")(np.zeros((4, 3)))), 4.0)
