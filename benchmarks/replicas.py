@@ -13,7 +13,8 @@ applies the same update. Measured configurations (one subprocess each, so
 at a fixed per-replica batch and at a fixed global batch. The all-reduce of the
 gradients (a ``pmap`` of ``psum`` over the parameter-shaped tree) is timed on its own.
 
-``python -m benchmarks.replicas [--batch 16] [--reps 5]``; prints a Markdown table.
+``python -m benchmarks.replicas [--batch 32] [--reps 5]`` (WORKLOADS.md: per-replica
+batch 32, global batch 64); prints a Markdown table.
 """
 from __future__ import annotations
 
@@ -138,7 +139,7 @@ def _launch(system: str, devices: int, per_replica: int, reps: int, mpi: bool = 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--batch", type=int, default=16, help="per-replica batch (fixed) and "
+    ap.add_argument("--batch", type=int, default=32, help="per-replica batch (fixed) and "
                     "half the fixed global batch")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--worker", choices=["plait", "jax"])
