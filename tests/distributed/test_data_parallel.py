@@ -22,7 +22,7 @@ def test_replicas_follow_the_single_device_run(monkeypatch):
     _, params = init_fun(random.key(0), (batch,) + x_tr.shape[1:])
     opt = optimizers.adam(3e-3)
     update, replica_update = digits.make_updates(apply_fun, opt)
-    single = plait.jit(update)
+    single = plait.jit(update, backend="interp")     # the reference backend: the oracle
     multi = pmap(replica_update, "batch", in_axes=(None, None, 0, 0), out_axes=None)
     s1 = s2 = opt.init_fun(params)
     for i in range(steps):
