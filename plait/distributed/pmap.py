@@ -26,6 +26,7 @@ import numpy as np
 from plait.config import config
 from plait.core import named_axes
 from plait.core import trace as _trace
+from plait.core.graph_transforms import graph_transform
 from plait.core.pytree import tree_flatten, tree_unflatten
 from plait.core.staging import trace_to_graph
 from plait.core.trace import Tracer, concrete_value, get_aval
@@ -65,8 +66,17 @@ def _statics(argnums) -> tuple[int, ...]:
 
 
 def _spec_leaves(spec, tree, what: str) -> list:
-    from plait.transforms.batching import _broadcast_prefix
-    return _broadcast_prefix(spec, tree, what)
+    """One axis (int or None) per leaf of ``tree`` from the pytree prefix ``spec``."""
+    if spec is None or isinstance(spec, int):
+        return [spec] * len(tree_flatten(tree)[0])
+    if isinstance(spec, (tuple, list)) and isinstance(tree, (tuple, list)) \
+            and len(spec) == len(tree):
+        return [d for p, t in zip(spec, tree) for d in _spec_leaves(p, t, what)]
+    if isinstance(spec, dict) and isinstance(tree, dict) and set(spec) == set(tree):
+        return [d for k in sorted(tree) for d in _spec_leaves(spec[k], tree[k], what)]
+    raise PlaitValueError(f"pmap {what} {spec!r} is not a prefix of the arguments' "
+                          f"structure {tree_flatten(tree)[1]}: give an int or None, or a "
+                          f"tuple, list or dict matching the structure")
 
 
 class _Compiled:
@@ -121,7 +131,7 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0,
             spec = tuple(spec)
         leaves, in_tree = tree_flatten(tuple(dyn))
         if not _trace.at_top_level() or any(isinstance(x, Tracer) for x in leaves):
-            from plait.transforms.batching import vmap
+            vmap = graph_transform("vmap")
             return vmap(bound(st), in_axes=spec, out_axes=out_axes,
                         axis_name=name)(*dyn)
         dims = _spec_leaves(spec if isinstance(spec, tuple) or spec is None

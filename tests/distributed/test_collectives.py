@@ -241,3 +241,17 @@ def test_jit_retraces_for_another_axis_size():
     g = jit(lambda v: v + lax.psum(1.0, "i"))
     np.testing.assert_array_equal(np.asarray(vmap(g, axis_name="i")(np.zeros((2, 3)))), 2.0)
     np.testing.assert_array_equal(np.asarray(vmap(g, axis_name="i")(np.zeros((4, 3)))), 4.0)
+
+
+def test_missing_mpi_is_a_clear_error(monkeypatch):
+    import builtins
+    real = builtins.__import__
+
+    def fake(name, *a, **k):
+        if name.startswith("mpi4py"):
+            raise ImportError("No module named 'mpi4py'")
+        return real(name, *a, **k)
+    monkeypatch.setattr(builtins, "__import__", fake)
+    with pytest.raises(DistributedError, match=r'pip install "plait\[mpi\]"'):
+        plait.distributed.initialize()
+    assert plait.process_count() == 1
