@@ -124,6 +124,11 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0,
             raise PlaitValueError(f"pmap of {fname}: pass arguments positionally (keyword "
                                   f"arguments are not mapped)")
         dyn, st = split(args)
+        try:
+            hash(st)
+        except TypeError:
+            raise PlaitValueError(f"pmap of {fname}: static_broadcasted_argnums={statics} "
+                                  f"need hashable values (a new value compiles anew)") from None
         spec = in_axes
         if isinstance(spec, (tuple, list)) and statics:
             spec = tuple(a for i, a in enumerate(spec) if i not in statics)
