@@ -255,3 +255,23 @@ def test_missing_mpi_is_a_clear_error(monkeypatch):
     with pytest.raises(DistributedError, match=r'pip install "plait\[mpi\]"'):
         plait.distributed.initialize()
     assert plait.process_count() == 1
+
+
+def test_failing_replica_stops_the_others_at_once(monkeypatch):
+    import time
+    monkeypatch.setattr(plait.config, "cpu_devices", 2)
+    monkeypatch.setattr(plait.config, "collective_timeout", 60.0)
+
+    def check(i, x):
+        if int(i) == 1:
+            raise ArithmeticError("replica 1 failed")
+        return x
+
+    def f(x):
+        y = plait.pure_callback(check, plait.ShapeDtypeStruct(x.shape, x.dtype),
+                                lax.axis_index("i"), x)
+        return lax.psum(y, "i")
+    t0 = time.monotonic()
+    with pytest.raises(Exception, match="replica 1 failed"):
+        pmap(f, "i")(np.ones((2, 3)))
+    assert time.monotonic() - t0 < 30
