@@ -1,6 +1,6 @@
 """The benchmark suite: ``python -m benchmarks [--quick] [--backend native|interp]``.
 
-Runs the workloads of /work/shared/WORKLOADS.md (W1-W7, plus the FFT rows of
+Runs the workloads of docs/workloads.md (W1-W7, plus the FFT rows of
 issue 18) in one process, each
 system interleaved with the others, checks that all systems compute the same
 numbers (each row states its tolerance) and prints a markdown table of median

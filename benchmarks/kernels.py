@@ -1,4 +1,4 @@
-"""Kernel-level benchmarks (WORKLOADS.md "K"): native plait kernels against NumPy.
+"""Kernel-level benchmarks (docs/workloads.md "K"): native plait kernels against NumPy.
 
 * fused elementwise chain ``tanh(x*a + b) * sigmoid(x) + x**2`` over 16M float32:
   effective GB/s (x read once, result written once) against a STREAM-style triad

@@ -1,4 +1,4 @@
-"""W6 — lazy training loop (S4TF lazy-tensor design doc; /work/shared/WORKLOADS.md).
+"""W6 — lazy training loop (S4TF lazy-tensor design doc; docs/workloads.md).
 
 MLP 784-256-10 (tanh), softmax cross-entropy, SGD lr 0.1, batch 64, synthetic
 MNIST-shaped data (seed 0), 200 steps, written as plain imperative code with

@@ -1,4 +1,4 @@
-"""W1 — MLP gradient step (JAX paper, Listing 1; /work/shared/WORKLOADS.md).
+"""W1 — MLP gradient step (JAX paper, Listing 1; docs/workloads.md).
 
 ``loss = sum((predict(params, x) - targets)**2)`` with ``tanh`` layers
 784-512-512-10, batch 128, weights ``normal * 0.01`` (seed 0). Timed: one

@@ -1,4 +1,4 @@
-"""W2 — SeLU dense layer (JAX paper, Figure 1; /work/shared/WORKLOADS.md).
+"""W2 — SeLU dense layer (JAX paper, Figure 1; docs/workloads.md).
 
 ``selu(x @ W + b)`` with ``x``, ``W`` 1024x1024 and ``b`` 1024 (float32, seed 0);
 timed forward. Also reports whether plait's native backend put the SeLU epilogue

@@ -1,4 +1,4 @@
-"""W3 — Truncated Newton-CG (JAX paper, Table 1; /work/shared/WORKLOADS.md).
+"""W3 — Truncated Newton-CG (JAX paper, Table 1; docs/workloads.md).
 
 10 unit Newton steps ``x <- x + p``, ``p`` from conjugate gradient on ``H p = -g``
 with Hessian-vector products ``jvp(grad(f), (x,), (v,))[1]``, truncated when

@@ -1,4 +1,4 @@
-"""W4 — All-convolutional CIFAR-10 SGD step (JAX paper, Table 2; /work/shared/WORKLOADS.md).
+"""W4 — All-convolutional CIFAR-10 SGD step (JAX paper, Table 2; docs/workloads.md).
 
 Springenberg et al.'s All-CNN-C (``plait.example_libraries.models.AllCNNC``), NHWC,
 batch 32 of 32x32x3 inputs, He-normal weights (seed 0), softmax cross-entropy, one

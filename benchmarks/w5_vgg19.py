@@ -1,4 +1,4 @@
-"""W5 — VGG19 forward and backward (Julia-to-TPU paper, Figures 7-9; /work/shared/WORKLOADS.md).
+"""W5 — VGG19 forward and backward (Julia-to-TPU paper, Figures 7-9; docs/workloads.md).
 
 VGG19 configuration E (``plait.example_libraries.models.VGG19``), NHWC, 224x224x3
 inputs, He-normal random weights (seed 0). Timed: forward at batch 1 and 8, and

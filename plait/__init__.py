@@ -31,4 +31,16 @@ from plait import distributed
 from plait.distributed import (pmap, process_index, process_count, local_devices,
                                device_count, local_device_count)
 
+# The public names (tests/namespaces/plait.txt is the reviewed list).
+__all__ = ["Array", "ShapeDtypeStruct", "ad_checkpoint", "ad_residuals", "autograph",
+           "check_graph", "checkpoint", "checkpoint_policies", "config",
+           "custom_batching", "custom_jvp", "custom_vjp", "custom_vmap", "debug",
+           "device_put", "devices", "disable_jit", "errors", "eval_shape",
+           "example_libraries", "experimental", "export", "grad", "hessian", "jacfwd",
+           "jacrev", "jit", "jvp", "lax", "lazy", "linearize", "make_graph", "metrics",
+           "nn", "numpy", "pure_callback", "random", "remat", "stop_gradient", "tree",
+           "tree_util", "value_and_grad", "vjp", "vmap",
+           "pmap", "process_index", "process_count", "local_devices", "device_count",
+           "local_device_count"]
+
 __version__ = "0.1.0"

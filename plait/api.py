@@ -345,7 +345,7 @@ class Jitted:
         if self.inline and not _trace.at_top_level():     # traced inside a transformation:
             return self.fun(*[a.value if isinstance(a, _Static) else a for a in args],
                             **kwargs)                    # become part of the caller's graph
-        if not kwargs and (not _trace._NESTED[0] or len(_trace._LOCAL.stack) == 1) \
+        if not kwargs and _trace.at_top_level() \
                 and not self._donates:
             # fastest path: positional concrete arrays whose signature was seen before
             try:

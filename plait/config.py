@@ -1,67 +1,127 @@
-"""Run-time settings, read from the environment once and changeable in code.
+"""Run-time settings: every ``PLAIT_*`` variable plait reads, read here and nowhere else.
 
-``PLAIT_BACKEND`` (``auto``: ``native`` when a C compiler is found, else
-``interp`` with one warning), ``PLAIT_LOG_COMPILES`` (log every trace and
-compile with the reason for the cache miss), ``PLAIT_CHECKS`` (type-check every
-graph and verify every pass), ``PLAIT_DUMP_DIR`` (write every stage to files),
-``PLAIT_PROFILE`` (native kernels time each block; see ``profile_blocks``),
-``PLAIT_MAX_CACHE_ENTRIES`` (entries each in-process cache of compiled code keeps,
-least recently used evicted first; default 512),
-``PLAIT_CACHE_DIR`` (where compiled kernels are kept; default
-``$XDG_CACHE_HOME/plait`` or ``~/.cache/plait``), ``PLAIT_KERNEL_CACHE_SIZE`` (how many
-loaded kernel libraries the in-memory index keeps, least recently used dropped first).
-``PLAIT_X64`` (``0``: float32 mode, JAX's defaults: Python floats and default dtypes
-are float32, ints int32, complex complex64; ``jax_enable_x64`` is accepted as the name),
-``PLAIT_DISABLE_JIT`` (``jit(f)`` calls ``f`` eagerly, op by op; also ``disable_jit()``),
-``PLAIT_DEBUG_NANS``/``PLAIT_DEBUG_INFS`` (a NaN/infinity produced by an eager op or a
-jitted function raises ``PlaitFloatingPointError`` naming the primitive and the line).
-``PLAIT_CPU_DEVICES`` (how many devices ``pmap`` splits the cores into; default 1),
-``PLAIT_COLLECTIVE_TIMEOUT`` (seconds a replica waits at a collective for the others
-before raising ``DistributedError``; default 120).
+Each setting is one row of :data:`SETTINGS`: its name (an attribute of
+``plait.config``), the environment variable that sets its starting value, how the
+variable is parsed, the default, and what it does. Change one in code with
+``plait.config.name = value`` or ``plait.config.update("name", value)`` (JAX's names
+``jax_enable_x64``, ``jax_disable_jit``, ``jax_debug_nans``, ``jax_debug_infs`` are
+accepted). ``print(plait.config.describe())`` lists them with their values.
+
+The few variables of the wider environment plait consults (``CC``, ``OMP_NUM_THREADS``,
+``XDG_CACHE_HOME``; the OpenMP waiting defaults it sets) are read by the functions at
+the end of this module, so the rest of plait never touches ``os.environ``.
 """
 from __future__ import annotations
 
+import functools
 import os
+from typing import Any, Callable, NamedTuple
 
 
-def _flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
+def _parse_flag(text: str, name: str, default: bool) -> bool:
+    text = text.strip().lower()
+    if not text:
+        return default
+    return text not in ("0", "false", "no", "off")
 
 
-def _int(name: str, default: int) -> int:
-    v = os.environ.get(name, "").strip()
+def _parse_int(text: str, name: str, default: int) -> int:
+    text = text.strip()
     try:
-        return max(int(v), 1) if v else default
+        return max(int(text), 1) if text else default
     except ValueError:
         import warnings
-        warnings.warn(f"plait: ${name}={v!r} is not an integer; using {default}", stacklevel=3)
+        warnings.warn(f"plait: ${name}={text!r} is not an integer; using {default}",
+                      stacklevel=4)
         return default
 
 
+def _parse_float(text: str, name: str, default: float) -> float:
+    text = text.strip()
+    try:
+        return float(text) if text else default
+    except ValueError:
+        import warnings
+        warnings.warn(f"plait: ${name}={text!r} is not a number; using {default}",
+                      stacklevel=4)
+        return default
+
+
+def _parse_str(text: str, name: str, default):
+    return text.strip() or default
+
+
+def _read_at_use(text: str, name: str, default):
+    """For a variable consulted each time it is needed (see ``Config.kernel_cache_dir``)."""
+    return default
+
+
+class Setting(NamedTuple):
+    """One setting: ``plait.config.<name>``, started from ``$<env>``."""
+    name: str
+    env: str
+    parse: Callable[[str, str, Any], Any]
+    default: Any
+    doc: str
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("backend", "PLAIT_BACKEND", _parse_str, "auto",
+            "jit's backend: auto (native when a C compiler is found, else interp with one "
+            "warning), native, interp or xla"),
+    Setting("log_compiles", "PLAIT_LOG_COMPILES", _parse_flag, False,
+            "log every trace and compile with the reason for the cache miss"),
+    Setting("checks", "PLAIT_CHECKS", _parse_flag, False,
+            "type-check every graph and verify every Stripe pass"),
+    Setting("dump_dir", "PLAIT_DUMP_DIR", _parse_str, None,
+            "write every compilation stage (graph, kernels, Tile, Stripe, C) to files here"),
+    Setting("profile", "PLAIT_PROFILE", _parse_flag, False,
+            "native kernels time each block (read with profile_blocks()); set before the "
+            "first call"),
+    Setting("max_cache_entries", "PLAIT_MAX_CACHE_ENTRIES", _parse_int, 512,
+            "entries each in-process cache of compiled code keeps (plait.lru), least "
+            "recently used evicted first"),
+    Setting("cache_dir", "PLAIT_CACHE_DIR", _read_at_use, None,
+            "directory of the on-disk kernel cache; unset: $PLAIT_CACHE_DIR as it is at "
+            "each compile, else $XDG_CACHE_HOME/plait or ~/.cache/plait"),
+    Setting("kernel_cache_size", "PLAIT_KERNEL_CACHE_SIZE", _parse_int, 256,
+            "loaded kernel libraries the in-memory index keeps, least recently used "
+            "dropped first"),
+    Setting("disable_jit", "PLAIT_DISABLE_JIT", _parse_flag, False,
+            "jit(f) calls f eagerly, op by op (also: with plait.disable_jit())"),
+    Setting("debug_nans", "PLAIT_DEBUG_NANS", _parse_flag, False,
+            "a NaN made by an eager op or a jitted function raises PlaitFloatingPointError "
+            "naming the primitive and the line"),
+    Setting("debug_infs", "PLAIT_DEBUG_INFS", _parse_flag, False,
+            "the same for infinities"),
+    Setting("x64", "PLAIT_X64", _parse_flag, True,
+            "False: float32 mode (JAX's defaults: Python floats and default dtypes are "
+            "float32, ints int32; docs/numpy-differences.md); set it at startup, functions "
+            "already traced keep their dtypes"),
+    Setting("lazy_eager", "PLAIT_LAZY_EAGER", _parse_flag, False,
+            "lazy arrays run op by op, for debugging (per block: plait.lazy.eager_mode())"),
+    Setting("lazy_sync", "PLAIT_LAZY_SYNC", _parse_flag, False,
+            "every lazy materialization waits for its results instead of running on the "
+            "native worker thread (per block: plait.lazy.synchronous())"),
+    Setting("extra_cflags", "PLAIT_EXTRA_CFLAGS", _parse_str, "",
+            "extra C compiler flags (e.g. -fsanitize=address), read when the compiler is "
+            "first probed"),
+    Setting("cpu_devices", "PLAIT_CPU_DEVICES", _parse_int, 1,
+            "how many devices pmap splits this process's cores into (plait.distributed)"),
+    Setting("collective_timeout", "PLAIT_COLLECTIVE_TIMEOUT", _parse_float, 120.0,
+            "seconds a pmap replica waits at a collective for the others (local replicas "
+            "or MPI processes) before raising DistributedError"),
+)
+
+_BY_NAME = {s.name: s for s in SETTINGS}
+
+
 class Config:
-    """The settings object: ``plait.config.log_compiles = True`` etc."""
+    """The settings object: ``plait.config.log_compiles = True`` etc. (see :data:`SETTINGS`)."""
 
     def __init__(self):
-        self.backend: str = os.environ.get("PLAIT_BACKEND", "auto")
-        self.log_compiles: bool = _flag("PLAIT_LOG_COMPILES")
-        self.checks: bool = _flag("PLAIT_CHECKS")
-        self.dump_dir: str | None = os.environ.get("PLAIT_DUMP_DIR") or None
-        self.profile: bool = _flag("PLAIT_PROFILE")   # native kernels time their blocks
-        self.max_cache_entries: int = _int("PLAIT_MAX_CACHE_ENTRIES", 512)   # see plait.lru
-        # None: $PLAIT_CACHE_DIR, read at each compile, else the XDG/home default
-        self.cache_dir: str | None = None
-        self.kernel_cache_size: int = _int("PLAIT_KERNEL_CACHE_SIZE", 256)
-        self.disable_jit: bool = _flag("PLAIT_DISABLE_JIT")
-        self.debug_nans: bool = _flag("PLAIT_DEBUG_NANS")   # see plait.runtime.nan_check
-        self.debug_infs: bool = _flag("PLAIT_DEBUG_INFS")
-        # pmap's CPU devices: the cores split into this many groups (plait.distributed)
-        self.cpu_devices: int = _int("PLAIT_CPU_DEVICES", 1)
-        self.collective_timeout: float = float(os.environ.get("PLAIT_COLLECTIVE_TIMEOUT",
-                                                              "") or 120.0)
-        # False: float32 mode (JAX's defaults; docs/numpy-differences.md). Set it at
-        # startup: functions already traced keep the dtypes they were traced with
-        self.x64: bool = os.environ.get("PLAIT_X64", "1").strip().lower() not in (
-            "0", "false", "no")
+        for s in SETTINGS:
+            setattr(self, s.name, s.parse(os.environ.get(s.env, ""), s.env, s.default))
 
     def resolved_backend(self) -> str:
         """The backend ``jit`` uses: ``auto`` becomes ``native`` or ``interp``."""
@@ -76,9 +136,21 @@ class Config:
     def update(self, name: str, value) -> None:
         """Set a setting by name (like ``jax.config.update``)."""
         name = _ALIASES.get(name, name)
-        if not hasattr(self, name):
-            raise AttributeError(f"plait.config has no setting {name!r}")
+        if name not in _BY_NAME:
+            raise AttributeError(f"plait.config has no setting {name!r}; the settings are "
+                                 f"{', '.join(sorted(_BY_NAME))}")
         setattr(self, name, value)
+
+    def describe(self) -> str:
+        """Every setting, its variable, its current value and what it does (one a line)."""
+        return "\n".join(f"{s.name} (${s.env}) = {getattr(self, s.name)!r}: {s.doc}"
+                         for s in SETTINGS)
+
+    def kernel_cache_dir(self) -> str:
+        """The on-disk kernel cache directory the settings ask for (it may not exist)."""
+        return (self.cache_dir or os.environ.get("PLAIT_CACHE_DIR") or os.path.join(
+            os.environ.get("XDG_CACHE_HOME")
+            or os.path.join(os.path.expanduser("~"), ".cache"), "plait"))
 
 
 _ALIASES = {"jax_enable_x64": "x64", "jax_disable_jit": "disable_jit",
@@ -102,13 +174,41 @@ class disable_jit:
         config.disable_jit = self._saved
 
 
-_WARNED: list = []
-
-
+@functools.cache
 def _warn_no_compiler() -> None:
-    if not _WARNED:
-        import warnings
-        _WARNED.append(True)
-        warnings.warn("plait: no C compiler found, so jit uses the reference (interp) "
-                      "backend, which is slow. Install gcc or clang (or set $CC); "
-                      "`python -m plait doctor` shows what plait sees.", stacklevel=3)
+    """Warn once per process that jit falls back to the interp backend."""
+    import warnings
+    warnings.warn("plait: no C compiler found, so jit uses the reference (interp) "
+                  "backend, which is slow. Install gcc or clang (or set $CC); "
+                  "`python -m plait doctor` shows what plait sees.", stacklevel=3)
+
+
+# --- the wider environment --------------------------------------------------------------
+
+def c_compiler_env() -> str | None:
+    """``$CC``: the C compiler the user asked for, or None."""
+    return os.environ.get("CC") or None
+
+
+def omp_num_threads() -> int | None:
+    """The first number of ``$OMP_NUM_THREADS`` when it is a positive integer, else None."""
+    n = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    return int(n) if n.isdigit() and int(n) > 0 else None
+
+
+def set_openmp_wait_defaults(policy: str, spincount: int) -> None:
+    """Set ``OMP_WAIT_POLICY``/``GOMP_SPINCOUNT`` for libgomp unless the user set them
+    (libgomp reads them when the first kernel library loads it)."""
+    os.environ.setdefault("OMP_WAIT_POLICY", policy)
+    os.environ.setdefault("GOMP_SPINCOUNT", str(spincount))
+
+
+def launched_by_mpirun() -> bool:
+    """Whether an MPI launcher (``mpirun``/``mpiexec`` of Open MPI, MPICH, PMIx) started
+    this process: the variables it gives its ranks."""
+    return any(v in os.environ for v in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"))
+
+
+def subprocess_env(**overrides: str) -> dict[str, str]:
+    """The process environment with ``overrides``, for tools plait runs (the compiler)."""
+    return dict(os.environ, **overrides)

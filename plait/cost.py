@@ -2,8 +2,10 @@
 interpreter's ``memory_analysis()``.
 
 Cost rules live in one table here (:data:`RULES`), registered as each primitive's
-``cost`` rule ``rule(eqn) -> (flops, transcendentals)``; a primitive without one is
-counted as elementwise (one flop per output element). Conventions follow XLA's cost
+``cost`` rule ``rule(eqn) -> (flops, transcendentals)``, and elementwise primitives
+whose descriptor says ``transcendental`` (``plait.lax.elementwise_spec``) count one
+transcendental per element; a primitive without a rule is counted as elementwise (one
+flop per output element). Conventions follow XLA's cost
 analysis: a transcendental function costs one *transcendental* (not a flop) per
 element, a ``dot_general`` ``2*M*N*K`` flops, a reduction of n to m elements n - m,
 data movement (reshape, transpose, slices, gathers, broadcasts, conversions) nothing.
@@ -18,6 +20,7 @@ import numpy as np
 
 from plait.core.graph import ClosedGraph, Graph, Literal, Var, subgraphs_of
 from plait.core.primitive import ALL_PRIMITIVES
+from plait.lax.elementwise_spec import ops as elementwise_ops, primitive as elementwise_primitive
 
 
 def _size(aval) -> int:
@@ -72,10 +75,6 @@ def _sort(eqn):
 
 
 RULES = {
-    _transcendental: ["exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos",
-                      "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
-                      "atanh", "sqrt", "rsqrt", "cbrt", "pow", "atan2", "erf", "erfc",
-                      "erf_inv", "lgamma", "digamma"],
     _free: ["broadcast_in_dim", "reshape", "transpose", "squeeze", "expand_dims", "rev",
             "slice", "dynamic_slice", "dynamic_update_slice", "concatenate", "pad", "iota",
             "gather", "convert_element_type", "stop_gradient", "real", "imag",
@@ -94,7 +93,11 @@ NO_BYTES = ["reshape", "squeeze", "expand_dims", "checkpoint_name", "optimizatio
 
 
 def register_cost_rules() -> None:
-    """Attach the ``cost`` rule of every primitive named in :data:`RULES`."""
+    """Attach the ``cost`` rule of every primitive named in :data:`RULES` and of every
+    transcendental elementwise primitive."""
+    for op in elementwise_ops():
+        if op.transcendental and op.dtypes is not None:
+            elementwise_primitive(op.name).def_rule("cost", _transcendental)
     for rule, names in RULES.items():
         for n in names:
             p = ALL_PRIMITIVES.get(n)

@@ -5,38 +5,37 @@
 effects: never removed by dead-code elimination, never merged, run in program order.
 Under ``vmap`` they run once per batch element; under ``grad`` they show primal values.
 """
-from __future__ import annotations
 
-import builtins
-from typing import Callable
+import builtins as _builtins
+from typing import Callable as _Callable
 
-import numpy as np
+import numpy as _np
 
-from plait.core.pytree import tree_flatten, tree_unflatten
-from plait.core.trace import Tracer
-from plait.lax.callbacks import debug_callback, split_static
+from plait.core.pytree import tree_flatten as _tree_flatten, tree_unflatten as _tree_unflatten
+from plait.core.trace import Tracer as _Tracer
+from plait.lax.callbacks import debug_callback as _debug_callback, split_static as _split_static
 
 __all__ = ["print", "callback"]
 
 
 def _bindable(x):
-    return x if isinstance(x, Tracer) or hasattr(x, "_value") else np.asarray(x)
+    return x if isinstance(x, _Tracer) or hasattr(x, "_value") else _np.asarray(x)
 
 
-def callback(fn: Callable, *args, ordered: bool = False, **kwargs) -> None:
+def callback(fn: _Callable, *args, ordered: bool = False, **kwargs) -> None:
     """Call ``fn(*args, **kwargs)`` with the runtime values of the array leaves."""
-    leaves, tree = tree_flatten((args, kwargs))
-    arrays, merge = split_static(leaves)
+    leaves, tree = _tree_flatten((args, kwargs))
+    arrays, merge = _split_static(leaves)
 
     def run(*vals):
-        a, k = tree_unflatten(tree, merge(vals))
+        a, k = _tree_unflatten(tree, merge(vals))
         fn(*a, **k)
     run.__name__ = getattr(fn, "__name__", "callback")
-    debug_callback(run, *[_bindable(x) for x in arrays], ordered=ordered)
+    _debug_callback(run, *[_bindable(x) for x in arrays], ordered=ordered)
 
 
 def print(fmt: str, *args, ordered: bool = False, **kwargs) -> None:  # noqa: A001
     """Print ``fmt.format(*args, **kwargs)`` with runtime values (like ``jax.debug.print``)."""
     def show(*a, **k):
-        builtins.print(fmt.format(*a, **k))
+        _builtins.print(fmt.format(*a, **k))
     callback(show, *args, ordered=ordered, **kwargs)

@@ -3,12 +3,24 @@
 Messages name the user's own file and line (the first stack frame outside the
 plait package), found by :func:`user_frame`.
 """
-from __future__ import annotations
+import os as _os
+import sys as _sys
+import threading as _threading
 
-import os
-import sys
+__all__ = ["BuildEnvironmentError", "CacheFallbackWarning", "CallbackError", "CompileError",
+           "ConcretizationError", "ControlFlowError", "DistributedError", "GraphTypeError", "LinAlgError",
+           "MaterializationForbiddenError", "MissingRuleError",
+           "NonConcreteBooleanIndexError", "NotConvertible", "NotLowerable",
+           "PlaitError", "PlaitFloatingPointError", "PlaitIndexError",
+           "PlaitMemoryError", "PlaitTypeError", "PlaitValueError", "SolverBudgetError",
+           "StaticArgumentError", "StripeParseError", "StripeRuntimeError",
+           "StripeVerifyError", "TileError", "TileLowerError", "ToolchainWarning",
+           "TracerArrayConversionError", "TracerBoolConversionError",
+           "TracerIntegerConversionError", "UnboundAxisNameError", "UnexpectedTracerError",
+           "UnsupportedOptionError", "XlaUnavailableError", "format_site",
+           "replay_sources", "user_frame", "user_site", "warn_user"]
 
-_PLAIT_DIR = os.path.dirname(os.path.abspath(__file__))
+_PLAIT_DIR = _os.path.dirname(_os.path.abspath(__file__))
 
 
 _INTERNAL: dict[str, bool] = {}   # file name -> is it plait's own (or frozen) code
@@ -17,27 +29,58 @@ _INTERNAL: dict[str, bool] = {}   # file name -> is it plait's own (or frozen) c
 def _is_internal(filename: str) -> bool:
     r = _INTERNAL.get(filename)
     if r is None:
-        fn = os.path.abspath(filename)
+        fn = _os.path.abspath(filename)
         r = _INTERNAL[filename] = fn.startswith(_PLAIT_DIR) or filename.startswith("<frozen")
     return r
 
 
-REPLAYING: list = []   # source lines of equations being re-evaluated (innermost last)
+class _Replaying(_threading.local):
+    """This thread's source lines of the equations being re-evaluated (innermost last)."""
+
+    def __init__(self):
+        self.sources: list[str] = []
+
+
+_REPLAYING = _Replaying()
+
+
+def replay_sources() -> list[str]:
+    """This thread's stack of replayed equations' source lines: a transformation that
+    re-evaluates a graph pushes each equation's ``source`` while binding it, so errors
+    raised on derived equations name the user's original line."""
+    return _REPLAYING.sources
+
+
+def user_site():
+    """``(code, lineno)`` of the innermost frame outside plait, or None.
+
+    Cheap (no string formatting): the lazy runtime records one per operation and
+    formats it with :func:`format_site` only when a message needs it.
+    """
+    f = _sys._getframe(1)
+    while f is not None:
+        code = f.f_code
+        if not _is_internal(code.co_filename):
+            return (code, f.f_lineno)
+        f = f.f_back
+    return None
+
+
+def format_site(site) -> str:
+    """``"file:line (in function)"`` for a :func:`user_site` result."""
+    if site is None:
+        return "<unknown location>"
+    code, line = site
+    return f"{code.co_filename}:{line} (in {code.co_name})"
 
 
 def user_frame() -> str:
     """Return ``"file:line (in function)"`` for the innermost frame outside plait, or the
-    source line of the equation being re-evaluated (``REPLAYING``: transformations that
-    replay a graph push each equation's line, so derived equations keep the user's line)."""
-    if REPLAYING and REPLAYING[-1]:
-        return REPLAYING[-1]
-    f = sys._getframe(1)
-    while f is not None:
-        code = f.f_code
-        if not _is_internal(code.co_filename):
-            return f"{code.co_filename}:{f.f_lineno} (in {code.co_name})"
-        f = f.f_back
-    return "<unknown location>"
+    source line of the equation being re-evaluated (see :func:`replay_sources`)."""
+    replaying = _REPLAYING.sources
+    if replaying and replaying[-1]:
+        return replaying[-1]
+    return format_site(user_site())
 
 
 class PlaitError(Exception):
@@ -143,6 +186,62 @@ class BuildEnvironmentError(CompileError):
         self.cause = cause or (msg.splitlines()[0] if msg else "")     # the short reason
 
 
+class XlaUnavailableError(PlaitError, ImportError):
+    """jaxlib (the XLA runtime) is not installed."""
+
+
+class CallbackError(PlaitError):
+    """A host callback was used where it cannot run (no derivative, bad vmap_method,
+    results of the wrong shape)."""
+
+
+class MaterializationForbiddenError(PlaitError):
+    """A lazy array was observed inside ``plait.lazy.forbid_materialization()``."""
+
+
+class GraphTypeError(PlaitError):
+    """``check_graph`` found an ill-typed graph (a plait bug, not a user error)."""
+
+
+# --- the compiler's intermediate languages (their text, checks and interpreters) -------
+
+class TileError(PlaitError, ValueError):
+    """An ill-formed Tile statement or program."""
+
+
+class TileLowerError(PlaitError, ValueError):
+    """A Tile statement that cannot be lowered to Stripe (e.g. an unbounded index)."""
+
+
+class StripeParseError(PlaitError, ValueError):
+    """Malformed Stripe text; the message names the line."""
+
+
+class StripeVerifyError(PlaitError, ValueError):
+    """A Stripe program breaks a rule of the IR."""
+
+
+class StripeRuntimeError(PlaitError, RuntimeError):
+    """A Stripe program failed in the reference interpreter (bad input, out-of-range
+    access, unknown op)."""
+
+
+class SolverBudgetError(PlaitError, RuntimeError):
+    """The exact integer search of ``stripe.polyhedron`` exceeded its node budget."""
+
+
+# --- internal signals: raised and caught inside plait, never seen by users --------------
+# (plain exceptions: raising one is cheap, it carries no user location)
+
+class NotLowerable(Exception):
+    """This equation has no Tile lowering (the native backend runs it as a host step)."""
+
+
+class NotConvertible(Exception):
+    """The function uses a construct autograph does not rewrite (generators, async);
+    autograph then leaves the function as written."""
+
+
 class UnboundAxisNameError(PlaitError, NameError):
     """A collective names an axis that no enclosing ``vmap(axis_name=)`` or ``pmap``
     binds."""
@@ -168,7 +267,7 @@ class ToolchainWarning(UserWarning):
 def warn_user(msg: str, category: type) -> None:
     """``warnings.warn`` attributed to the user's line (the first frame outside plait)."""
     import warnings
-    f, level = sys._getframe(1), 2
+    f, level = _sys._getframe(1), 2
     while f is not None and _is_internal(f.f_code.co_filename):
         f, level = f.f_back, level + 1
     warnings.warn(msg, category, stacklevel=level)

@@ -18,7 +18,7 @@ import numpy as np
 
 from plait.core import dtypes
 from plait.core.pytree import tree_flatten, tree_unflatten
-from plait.core.trace import concrete_value, get_aval, _CONCRETE
+from plait.core.trace import concrete_value, get_aval, wrap_array
 from plait.transforms.api_ad import jvp, vjp
 
 _TOL = {np.dtype(np.float16): 1e-1, np.dtype(np.float32): 2e-2,
@@ -34,7 +34,7 @@ def _np(x) -> np.ndarray:
 
 
 def _wrap(v: np.ndarray):
-    return _CONCRETE["wrap"](np.asarray(v), False)
+    return wrap_array(np.asarray(v), False)
 
 
 def _inexact(x) -> bool:

@@ -1,7 +1,7 @@
 """``plait.tree``: short names for the pytree utilities (like ``jax.tree``):
 ``plait.tree.map``, ``leaves``, ``structure``, ``flatten``, ``unflatten``, ...
 """
-import dataclasses
+import dataclasses as _dataclasses
 
 from plait.tree_util import (tree_map as map, tree_leaves as leaves,  # noqa: A001
                              tree_structure as structure, tree_flatten as flatten,
@@ -19,7 +19,7 @@ def static(**kwargs):
     :func:`plait.tree_util.register_dataclass`."""
     meta = dict(kwargs.pop("metadata", None) or {})
     meta["static"] = True
-    return dataclasses.field(metadata=meta, **kwargs)
+    return _dataclasses.field(metadata=meta, **kwargs)
 
 
 __all__ = ["map", "leaves", "structure", "flatten", "unflatten", "reduce",

@@ -6,24 +6,23 @@ registration of custom nodes (classes, dataclasses, keyed nodes, static values),
 ``Partial`` (a ``functools.partial`` that is a pytree), reductions and transposition.
 The registry itself lives in :mod:`plait.core.pytree`.
 """
-from __future__ import annotations
 
-import dataclasses
-import functools
-from typing import Any, Callable, Iterable, Sequence
+import dataclasses as _dataclasses
+import functools as _functools
+from typing import Any as _Any, Callable as _Callable, Iterable as _Iterable, Sequence as _Sequence
 
 from plait.core import pytree as _pytree
 from plait.core.pytree import (tree_flatten, tree_unflatten, tree_map, tree_leaves,
-                               tree_structure, register_pytree_node_class, TreeDef, leaf_paths, LEAF,
-                               NONE, child_keys, is_node,
-                               register_pytree_with_keys as _register_keys)
+                               tree_structure, register_pytree_node_class, TreeDef, leaf_paths,
+                               LEAF as _LEAF, NONE as _NONE, child_keys as _child_keys,
+                               is_node as _is_node, register_pytree_with_keys as _register_keys)
 
 PyTreeDef = TreeDef
 
 
 # --- key path entries ---------------------------------------------------------------
 
-@dataclasses.dataclass(frozen=True)
+@_dataclasses.dataclass(frozen=True)
 class SequenceKey:
     """Index of a tuple/list child: ``[0]``."""
     idx: int
@@ -32,16 +31,16 @@ class SequenceKey:
         return f"[{self.idx!r}]"
 
 
-@dataclasses.dataclass(frozen=True)
+@_dataclasses.dataclass(frozen=True)
 class DictKey:
     """Key of a dict child: ``['a']``."""
-    key: Any
+    key: _Any
 
     def __str__(self):
         return f"[{self.key!r}]"
 
 
-@dataclasses.dataclass(frozen=True)
+@_dataclasses.dataclass(frozen=True)
 class GetAttrKey:
     """Attribute of a namedtuple/dataclass child: ``.x``."""
     name: str
@@ -50,7 +49,7 @@ class GetAttrKey:
         return f".{self.name}"
 
 
-@dataclasses.dataclass(frozen=True)
+@_dataclasses.dataclass(frozen=True)
 class FlattenedIndexKey:
     """Position of a child of a node registered without keys: ``[1]``."""
     key: int
@@ -59,7 +58,7 @@ class FlattenedIndexKey:
         return f"[{self.key!r}]"
 
 
-KeyEntry = Any
+KeyEntry = _Any
 KeyPath = tuple
 
 
@@ -79,7 +78,7 @@ def keystr(keys: KeyPath, *, simple: bool = False, separator: str = "") -> str:
 
 
 def _children_with_keys(x):
-    return child_keys(x, SequenceKey, DictKey, GetAttrKey, FlattenedIndexKey)
+    return _child_keys(x, SequenceKey, DictKey, GetAttrKey, FlattenedIndexKey)
 
 
 def _walk(x, path: tuple, out: list, is_leaf) -> None:
@@ -88,7 +87,7 @@ def _walk(x, path: tuple, out: list, is_leaf) -> None:
         return
     if x is None:
         return
-    if not is_node(x):
+    if not _is_node(x):
         out.append((path, x))
         return
     kids, keys = _children_with_keys(x)
@@ -96,23 +95,23 @@ def _walk(x, path: tuple, out: list, is_leaf) -> None:
         _walk(c, path + (k,), out, is_leaf)
 
 
-def tree_flatten_with_path(tree: Any, is_leaf: Callable | None = None
-                           ) -> tuple[list[tuple[KeyPath, Any]], TreeDef]:
+def tree_flatten_with_path(tree: _Any, is_leaf: _Callable | None = None
+                           ) -> tuple[list[tuple[KeyPath, _Any]], TreeDef]:
     """``([(key_path, leaf), ...], treedef)`` in flattening order."""
     out: list = []
     _walk(tree, (), out, is_leaf)
     return out, tree_structure(tree, is_leaf)
 
 
-def tree_leaves_with_path(tree: Any, is_leaf: Callable | None = None) -> list:
+def tree_leaves_with_path(tree: _Any, is_leaf: _Callable | None = None) -> list:
     """``[(key_path, leaf), ...]`` in flattening order."""
     out: list = []
     _walk(tree, (), out, is_leaf)
     return out
 
 
-def tree_map_with_path(f: Callable, tree: Any, *rest: Any, is_leaf: Callable | None = None,
-                       is_leaf_takes_path: bool = False) -> Any:
+def tree_map_with_path(f: _Callable, tree: _Any, *rest: _Any, is_leaf: _Callable | None = None,
+                       is_leaf_takes_path: bool = False) -> _Any:
     """``f(key_path, leaf, *other_leaves)`` over every leaf of ``tree`` (and of ``rest``,
     which must have ``tree``'s structure)."""
     if is_leaf is not None and is_leaf_takes_path:
@@ -131,7 +130,7 @@ def tree_map_with_path(f: Callable, tree: Any, *rest: Any, is_leaf: Callable | N
 
 
 def _walk_path_leaf(x, path, out, is_leaf) -> None:
-    if is_leaf(path, x) or x is None or not is_node(x):
+    if is_leaf(path, x) or x is None or not _is_node(x):
         if x is not None or is_leaf(path, x):
             out.append((path, x))
         return
@@ -142,11 +141,11 @@ def _walk_path_leaf(x, path, out, is_leaf) -> None:
 
 def _structure_path_leaf(x, path, is_leaf) -> TreeDef:
     if is_leaf(path, x):
-        return LEAF
+        return _LEAF
     if x is None:
-        return NONE
-    if not is_node(x):
-        return LEAF
+        return _NONE
+    if not _is_node(x):
+        return _LEAF
     kids, keys = _children_with_keys(x)
     shell = tree_structure(x, is_leaf=lambda y: y is not x)
     return TreeDef(shell.kind, shell.aux,
@@ -156,8 +155,8 @@ def _structure_path_leaf(x, path, is_leaf) -> TreeDef:
 
 # --- registration -------------------------------------------------------------------
 
-def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func: Callable,
-                         flatten_with_keys_func: Callable | None = None) -> None:
+def register_pytree_node(nodetype: type, flatten_func: _Callable, unflatten_func: _Callable,
+                         flatten_with_keys_func: _Callable | None = None) -> None:
     """Register ``nodetype``: ``flatten_func(x) -> (children, aux)``,
     ``unflatten_func(aux, children) -> x``; with ``flatten_with_keys_func`` its children
     get those keys in key paths (else ``FlattenedIndexKey`` s)."""
@@ -167,9 +166,9 @@ def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func:
         _register_keys(nodetype, flatten_with_keys_func, unflatten_func, flatten_func)
 
 
-def register_pytree_with_keys(nodetype: type, flatten_with_keys: Callable,
-                              unflatten_func: Callable,
-                              flatten_func: Callable | None = None) -> None:
+def register_pytree_with_keys(nodetype: type, flatten_with_keys: _Callable,
+                              unflatten_func: _Callable,
+                              flatten_func: _Callable | None = None) -> None:
     """Register ``nodetype``: ``flatten_with_keys(x) -> ([(key, child), ...], aux)``,
     ``unflatten_func(aux, children) -> x``."""
     _register_keys(nodetype, flatten_with_keys, unflatten_func, flatten_func)
@@ -183,17 +182,17 @@ def register_pytree_with_keys_class(cls: type) -> type:
     return cls
 
 
-def register_dataclass(nodetype: type, data_fields: Sequence[str] | None = None,
-                       meta_fields: Sequence[str] | None = None,
-                       drop_fields: Sequence[str] = ()) -> type:
+def register_dataclass(nodetype: type, data_fields: _Sequence[str] | None = None,
+                       meta_fields: _Sequence[str] | None = None,
+                       drop_fields: _Sequence[str] = ()) -> type:
     """Register a dataclass: ``data_fields`` are children, ``meta_fields`` are static
     (part of the treedef, must be hashable). Without field lists, fields with
     ``metadata={'static': True}`` are meta and the rest are data."""
     if data_fields is None or meta_fields is None:
-        if not dataclasses.is_dataclass(nodetype):
+        if not _dataclasses.is_dataclass(nodetype):
             raise TypeError(f"register_dataclass: {nodetype.__name__} is not a dataclass; "
                             f"pass data_fields and meta_fields explicitly")
-        fields = [f for f in dataclasses.fields(nodetype) if f.name not in drop_fields]
+        fields = [f for f in _dataclasses.fields(nodetype) if f.name not in drop_fields]
         meta_fields = [f.name for f in fields if f.metadata.get("static", False)]
         data_fields = [f.name for f in fields if not f.metadata.get("static", False)]
     data_fields, meta_fields = tuple(data_fields), tuple(meta_fields)
@@ -216,12 +215,12 @@ def register_static(cls: type) -> type:
     return cls
 
 
-class Partial(functools.partial):
+class Partial(_functools.partial):
     """``functools.partial`` whose bound arguments are pytree children (so it can be
     passed into and out of ``jit``/``grad``); the function is static."""
 
     def __new__(cls, func, *args, **kw):
-        if isinstance(func, functools.partial):   # flatten nested partials
+        if isinstance(func, _functools.partial):   # flatten nested partials
             args = func.args + args
             kw = {**func.keywords, **kw}
             func = func.func
@@ -234,17 +233,17 @@ register_pytree_node(Partial, lambda p: ((p.args, p.keywords), p.func),
 
 # --- queries, reductions, structure ---------------------------------------------------
 
-def tree_reduce(function: Callable, tree: Any, initializer: Any = ...,
-                is_leaf: Callable | None = None) -> Any:
+def tree_reduce(function: _Callable, tree: _Any, initializer: _Any = ...,
+                is_leaf: _Callable | None = None) -> _Any:
     """``functools.reduce(function, leaves[, initializer])``."""
     leaves = tree_leaves(tree, is_leaf)
     if initializer is ...:
-        return functools.reduce(function, leaves)
-    return functools.reduce(function, leaves, initializer)
+        return _functools.reduce(function, leaves)
+    return _functools.reduce(function, leaves, initializer)
 
 
-def tree_reduce_associative(operation: Callable, tree: Any, *, identity: Any = ...,
-                            is_leaf: Callable | None = None) -> Any:
+def tree_reduce_associative(operation: _Callable, tree: _Any, *, identity: _Any = ...,
+                            is_leaf: _Callable | None = None) -> _Any:
     """Reduce the leaves pairwise as a balanced tree (``operation`` must be associative)."""
     xs = tree_leaves(tree, is_leaf)
     if not xs:
@@ -257,12 +256,12 @@ def tree_reduce_associative(operation: Callable, tree: Any, *, identity: Any = .
     return xs[0]
 
 
-def tree_all(tree: Any, *, is_leaf: Callable | None = None) -> bool:
+def tree_all(tree: _Any, *, is_leaf: _Callable | None = None) -> bool:
     """True when every leaf is truthy."""
     return all(tree_leaves(tree, is_leaf))
 
 
-def all_leaves(iterable: Iterable, is_leaf: Callable | None = None) -> bool:
+def all_leaves(iterable: _Iterable, is_leaf: _Callable | None = None) -> bool:
     """True when every element of ``iterable`` is a leaf (None is not a leaf)."""
     return all(treedef_is_leaf(tree_structure(x, is_leaf)) and
                tree_structure(x, is_leaf).kind == "leaf" for x in iterable)
@@ -278,18 +277,18 @@ def treedef_children(treedef: TreeDef) -> list[TreeDef]:
     return list(treedef.children)
 
 
-def treedef_tuple(treedefs: Iterable[TreeDef]) -> TreeDef:
+def treedef_tuple(treedefs: _Iterable[TreeDef]) -> TreeDef:
     """The treedef of a tuple whose children have ``treedefs``."""
     return TreeDef(tuple, None, tuple(treedefs))
 
 
-def _node(treedef: TreeDef, kids: list) -> Any:
+def _node(treedef: TreeDef, kids: list) -> _Any:
     """Rebuild ``treedef``'s root node with ``kids`` as its (already built) children."""
-    shell = TreeDef(treedef.kind, treedef.aux, (LEAF,) * len(treedef.children))
+    shell = TreeDef(treedef.kind, treedef.aux, (_LEAF,) * len(treedef.children))
     return tree_unflatten(shell, kids)
 
 
-def build_tree(treedef: TreeDef, xs: Any) -> Any:
+def build_tree(treedef: TreeDef, xs: _Any) -> _Any:
     """Build a tree of ``treedef``'s structure from nested iterables ``xs`` (one iterable
     of children per node, a value per leaf)."""
     if treedef.kind == "leaf":
@@ -303,27 +302,27 @@ def build_tree(treedef: TreeDef, xs: Any) -> Any:
     return _node(treedef, [build_tree(c, x) for c, x in zip(treedef.children, xs)])
 
 
-def flatten_one_level(tree: Any) -> tuple[list, Any]:
+def flatten_one_level(tree: _Any) -> tuple[list, _Any]:
     """The root's children and its node data (dict keys, registered aux, ...)."""
-    if tree is None or not is_node(tree):
+    if tree is None or not _is_node(tree):
         raise ValueError(f"flatten_one_level: {type(tree).__name__} is a leaf")
     kids, _ = _children_with_keys(tree)
     return kids, tree_structure(tree, is_leaf=lambda y: y is not tree).aux
 
 
-def flatten_one_level_with_keys(tree: Any) -> tuple[list, Any]:
+def flatten_one_level_with_keys(tree: _Any) -> tuple[list, _Any]:
     """Like :func:`flatten_one_level` with ``(key, child)`` pairs."""
     kids, data = flatten_one_level(tree)
     _, keys = _children_with_keys(tree)
     return list(zip(keys, kids)), data
 
 
-def is_tree_node(x: Any) -> bool:
+def is_tree_node(x: _Any) -> bool:
     """True when ``x`` is a pytree container (None included), not a leaf."""
-    return x is None or is_node(x)
+    return x is None or _is_node(x)
 
 
-def _flatten_up_to(td: TreeDef, x: Any) -> list:
+def _flatten_up_to(td: TreeDef, x: _Any) -> list:
     if td.kind == "leaf":
         return [x]
     if td.kind == "none":
@@ -335,7 +334,7 @@ def _flatten_up_to(td: TreeDef, x: Any) -> list:
 
 
 def tree_transpose(outer_treedef: TreeDef, inner_treedef: TreeDef | None,
-                   pytree_to_transpose: Any) -> Any:
+                   pytree_to_transpose: _Any) -> _Any:
     """Turn an outer tree of inner trees into an inner tree of outer trees."""
     subs = _flatten_up_to(outer_treedef, pytree_to_transpose)
     if inner_treedef is None:
@@ -350,14 +349,14 @@ def tree_transpose(outer_treedef: TreeDef, inner_treedef: TreeDef | None,
                                           for row in zip(*cols)])
 
 
-def tree_broadcast(prefix_tree: Any, full_tree: Any,
-                   is_leaf: Callable | None = None) -> Any:
+def tree_broadcast(prefix_tree: _Any, full_tree: _Any,
+                   is_leaf: _Callable | None = None) -> _Any:
     """Each leaf of ``prefix_tree`` repeated over the matching subtree of ``full_tree``."""
     if is_leaf is not None and is_leaf(prefix_tree):
         return tree_map(lambda _: prefix_tree, full_tree, is_leaf=is_leaf)
     if prefix_tree is None:
         return None
-    if not is_node(prefix_tree):
+    if not _is_node(prefix_tree):
         return tree_map(lambda _: prefix_tree, full_tree, is_leaf=is_leaf)
     pk, _ = _children_with_keys(prefix_tree)
     fk, _ = _children_with_keys(full_tree)

@@ -22,28 +22,11 @@ import re
 
 import numpy as np
 
+from plait.codegen.c_expr import (C_TYPES, COMPUTE_TYPES, FLOAT_DTYPES, arith, cast, literal,
+                                  intrinsic as c_intrinsic)
 from plait.errors import CompileError
 from plait.stripe import ir
 from plait.tile.affine import Affine
-
-C_TYPES = {"bool": "_Bool", "i8": "int8_t", "i16": "int16_t", "i32": "int32_t",
-           "i64": "int64_t", "u8": "uint8_t", "u16": "uint16_t", "u32": "uint32_t",
-           "u64": "uint64_t", "f16": "_Float16", "f32": "float", "f64": "double"}
-# glibc's vector math library (libmvec, linked through -lm) has SIMD variants of these
-# functions; declaring them lets gcc vectorize loops that call them at plain -O3 (no
-# -ffast-math). glibc documents their accuracy (a few ulp) and they keep NaN/inf semantics.
-_VEC_F = ("expf", "logf", "sinf", "cosf", "powf", "tanhf", "expm1f", "log1pf", "log2f",
-          "log10f", "exp2f", "exp10f", "atanf", "asinf", "acosf", "sinhf", "coshf", "tanf",
-          "atanhf", "asinhf", "acoshf", "cbrtf", "atan2f")
-_VEC_D = tuple(n[:-1] for n in _VEC_F)
-VECMATH = (
-    "#if defined(__x86_64__) && defined(__GLIBC__) && "
-    "(__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35)) && !defined(PLAIT_NO_VECMATH)\n"
-    + "".join(f"__attribute__((simd(\"notinbranch\"))) extern float {n}(float{', float' if n in ('powf', 'atan2f') else ''});\n"
-              for n in _VEC_F)
-    + "".join(f"__attribute__((simd(\"notinbranch\"))) extern double {n}(double{', double' if n in ('pow', 'atan2') else ''});\n"
-              for n in _VEC_D)
-    + "#endif\n")
 
 # local allocations up to this size live on the stack (OpenMP threads have >= 2 MB)
 STACK_BYTES = 32 * 1024
@@ -62,9 +45,6 @@ def oom_status(nbytes: int, where: int) -> int:
 def decode_status(status: int) -> tuple[int, int]:
     """``(bytes, where)`` of a nonzero status returned by generated code."""
     return status // OOM_WHERE, status % OOM_WHERE
-
-# scalars of these dtypes are computed in a wider type
-COMPUTE_TYPES = dict(C_TYPES, f16="float")
 
 # _POSIX_C_SOURCE first: clock_gettime needs it under -std=c11 (with -fopenmp, -pthread
 # implied an older value), and it equals what CPython's pyconfig.h defines, so including
@@ -101,72 +81,18 @@ static inline void plait_oom(int64_t *status, int64_t code) { __atomic_store_n(s
 #else
 #define PLAIT_KERNEL
 #endif
-/* digamma: reflection below 0, recurrence up to 10, asymptotic series (plait.lax.special) */
-static inline double plait_digamma(double x) {
-  double r = 0.0;
-  if (x != x || x == INFINITY) return x;
-  if (x <= 0.0) {
-    double fl = floor(x);
-    if (x == fl) return x == 0.0 ? (signbit(x) ? INFINITY : -INFINITY) : NAN;
-    r = -3.141592653589793 / tan(3.141592653589793 * (x - fl));
-    x = 1.0 - x;
-  }
-  while (x < 10.0) { r -= 1.0 / x; x += 1.0; }
-  double f = 1.0 / (x * x);
-  double t = f * (-1.0 / 12 + f * (1.0 / 120 + f * (-1.0 / 252 + f * (1.0 / 240 + f * (
-      -1.0 / 132 + f * (691.0 / 32760 + f * (-1.0 / 12)))))));
-  return r + log(x) - 0.5 / x + t;
-}
-static inline float plait_digammaf(float x) { return (float)plait_digamma((double)x); }
 /* float register sums start at -0.0, the identity of IEEE addition (OpenMP's + uses +0.0) */
 #pragma omp declare reduction(plait_addf : float : omp_out = omp_out + omp_in) initializer(omp_priv = -0.0f)
 #pragma omp declare reduction(plait_addd : double : omp_out = omp_out + omp_in) initializer(omp_priv = -0.0)
-""" + VECMATH
-
-
-_FLOAT = ("f16", "f32", "f64")
-_UNSIGNED = ("u8", "u16", "u32", "u64", "bool")
-_CMP = {"cmp_eq": "==", "cmp_ne": "!=", "cmp_lt": "<", "cmp_le": "<=", "cmp_gt": ">",
-        "cmp_ge": ">="}
-_BOOL_RESULT = set(_CMP) | {"is_finite", "is_nan"}
-
-# float math: name -> (float function, double function)
-_FMATH = {n: (n + "f", n) for n in (
-    "exp", "exp2", "log", "log2", "log1p", "expm1", "sqrt", "tanh", "sin", "cos", "tan",
-    "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "floor", "ceil",
-    "cbrt", "atan2", "pow", "nextafter", "fabs", "rint", "fmod", "copysign", "erf", "erfc",
-    "lgamma")}
-_FMATH["digamma"] = ("plait_digammaf", "plait_digamma")
-_FMATH.update({"asin": ("asinf", "asin"), "acos": ("acosf", "acos"), "atan": ("atanf", "atan")})
+"""
 
 
 def _cname(name: str, depth: int, prefix: str) -> str:
     return f"{prefix}{re.sub(r'[^A-Za-z0-9_]', '_', name)}_{depth}"
 
 
-def _lit(value, dtype: str) -> str:
-    if dtype == "bool":
-        return "1" if value else "0"
-    if dtype in _FLOAT:
-        v = float(value)
-        if math.isnan(v):
-            return "NAN"
-        if math.isinf(v):
-            return "INFINITY" if v > 0 else "-INFINITY"
-        s = repr(v)
-        return s + "f" if dtype != "f64" else s
-    v = int(value)
-    if dtype == "i64" and v == -(1 << 63):
-        return "INT64_MIN"
-    if dtype == "u64":
-        return f"{v}ULL"
-    if dtype == "i64":
-        return f"{v}LL"
-    return str(v)
-
-
 def _identity(agg: str | None, dtype: str) -> str:
-    return _lit(ir.agg_identity(agg, dtype).item(), dtype)
+    return literal(ir.agg_identity(agg, dtype).item(), dtype)
 
 
 class _Scope:
@@ -211,100 +137,7 @@ class CRenderer:
 
     def intrinsic(self, st: ir.Intrinsic, scope: _Scope) -> tuple[str, str]:
         args = [scope.scalars[i] for i in st.inputs]
-        vals = [a[0] for a in args]
-        dts = [a[1] for a in args]
-        name = st.name
-        dt = dts[-1] if name in ("select", "cond") else (dts[0] if dts else "f32")
-        if name in ("select", "cond"):
-            expr = f"({vals[0]} ? {vals[1]} : {vals[2]})"
-        elif name in _CMP:
-            expr = f"({vals[0]} {_CMP[name]} {vals[1]})"
-            dt = "bool"
-        else:
-            expr = self._arith(name, vals, dt)
-            if name in _BOOL_RESULT:
-                dt = "bool"
-        if st.dtype is not None and st.dtype != dt:
-            expr = self._cast(expr, dt, st.dtype)
-            dt = st.dtype
-        return expr, dt
-
-    def _cast(self, expr: str, src: str, dst: str) -> str:
-        if dst == "bool":
-            return f"({expr} != 0)"
-        return f"(({COMPUTE_TYPES[dst]})({expr}))"
-
-    def _fm(self, fn: str, dt: str, *xs) -> str:
-        f, d = _FMATH[fn]
-        return f"{d if dt == 'f64' else f}({', '.join(xs)})"
-
-    def _arith(self, name: str, v: list[str], dt: str) -> str:
-        fl = dt in _FLOAT
-        ct = COMPUTE_TYPES[dt]
-        a = v[0] if v else None
-        b = v[1] if len(v) > 1 else None
-        simple = {"add": "+", "sub": "-", "mul": "*"}
-        if name in simple:
-            if dt == "bool":
-                return f"({a} {'|' if name == 'add' else '&' if name == 'mul' else '^'} {b})"
-            return f"(({ct})({a} {simple[name]} {b}))"
-        if name == "div":
-            if fl:
-                return f"({a} / {b})"
-            if dt in _UNSIGNED:
-                return f"(({ct})({b} == 0 ? 0 : {a} / {b}))"
-            return f"(({ct})({b} == 0 ? 0 : {b} == -1 ? ({ct})(0 - ({'u' if False else ''}{a})) : {a} / {b}))"
-        if name == "rem":
-            if fl:
-                return self._fm("fmod", dt, a, b)
-            if dt in _UNSIGNED:
-                return f"(({ct})({b} == 0 ? 0 : {a} % {b}))"
-            return f"(({ct})({b} == 0 || {b} == -1 ? 0 : {a} % {b}))"
-        if name in ("max", "min"):
-            if fl:
-                return f"plait_{name}{'f' if dt != 'f64' else ''}({a}, {b})"
-            op = ">=" if name == "max" else "<="
-            return f"({a} {op} {b} ? {a} : {b})"
-        if name == "neg":
-            return f"(({ct})(-{a}))" if dt != "bool" else a
-        if name == "abs":
-            return self._fm("fabs", dt, a) if fl else f"(({ct})({a} < 0 ? -{a} : {a}))"
-        if name == "sign":
-            if fl:
-                return f"({a} > 0 ? ({ct})1 : {a} < 0 ? ({ct})-1 : {a} == 0 ? ({ct})0 : {a})"
-            return f"(({ct})(({a} > 0) - ({a} < 0)))"
-        if name in ("ident", "assign", "cast"):
-            return a
-        if name == "not":
-            return f"(!{a})" if dt == "bool" else f"(({ct})~{a})"
-        if name in ("and", "or", "xor"):
-            op = {"and": "&", "or": "|", "xor": "^"}[name]
-            return f"(({ct})({a} {op} {b}))"
-        if name in ("shl", "shr"):
-            bits = 8 * np.dtype(ir.np_dtype(dt)).itemsize
-            if name == "shl":
-                return f"(({ct})(({b}) < 0 || ({b}) >= {bits} ? 0 : (({ct})((uint64_t){a} << {b}))))"
-            fill = f"({a} < 0 ? -1 : 0)" if dt not in _UNSIGNED else "0"
-            return f"(({ct})(({b}) < 0 || ({b}) >= {bits} ? {fill} : {a} >> {b}))"
-        if name == "square":
-            return f"(({ct})({a} * {a}))"
-        if name == "reciprocal":
-            return f"(({ct})1 / {a})"
-        if name == "rsqrt":
-            return f"(({ct})1 / {self._fm('sqrt', dt, a)})"
-        if name == "logistic":
-            return f"(({ct})1 / (({ct})1 + {self._fm('exp', dt, '-' + a)}))"
-        if name == "round":
-            return self._fm("rint", dt, a)
-        if name == "is_finite":
-            return f"isfinite({a})"
-        if name == "is_nan":
-            return f"isnan({a})"
-        if name == "pow" and not fl:
-            raise CompileError("integer pow is not lowered to C", locate=False)
-        if name in _FMATH and fl:
-            return self._fm(name, dt, *v)
-        raise CompileError(f"intrinsic {name!r} on {dt} has no C rendering", locate=False)
+        return c_intrinsic(st.name, [a[0] for a in args], [a[1] for a in args], st.dtype)
 
     # --- blocks -------------------------------------------------------------------------
     def block(self, blk: ir.Block, parent: _Scope) -> None:
@@ -448,7 +281,7 @@ class CRenderer:
             acc = _cname(r.into, self.depth, "racc_")
             # a float sum's register accumulator starts at -0.0, the identity of IEEE
             # addition, so the memory value it is added to decides the sign of zero
-            init = _lit(-0.0, r.dtype) if r.agg == "add" and r.dtype in _FLOAT else \
+            init = literal(-0.0, r.dtype) if r.agg == "add" and r.dtype in FLOAT_DTYPES else \
                 _identity(r.agg, r.dtype)
             self.emit(f"{COMPUTE_TYPES[r.dtype]} {acc} = {init};")
             nan = None
@@ -456,7 +289,7 @@ class CRenderer:
             if r.agg == "add" and r.dtype in ("f32", "f64"):
                 op = "plait_addf" if r.dtype == "f32" else "plait_addd"
             clauses.append(f"reduction({op}:{acc})")
-            if r.agg in ("max", "min") and r.dtype in _FLOAT:
+            if r.agg in ("max", "min") and r.dtype in FLOAT_DTYPES:
                 nan = _cname(r.into, self.depth, "rnan_")
                 self.emit(f"int {nan} = 0;")
                 clauses.append(f"reduction(|:{nan})")
@@ -473,7 +306,7 @@ class CRenderer:
                 op = "+" if agg == "add" else "*"
                 self.emit(f"{cv}[0] = {cv}[0] {op} {val};")
             else:
-                self.emit(f"{cv}[0] = {self._arith(agg, [cv + '[0]', val], dt)};")
+                self.emit(f"{cv}[0] = {arith(agg, [cv + '[0]', val], dt)};")
 
     def micro_kernel(self, blk: ir.Block, parent: _Scope) -> bool:
         """Render a ``mac_regblock`` (``[k, r, c]``: ``O[r, c] += A[k, r] * B[k, c]``) with
@@ -564,7 +397,7 @@ class CRenderer:
             cv, dt, agg = scope.views[st.into]
             val, sdt = scope.scalars[st.from_]
             if sdt != dt:
-                val = self._cast(val, sdt, dt)
+                val = cast(val, dt)
             if st.into in scope.reductions:
                 acc, nan = scope.reductions[st.into]
                 if agg in ("add", "mul"):
@@ -581,12 +414,12 @@ class CRenderer:
             elif agg == "mul":
                 self.emit(f"{cv}[0] = {'(' + cv + '[0] & ' + val + ')' if dt == 'bool' else cv + '[0] * ' + val};")
             elif agg in ("max", "min"):
-                self.emit(f"{cv}[0] = {self._arith(agg, [cv + '[0]', val], dt)};")
+                self.emit(f"{cv}[0] = {arith(agg, [cv + '[0]', val], dt)};")
             else:
                 raise CompileError(f"unknown aggregation {agg!r}", locate=False)
         elif isinstance(st, ir.Constant):
             name = _cname(st.into, self.depth, "s_")
-            self.emit(f"const {COMPUTE_TYPES[st.dtype]} {name} = {_lit(st.value, st.dtype)};")
+            self.emit(f"const {COMPUTE_TYPES[st.dtype]} {name} = {literal(st.value, st.dtype)};")
             scope.scalars[st.into] = (name, st.dtype)
         elif isinstance(st, ir.LoadIndex):
             name = _cname(st.into, self.depth, "s_")

@@ -22,6 +22,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from plait.config import c_compiler_env, config, subprocess_env
 from plait.errors import BuildEnvironmentError, CompileError, ToolchainWarning, warn_user
 
 TIMEOUT_S = 300
@@ -55,7 +56,7 @@ class Toolchain:
 
 def _run(cmd: list[str], tmpdir: str | None = None) -> subprocess.CompletedProcess:
     """Run a compiler command in the C locale, its temporary files under ``tmpdir``."""
-    env = dict(os.environ, LC_ALL="C")
+    env = subprocess_env(LC_ALL="C")
     if tmpdir is not None:
         env["TMPDIR"] = tmpdir
     return subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, env=env)
@@ -84,7 +85,7 @@ def _storage_problem(stderr: str, directory: str) -> bool:
 
 
 def _candidates() -> list[str]:
-    env = os.environ.get("CC")
+    env = c_compiler_env()
     names = ([env] if env else []) + ["cc", "gcc", "clang"]
     return [p for p in (shutil.which(n) for n in names) if p]
 
@@ -120,11 +121,22 @@ def _probe_openmp(cc: str) -> tuple[bool, str | None]:
         shutil.rmtree(d, ignore_errors=True)
 
 
-_FOUND: list = []          # the toolchain once a conclusive probe found it
-_PROVISIONAL: list = []    # [(toolchain, time)] after an inconclusive probe
+class _Probe:
+    """What the process knows of its compiler: the answer of a conclusive probe, or one
+    kept only for ``RETRY_PROBE_S`` seconds after an inconclusive one."""
+
+    __slots__ = ("found", "toolchain", "provisional_at", "warned_no_openmp")
+
+    def __init__(self):
+        self.found = False                          # a conclusive probe answered
+        self.toolchain: Toolchain | None = None
+        self.provisional_at: float | None = None    # time of an inconclusive probe
+        self.warned_no_openmp = False
+
+
 RETRY_PROBE_S = 30.0
+_PROBE = _Probe()
 _FIND_LOCK = threading.Lock()
-_WARNED_NO_OPENMP: list = []
 
 
 def find_toolchain() -> Toolchain | None:
@@ -132,21 +144,23 @@ def find_toolchain() -> Toolchain | None:
 
     The answer is kept for the process, except when the environment made the OpenMP
     probe inconclusive: then it is kept ``RETRY_PROBE_S`` seconds and probed again."""
-    if _FOUND:
-        return _FOUND[0]
+    probe = _PROBE
+    if probe.found:
+        return probe.toolchain
     with _FIND_LOCK:
-        if _FOUND:
-            return _FOUND[0]
-        if _PROVISIONAL and time.monotonic() - _PROVISIONAL[0][1] < RETRY_PROBE_S:
-            return _PROVISIONAL[0][0]
+        if probe.found:
+            return probe.toolchain
+        if (probe.provisional_at is not None
+                and time.monotonic() - probe.provisional_at < RETRY_PROBE_S):
+            return probe.toolchain
         tc = _find()
-        _PROVISIONAL.clear()
+        probe.toolchain = tc
         if tc is None or tc.openmp_note is None:
-            _FOUND.append(tc)
+            probe.found, probe.provisional_at = True, None
         else:
-            _PROVISIONAL.append((tc, time.monotonic()))
-    if tc is not None and not tc.openmp and not _WARNED_NO_OPENMP:
-        _WARNED_NO_OPENMP.append(True)
+            probe.provisional_at = time.monotonic()
+    if tc is not None and not tc.openmp and not probe.warned_no_openmp:
+        probe.warned_no_openmp = True
         if tc.openmp_note:
             msg = (f"plait: the OpenMP probe of the C compiler {tc.cc} could not run "
                    f"({tc.openmp_note}), so kernels are built without OpenMP and run serially "
@@ -175,7 +189,7 @@ def _find() -> Toolchain | None:
                  "-fwrapv", "-shared", "-fPIC", "-std=c11"]
         if openmp:
             flags.append("-fopenmp")
-        flags += os.environ.get("PLAIT_EXTRA_CFLAGS", "").split()   # e.g. -fsanitize=address
+        flags += config.extra_cflags.split()     # e.g. -fsanitize=address
         inc = sysconfig.get_paths().get("include")
         py_inc = inc if inc and os.path.exists(os.path.join(inc, "Python.h")) else None
         if py_inc:

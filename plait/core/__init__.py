@@ -7,7 +7,8 @@ from plait.core.dtypes import (canonical_dtype, result_type, is_float, is_comple
 from plait.core.aval import ShapedArray, aval_of
 from plait.core.primitive import Primitive
 from plait.core.trace import (Trace, Tracer, MainTrace, bind, new_main, cur_stack,
-                              full_lower, is_tracer, register_concrete_type,
+                              full_lower, is_tracer, register_runtime,
+                              wrap_array, is_concrete_array,
                               concrete_value, get_aval, find_top_trace)
 from plait.core.graph import (Var, Literal, Eqn, Graph, ClosedGraph, check_graph,
                               eval_graph)

@@ -9,20 +9,20 @@ backends never constant-fold them, so effects run once each, in program order.
 """
 from __future__ import annotations
 
+import weakref
+
 from plait.core.graph import ClosedGraph, Graph, subgraphs_of
 
-_GRAPH_MEMO: dict[int, tuple[Graph, bool]] = {}
+# graph -> has effects; an entry lives as long as its graph
+_GRAPH_MEMO: "weakref.WeakKeyDictionary[Graph, bool]" = weakref.WeakKeyDictionary()
 
 
 def graph_has_effects(graph: Graph) -> bool:
     """Whether any equation of ``graph`` (or of its sub-graphs) has effects."""
-    hit = _GRAPH_MEMO.get(id(graph))
-    if hit is not None and hit[0] is graph:
-        return hit[1]
-    res = any(has_effects(e) for e in graph.eqns)
-    if len(_GRAPH_MEMO) > 4096:
-        _GRAPH_MEMO.clear()
-    _GRAPH_MEMO[id(graph)] = (graph, res)
+    hit = _GRAPH_MEMO.get(graph)
+    if hit is not None:
+        return hit
+    res = _GRAPH_MEMO[graph] = any(has_effects(e) for e in graph.eqns)
     return res
 
 

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from plait.errors import REPLAYING
+from plait.errors import replay_sources, GraphTypeError
 from plait.core.aval import ShapedArray, aval_of
 
 
@@ -162,20 +162,17 @@ def eval_graph(graph: Graph, consts: Sequence, *args) -> list:
         raise TypeError(f"graph takes {len(graph.invars)} inputs, got {len(args)}")
     env.update(zip(graph.constvars, consts))
     env.update(zip(graph.invars, args))
+    replaying = replay_sources()
     for eqn in graph.eqns:
-        REPLAYING.append(eqn.source)
+        replaying.append(eqn.source)
         try:
             outs = eqn.prim.bind(*[read(a) for a in eqn.inputs], **eqn.params)
         finally:
-            REPLAYING.pop()
+            replaying.pop()
         if not eqn.prim.multiple_results:
             outs = [outs]
         env.update(zip(eqn.outputs, outs))
     return [read(a) for a in graph.outvars]
-
-
-class GraphTypeError(Exception):
-    """``check_graph`` found an ill-typed graph (a plait bug, not a user error)."""
 
 
 def check_graph(graph: Graph, _outer: set | None = None) -> None:

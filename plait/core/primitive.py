@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from plait.core.trace import bind as _bind
 from plait.errors import MissingRuleError
 
 
@@ -28,7 +29,7 @@ class Primitive:
 
     def bind(self, *args, **params):
         """Apply the primitive to ``args`` under the innermost active trace."""
-        return _BIND[0](self, args, params)
+        return _bind(self, args, params)
 
     def def_rule(self, rule: str, fn: Callable) -> Callable:
         """Register ``fn`` as this primitive's ``rule``; returns ``fn`` (decorator-friendly)."""
@@ -59,8 +60,6 @@ class Primitive:
     def abstract_eval(self) -> Callable:
         return self.rule("abstract_eval")
 
-
-_BIND: list = [None]   # set by plait.core.trace (which imports this module)
 
 ALL_PRIMITIVES: dict[str, Primitive] = {}
 

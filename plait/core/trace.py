@@ -16,19 +16,20 @@ together; while it is 0, ``bind`` knows every thread is at top level without
 reading its thread's stack, which keeps the eager path as fast as a global stack.
 
 Concrete arrays are not defined here: ``plait.runtime`` registers its ``Array``
-type with :func:`register_concrete_type`.
+type (and its eager NaN check) with :func:`register_runtime`, the core's one runtime
+hook; :func:`wrap_array` and :func:`is_concrete_array` are how the rest of plait makes
+and recognizes them.
 """
 from __future__ import annotations
 
 import os
 import threading
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from plait.core.aval import ShapedArray, aval_of
-from plait.core import primitive as _primitive_module
 from plait.core.array_methods import ArrayMethods
 from plait.config import config as _config
 from plait.core.dtypes import narrow_value
@@ -197,20 +198,52 @@ class Tracer(ArrayMethods):
 # ---------------------------------------------------------------------------
 # Concrete values
 
-_CONCRETE: dict[str, Any] = {"cls": None, "wrap": None}
-_ARRAY_CLS: Any = None
-_WRAP: Any = None
+class Runtime:
+    """What the runtime tells the core (filled by :func:`register_runtime`).
 
-
-def register_concrete_type(cls: type, wrap) -> None:
-    """Tell the core which class holds concrete arrays and how to wrap NumPy results.
-
-    ``cls`` instances expose ``_value`` (a NumPy array), ``weak_type`` and ``aval``;
-    ``wrap(ndarray, weak_type)`` builds one.
+    ``array_type`` is the class of concrete arrays (instances expose ``_value``, a
+    NumPy array, ``weak_type`` and ``aval``); ``wrap(ndarray, weak_type)`` builds one;
+    ``eager_check(prim, outs)`` sees every eagerly computed output while
+    ``config.debug_nans``/``debug_infs`` is on.
     """
-    global _ARRAY_CLS, _WRAP
-    _CONCRETE["cls"] = _ARRAY_CLS = cls
-    _CONCRETE["wrap"] = _WRAP = wrap
+
+    __slots__ = ("array_type", "wrap", "eager_check")
+
+    def __init__(self):
+        self.array_type: type | None = None
+        self.wrap: Callable[[np.ndarray, bool], Any] | None = None
+        self.eager_check: Callable[[Any, Any], None] = lambda prim, outs: None
+
+
+RUNTIME = Runtime()
+
+
+def register_runtime(*, array_type: type | None = None,
+                     wrap: Callable[[np.ndarray, bool], Any] | None = None,
+                     eager_check: Callable[[Any, Any], None] | None = None) -> None:
+    """The one hook through which ``plait.runtime`` plugs into the core.
+
+    The core defines no concrete array: the runtime registers its array class and
+    wrapper (``plait.runtime.array``) and its eager NaN/Inf check
+    (``plait.runtime.nan_check``). Each given argument replaces the registered one.
+    """
+    if array_type is not None:
+        RUNTIME.array_type = array_type
+    if wrap is not None:
+        RUNTIME.wrap = wrap
+    if eager_check is not None:
+        RUNTIME.eager_check = eager_check
+
+
+def wrap_array(value: np.ndarray, weak_type: bool = False):
+    """A concrete array (the registered runtime type) holding the NumPy ``value``."""
+    return RUNTIME.wrap(value, weak_type)
+
+
+def is_concrete_array(x) -> bool:
+    """True for an instance of the registered concrete array type."""
+    cls = RUNTIME.array_type
+    return cls is not None and isinstance(x, cls)
 
 
 def _native(x: np.ndarray) -> np.ndarray:
@@ -221,13 +254,14 @@ def _native(x: np.ndarray) -> np.ndarray:
 def concrete_value(x) -> np.ndarray:
     """The NumPy value of a concrete input (registered array, NumPy value, Python scalar)."""
     t = type(x)
-    if t is _ARRAY_CLS:
+    cls = RUNTIME.array_type
+    if t is cls:
         return x._value
     if t is np.ndarray:
         if not _config.x64:
             x = narrow_value(x)
         return x if x.dtype.isnative else _native(x)
-    if _ARRAY_CLS is not None and isinstance(x, _ARRAY_CLS):
+    if cls is not None and isinstance(x, cls):
         return x._value
     if isinstance(x, np.ndarray):
         x = narrow_value(x)
@@ -241,9 +275,10 @@ def concrete_value(x) -> np.ndarray:
 
 def get_aval(x) -> ShapedArray:
     """Abstract value of a tracer or concrete value."""
-    if type(x) is _ARRAY_CLS or isinstance(x, Tracer):
+    cls = RUNTIME.array_type
+    if type(x) is cls or isinstance(x, Tracer):
         return x.aval
-    if _ARRAY_CLS is not None and isinstance(x, _ARRAY_CLS):
+    if cls is not None and isinstance(x, cls):
         return x.aval
     try:
         return aval_of(x)
@@ -288,16 +323,24 @@ class _ThreadStack(threading.local):
         self.stack.dynamic = _EVAL_MAIN
 
 
+class _Nesting:
+    """The number of mains pushed in all threads together (0: every thread is eager)."""
+
+    __slots__ = ("count", "lock")
+
+    def __init__(self):
+        self.count = 0
+        self.lock = threading.Lock()
+
+
 _LOCAL = _ThreadStack()
-_NESTED = [0]       # mains pushed in all threads together; 0: every thread is eager
-_NESTED_LOCK = threading.Lock()
+_NESTED = _Nesting()
 
 
 def _after_fork_in_child() -> None:
     """Only the forking thread lives on in a child: count its mains alone."""
-    global _NESTED_LOCK
-    _NESTED_LOCK = threading.Lock()     # another thread may have held it at the fork
-    _NESTED[0] = len(_LOCAL.stack) - 1
+    _NESTED.lock = threading.Lock()     # another thread may have held it at the fork
+    _NESTED.count = len(_LOCAL.stack) - 1
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -315,8 +358,8 @@ def new_main(trace_type: type, payload: Any = None, dynamic: bool = False,
     stack = _LOCAL.stack
     main = MainTrace(len(stack), trace_type, payload, description)
     main.owner = stack
-    with _NESTED_LOCK:      # before the push: a thread with a main always sees _NESTED > 0
-        _NESTED[0] += 1
+    with _NESTED.lock:      # before the push: a thread with a main always sees a count > 0
+        _NESTED.count += 1
     stack.append(main)
     prev_dynamic = stack.dynamic
     if dynamic:
@@ -328,8 +371,8 @@ def new_main(trace_type: type, payload: Any = None, dynamic: bool = False,
         main.payload = None     # break builder <-> tracer cycles: garbage dies by refcount
         stack.dynamic = prev_dynamic
         stack.pop()
-        with _NESTED_LOCK:
-            _NESTED[0] -= 1
+        with _NESTED.lock:
+            _NESTED.count -= 1
 
 
 def _leak_error(t: Tracer):
@@ -362,7 +405,7 @@ def _check_main(t: Tracer, stack: list) -> None:
 
 def at_top_level() -> bool:
     """True when no transformation is active in this thread (only eager evaluation)."""
-    return not _NESTED[0] or len(_LOCAL.stack) == 1
+    return not _NESTED.count or len(_LOCAL.stack) == 1
 
 
 def find_top_trace(args) -> Trace:
@@ -400,9 +443,6 @@ def full_lower(val):
     return val.full_lower() if isinstance(val, Tracer) else val
 
 
-_EAGER_CHECK: list = [lambda prim, outs: None]   # set by plait.runtime.nan_check
-
-
 def _eval_primitive(prim, vals, params):
     """Eager evaluation: abstract rule (for weak types and early errors), then impl."""
     rules = prim.rules
@@ -413,8 +453,8 @@ def _eval_primitive(prim, vals, params):
     out_avals = abstract_eval(*[get_aval(v) for v in vals], **params)
     outs = impl(*[concrete_value(v) for v in vals], **params)
     if _config.debug_nans or _config.debug_infs:
-        _EAGER_CHECK[0](prim, outs)
-    wrap = _WRAP
+        RUNTIME.eager_check(prim, outs)
+    wrap = RUNTIME.wrap
     if prim.multiple_results:
         return [wrap(o, a.weak_type) for o, a in zip(outs, out_avals)]
     return [wrap(outs, out_avals.weak_type)]
@@ -422,7 +462,7 @@ def _eval_primitive(prim, vals, params):
 
 def bind(prim, args, params) -> Any:
     """Apply ``prim`` to ``args`` under the innermost active trace."""
-    stack = _LOCAL.stack if _NESTED[0] else None
+    stack = _LOCAL.stack if _NESTED.count else None
     if stack is None or len(stack) == 1:        # no transformation in this thread
         trace = None
         for a in args:
@@ -465,6 +505,3 @@ def bind_at_least(prim, args, params, floor: MainTrace | None) -> Any:
     if prim.multiple_results:
         return [full_lower(o) for o in outs]
     return full_lower(outs[0])
-
-
-_primitive_module._BIND[0] = bind

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import os
 from dataclasses import dataclass
 
@@ -51,21 +52,16 @@ def local_device_count() -> int:
     return max(int(config.cpu_devices), 1)
 
 
-_GOMP: list = []
-
-
+@functools.lru_cache(maxsize=None)
 def _omp_set_num_threads():
-    if not _GOMP:
-        fn = None
-        name = ctypes.util.find_library("gomp")
-        for lib in ([name] if name else []) + ["libgomp.so.1"]:
-            try:
-                fn = ctypes.CDLL(lib).omp_set_num_threads
-                break
-            except (OSError, AttributeError):
-                continue
-        _GOMP.append(fn)
-    return _GOMP[0]
+    """libgomp's ``omp_set_num_threads`` (the library the kernels load), or None."""
+    name = ctypes.util.find_library("gomp")
+    for lib in ([name] if name else []) + ["libgomp.so.1"]:
+        try:
+            return ctypes.CDLL(lib).omp_set_num_threads
+        except (OSError, AttributeError):
+            continue
+    return None
 
 
 def pin_current_thread(device: CpuDevice) -> None:

@@ -5,25 +5,28 @@ from __future__ import annotations
 
 from plait.distributed.devices import CpuDevice, local_device_count as _ldc, make_devices
 
-_WORLD: list = [None]      # the MPI world (plait.distributed.mpi.World) once joined
+class _Joined:
+    """The MPI world (``plait.distributed.mpi.World``) once joined, else None."""
+
+    world = None
 
 
 def world():
     """The joined MPI world, or None when this process runs alone."""
-    return _WORLD[0]
+    return _Joined.world
 
 
 def set_world(w) -> None:
-    _WORLD[0] = w
+    _Joined.world = w
 
 
 def process_index() -> int:
-    w = _WORLD[0]
+    w = _Joined.world
     return 0 if w is None else w.rank
 
 
 def process_count() -> int:
-    w = _WORLD[0]
+    w = _Joined.world
     return 1 if w is None else w.size
 
 

@@ -14,41 +14,47 @@ state) -> state``, ``get_params(state) -> x``) and lifted to pytrees by the
 (``constant``, ``exponential_decay``, ``inverse_time_decay``, ``polynomial_decay``,
 ``piecewise_constant``).
 """
-from __future__ import annotations
+import functools as _functools
+from typing import Any as _Any, Callable as _Callable, NamedTuple as _NamedTuple
 
-import functools
-from typing import Any, Callable, NamedTuple
+import numpy as _np
 
-import numpy as np
+import plait.numpy as _pnp
+from plait.core.pytree import (register_pytree_node as _register_pytree_node,
+                               tree_flatten as _tree_flatten, tree_leaves as _tree_leaves,
+                               tree_map as _tree_map, tree_unflatten as _tree_unflatten)
+from plait.errors import PlaitTypeError as _PlaitTypeError, PlaitValueError as _PlaitValueError
 
-import plait.numpy as pnp
-from plait.core.pytree import (register_pytree_node, tree_flatten, tree_leaves, tree_map,
-                               tree_unflatten)
-from plait.errors import PlaitTypeError, PlaitValueError
+__all__ = ["InitFn", "JoinPoint", "Optimizer", "OptimizerState", "Params", "ParamsFn", "Schedule",
+           "State", "Step", "UpdateFn", "Updates", "adagrad", "adam", "adamax",
+           "clip_grads", "constant", "exponential_decay", "inverse_time_decay",
+           "l2_norm", "make_schedule", "momentum", "nesterov", "optimizer",
+           "pack_optimizer_state", "piecewise_constant", "polynomial_decay", "rmsprop",
+           "rmsprop_momentum", "sgd", "sm3", "unpack_optimizer_state"]
 
-Schedule = Callable[[int], Any]
+Schedule = _Callable[[int], _Any]
 Step = int
-Params = Any
-Updates = Any
-State = Any
-InitFn = Callable[[Params], "OptimizerState"]
-UpdateFn = Callable[[Step, Updates, "OptimizerState"], "OptimizerState"]
-ParamsFn = Callable[["OptimizerState"], Params]
+Params = _Any
+Updates = _Any
+State = _Any
+InitFn = _Callable[[Params], "OptimizerState"]
+UpdateFn = _Callable[[Step, Updates, "OptimizerState"], "OptimizerState"]
+ParamsFn = _Callable[["OptimizerState"], Params]
 
 
-class OptimizerState(NamedTuple):
+class OptimizerState(_NamedTuple):
     """Flat per-parameter states, the parameters' treedef and each state's treedef."""
     packed_state: list
-    tree_def: Any
+    tree_def: _Any
     subtree_defs: tuple
 
 
-register_pytree_node(OptimizerState,
+_register_pytree_node(OptimizerState,
                      lambda s: ((s.packed_state,), (s.tree_def, s.subtree_defs)),
                      lambda aux, kids: OptimizerState(kids[0], *aux))
 
 
-class Optimizer(NamedTuple):
+class Optimizer(_NamedTuple):
     init_fun: InitFn
     update_fun: UpdateFn
     get_params: ParamsFn
@@ -67,37 +73,37 @@ class _Static:
         return isinstance(other, _Static) and self.value == other.value
 
 
-register_pytree_node(_Static, lambda s: ((), s.value), lambda aux, _: _Static(aux))
+_register_pytree_node(_Static, lambda s: ((), s.value), lambda aux, _: _Static(aux))
 
 
-def optimizer(opt_maker: Callable) -> Callable[..., Optimizer]:
+def optimizer(opt_maker: _Callable) -> _Callable[..., Optimizer]:
     """Lift an optimizer written for one array to pytrees of parameters."""
-    @functools.wraps(opt_maker)
+    @_functools.wraps(opt_maker)
     def tree_opt_maker(*args, **kwargs) -> Optimizer:
         init, update, get_params = opt_maker(*args, **kwargs)
 
         def tree_init(x0_tree):
-            x0_flat, tree = tree_flatten(x0_tree)
-            flat = [tree_flatten(init(pnp.asarray(x0))) for x0 in x0_flat]
+            x0_flat, tree = _tree_flatten(x0_tree)
+            flat = [_tree_flatten(init(_pnp.asarray(x0))) for x0 in x0_flat]
             return OptimizerState([f[0] for f in flat], tree, tuple(f[1] for f in flat))
 
         def tree_update(i, grad_tree, opt_state):
             states_flat, tree, subtrees = opt_state
-            grad_flat, tree2 = tree_flatten(grad_tree)
+            grad_flat, tree2 = _tree_flatten(grad_tree)
             if tree2 != tree:
-                raise PlaitTypeError(f"optimizer update: the gradient's structure {tree2} is "
+                raise _PlaitTypeError(f"optimizer update: the gradient's structure {tree2} is "
                                      f"not the parameters' {tree}")
-            states = [tree_unflatten(s, f) for s, f in zip(subtrees, states_flat)]
-            new = [tree_flatten(update(i, g, st)) for g, st in zip(grad_flat, states)]
+            states = [_tree_unflatten(s, f) for s, f in zip(subtrees, states_flat)]
+            new = [_tree_flatten(update(i, g, st)) for g, st in zip(grad_flat, states)]
             new_subtrees = tuple(n[1] for n in new)
             if new_subtrees != tuple(subtrees):
-                raise PlaitTypeError("optimizer update changed the structure of its state")
+                raise _PlaitTypeError("optimizer update changed the structure of its state")
             return OptimizerState([n[0] for n in new], tree, tuple(subtrees))
 
         def tree_get_params(opt_state):
             states_flat, tree, subtrees = opt_state
-            states = [tree_unflatten(s, f) for s, f in zip(subtrees, states_flat)]
-            return tree_unflatten(tree, [get_params(s) for s in states])
+            states = [_tree_unflatten(s, f) for s, f in zip(subtrees, states_flat)]
+            return _tree_unflatten(tree, [get_params(s) for s in states])
 
         return Optimizer(tree_init, tree_update, tree_get_params)
     return tree_opt_maker
@@ -119,42 +125,42 @@ def inverse_time_decay(step_size, decay_steps, decay_rate, staircase: bool = Fal
     """``step_size / (1 + decay_rate * i / decay_steps)`` (``floor`` of the ratio with
     ``staircase``)."""
     if staircase:
-        return lambda i: step_size / (1 + decay_rate * pnp.floor(pnp.asarray(i) / decay_steps))
+        return lambda i: step_size / (1 + decay_rate * _pnp.floor(_pnp.asarray(i) / decay_steps))
     return lambda i: step_size / (1 + decay_rate * i / decay_steps)
 
 
 def polynomial_decay(step_size, decay_steps, final_step_size, power: float = 1.0) -> Schedule:
     """From ``step_size`` to ``final_step_size`` over ``decay_steps`` as ``(1 - t) ** power``."""
     def schedule(i):
-        i = pnp.minimum(i, decay_steps)
+        i = _pnp.minimum(i, decay_steps)
         return (1 - i / decay_steps) ** power * (step_size - final_step_size) + final_step_size
     return schedule
 
 
 def piecewise_constant(boundaries, values) -> Schedule:
     """``values[k]`` for the ``k`` boundaries that ``i`` exceeds."""
-    boundaries = pnp.asarray(boundaries)
-    values = pnp.asarray(values)
+    boundaries = _pnp.asarray(boundaries)
+    values = _pnp.asarray(values)
     if not boundaries.ndim == values.ndim == 1:
-        raise PlaitValueError("piecewise_constant: boundaries and values must be sequences")
+        raise _PlaitValueError("piecewise_constant: boundaries and values must be sequences")
     if boundaries.shape[0] != values.shape[0] - 1:
-        raise PlaitValueError("piecewise_constant: boundaries must be one shorter than values")
-    return lambda i: values[pnp.sum(i > boundaries)]
+        raise _PlaitValueError("piecewise_constant: boundaries must be one shorter than values")
+    return lambda i: values[_pnp.sum(i > boundaries)]
 
 
 def make_schedule(scalar_or_schedule) -> Schedule:
     """A schedule from a constant or a callable."""
     if callable(scalar_or_schedule):
         return scalar_or_schedule
-    if np.ndim(scalar_or_schedule) == 0:
+    if _np.ndim(scalar_or_schedule) == 0:
         return constant(scalar_or_schedule)
-    raise PlaitTypeError(f"step size must be a scalar or a schedule, got "
+    raise _PlaitTypeError(f"step size must be a scalar or a schedule, got "
                          f"{type(scalar_or_schedule).__name__}")
 
 
 def _power(base: float, i, like):
     """``base ** (i + 1)`` in ``like``'s dtype (``i`` may be a traced integer)."""
-    return pnp.asarray(base, like.dtype) ** (pnp.asarray(i) + 1).astype(like.dtype)
+    return _pnp.asarray(base, like.dtype) ** (_pnp.asarray(i) + 1).astype(like.dtype)
 
 
 # --- optimizers ------------------------------------------------------------------------------
@@ -175,7 +181,7 @@ def momentum(step_size, mass: float = 0.9):
         x, v = state
         v = mass * v + g
         return x - lr(i) * v, v
-    return (lambda x0: (x0, pnp.zeros_like(x0)), update, lambda s: s[0])
+    return (lambda x0: (x0, _pnp.zeros_like(x0)), update, lambda s: s[0])
 
 
 @optimizer
@@ -187,7 +193,7 @@ def nesterov(step_size, mass: float):
         x, v = state
         v = mass * v + g
         return x - lr(i) * (mass * v + g), v
-    return (lambda x0: (x0, pnp.zeros_like(x0)), update, lambda s: s[0])
+    return (lambda x0: (x0, _pnp.zeros_like(x0)), update, lambda s: s[0])
 
 
 @optimizer
@@ -197,11 +203,11 @@ def adagrad(step_size, momentum: float = 0.9):
 
     def update(i, g, state):
         x, g_sq, m = state
-        g_sq = g_sq + pnp.square(g)
-        inv = pnp.where(g_sq > 0, 1.0 / pnp.sqrt(pnp.where(g_sq > 0, g_sq, 1.0)), 0.0)
+        g_sq = g_sq + _pnp.square(g)
+        inv = _pnp.where(g_sq > 0, 1.0 / _pnp.sqrt(_pnp.where(g_sq > 0, g_sq, 1.0)), 0.0)
         m = (1.0 - momentum) * (g * inv) + momentum * m
         return x - lr(i) * m, g_sq, m
-    return (lambda x0: (x0, pnp.zeros_like(x0), pnp.zeros_like(x0)), update, lambda s: s[0])
+    return (lambda x0: (x0, _pnp.zeros_like(x0), _pnp.zeros_like(x0)), update, lambda s: s[0])
 
 
 @optimizer
@@ -211,9 +217,9 @@ def rmsprop(step_size, gamma: float = 0.9, eps: float = 1e-8):
 
     def update(i, g, state):
         x, avg = state
-        avg = avg * gamma + pnp.square(g) * (1.0 - gamma)
-        return x - lr(i) * g / pnp.sqrt(avg + eps), avg
-    return (lambda x0: (x0, pnp.zeros_like(x0)), update, lambda s: s[0])
+        avg = avg * gamma + _pnp.square(g) * (1.0 - gamma)
+        return x - lr(i) * g / _pnp.sqrt(avg + eps), avg
+    return (lambda x0: (x0, _pnp.zeros_like(x0)), update, lambda s: s[0])
 
 
 @optimizer
@@ -223,10 +229,10 @@ def rmsprop_momentum(step_size, gamma: float = 0.9, eps: float = 1e-8, momentum:
 
     def update(i, g, state):
         x, avg, mom = state
-        avg = avg * gamma + pnp.square(g) * (1.0 - gamma)
-        mom = momentum * mom + lr(i) * g / pnp.sqrt(avg + eps)
+        avg = avg * gamma + _pnp.square(g) * (1.0 - gamma)
+        mom = momentum * mom + lr(i) * g / _pnp.sqrt(avg + eps)
         return x - mom, avg, mom
-    return (lambda x0: (x0, pnp.zeros_like(x0), pnp.zeros_like(x0)), update, lambda s: s[0])
+    return (lambda x0: (x0, _pnp.zeros_like(x0), _pnp.zeros_like(x0)), update, lambda s: s[0])
 
 
 @optimizer
@@ -237,11 +243,11 @@ def adam(step_size, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8):
     def update(i, g, state):
         x, m, v = state
         m = (1 - b1) * g + b1 * m
-        v = (1 - b2) * pnp.square(g) + b2 * v
+        v = (1 - b2) * _pnp.square(g) + b2 * v
         mhat = m / (1 - _power(b1, i, m))
         vhat = v / (1 - _power(b2, i, m))
-        return x - lr(i) * mhat / (pnp.sqrt(vhat) + eps), m, v
-    return (lambda x0: (x0, pnp.zeros_like(x0), pnp.zeros_like(x0)), update, lambda s: s[0])
+        return x - lr(i) * mhat / (_pnp.sqrt(vhat) + eps), m, v
+    return (lambda x0: (x0, _pnp.zeros_like(x0), _pnp.zeros_like(x0)), update, lambda s: s[0])
 
 
 @optimizer
@@ -252,9 +258,9 @@ def adamax(step_size, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8):
     def update(i, g, state):
         x, m, u = state
         m = (1 - b1) * g + b1 * m
-        u = pnp.maximum(b2 * u, pnp.abs(g))
+        u = _pnp.maximum(b2 * u, _pnp.abs(g))
         return x - (lr(i) / (1 - _power(b1, i, m))) * m / (u + eps), m, u
-    return (lambda x0: (x0, pnp.zeros_like(x0), pnp.zeros_like(x0)), update, lambda s: s[0])
+    return (lambda x0: (x0, _pnp.zeros_like(x0), _pnp.zeros_like(x0)), update, lambda s: s[0])
 
 
 @optimizer
@@ -264,37 +270,37 @@ def sm3(step_size, momentum: float = 0.9):
 
     def init(x0):
         shape = _Static(tuple(x0.shape))
-        x0 = pnp.atleast_1d(x0)
-        return x0, pnp.zeros_like(x0), [pnp.zeros((n,), x0.dtype) for n in x0.shape], shape
+        x0 = _pnp.atleast_1d(x0)
+        return x0, _pnp.zeros_like(x0), [_pnp.zeros((n,), x0.dtype) for n in x0.shape], shape
 
     def along(v, axis, ndim):
-        return pnp.reshape(v, tuple(-1 if a == axis else 1 for a in range(ndim)))
+        return _pnp.reshape(v, tuple(-1 if a == axis else 1 for a in range(ndim)))
 
     def update(i, g, state):
         x, m, vs, shape = state
-        g = pnp.reshape(g, x.shape)
-        acc = functools.reduce(pnp.minimum, [along(v, a, x.ndim) for a, v in enumerate(vs)])
-        acc = acc + pnp.square(g)
-        inv = pnp.where(acc > 0, 1.0 / pnp.sqrt(pnp.where(acc > 0, acc, 1.0)), 0.0)
+        g = _pnp.reshape(g, x.shape)
+        acc = _functools.reduce(_pnp.minimum, [along(v, a, x.ndim) for a, v in enumerate(vs)])
+        acc = acc + _pnp.square(g)
+        inv = _pnp.where(acc > 0, 1.0 / _pnp.sqrt(_pnp.where(acc > 0, acc, 1.0)), 0.0)
         m = (1.0 - momentum) * (g * inv) + momentum * m
         x = x - lr(i) * m
-        vs = [pnp.max(acc, axis=tuple(b for b in range(x.ndim) if b != a))
+        vs = [_pnp.max(acc, axis=tuple(b for b in range(x.ndim) if b != a))
               for a in range(x.ndim)]
         return x, m, vs, shape
-    return init, update, lambda s: pnp.reshape(s[0], s[3].value)
+    return init, update, lambda s: _pnp.reshape(s[0], s[3].value)
 
 
 # --- utilities ------------------------------------------------------------------------------
 
-def l2_norm(tree) -> Any:
+def l2_norm(tree) -> _Any:
     """The l2 norm of all the leaves of ``tree`` taken as one vector."""
-    return pnp.sqrt(sum(pnp.sum(pnp.square(x)) for x in tree_leaves(tree)))
+    return _pnp.sqrt(sum(_pnp.sum(_pnp.square(x)) for x in _tree_leaves(tree)))
 
 
 def clip_grads(grad_tree, max_norm):
     """``grad_tree`` scaled down so that its l2 norm is at most ``max_norm``."""
     norm = l2_norm(grad_tree)
-    return tree_map(lambda g: pnp.where(norm < max_norm, g, g * (max_norm / norm)), grad_tree)
+    return _tree_map(lambda g: _pnp.where(norm < max_norm, g, g * (max_norm / norm)), grad_tree)
 
 
 class JoinPoint:
@@ -310,15 +316,15 @@ class JoinPoint:
 def unpack_optimizer_state(opt_state: OptimizerState):
     """The state as a pytree of the parameters' structure with ``JoinPoint`` leaves."""
     states_flat, tree_def, subtree_defs = opt_state
-    subtrees = [tree_unflatten(s, f) for s, f in zip(subtree_defs, states_flat)]
-    return tree_unflatten(tree_def, [JoinPoint(s) for s in subtrees])
+    subtrees = [_tree_unflatten(s, f) for s, f in zip(subtree_defs, states_flat)]
+    return _tree_unflatten(tree_def, [JoinPoint(s) for s in subtrees])
 
 
 def pack_optimizer_state(marked_pytree) -> OptimizerState:
     """The inverse of :func:`unpack_optimizer_state`."""
-    sentinels, tree_def = tree_flatten(marked_pytree)
+    sentinels, tree_def = _tree_flatten(marked_pytree)
     if not all(isinstance(s, JoinPoint) for s in sentinels):
-        raise PlaitTypeError("pack_optimizer_state expects a pytree of JoinPoint leaves (from "
+        raise _PlaitTypeError("pack_optimizer_state expects a pytree of JoinPoint leaves (from "
                              "unpack_optimizer_state)")
-    flat = [tree_flatten(s.subtree) for s in sentinels]
+    flat = [_tree_flatten(s.subtree) for s in sentinels]
     return OptimizerState([f[0] for f in flat], tree_def, tuple(f[1] for f in flat))

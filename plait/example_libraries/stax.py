@@ -12,55 +12,62 @@ statistics in evaluation. Layers with running statistics also carry
 composes it, so ``model.update_stats(params, x)`` refreshes every BatchNorm.
 Layers unpack as 2-tuples: ``init, apply = Dense(10)``.
 """
-from __future__ import annotations
+import math as _math
+from typing import Callable as _Callable, Sequence as _Sequence
 
-import math
-from typing import Callable, Sequence
+import plait.numpy as _pnp
+from plait import lax as _lax
+from plait import nn as _nn
+from plait import random as _random
+from plait.errors import PlaitValueError as _PlaitValueError
 
-import plait.numpy as pnp
-from plait import lax
-from plait import nn
-from plait import random
-from plait.errors import PlaitValueError
+__all__ = ["AvgPool", "BatchNorm", "Conv", "Conv1DTranspose", "ConvTranspose", "Dense", "Dropout",
+           "Elu", "Exp", "FanInConcat", "FanInSum", "FanOut", "Flatten", "Gelu",
+           "GeneralConv", "GeneralConvTranspose", "GlobalAvgPool", "Identity", "Layer",
+           "LeakyRelu", "LogSoftmax", "MaxPool", "Relu", "Selu", "Sigmoid", "Softmax",
+           "Softplus", "SumPool", "Tanh", "elementwise", "elu", "gelu", "glorot",
+           "glorot_normal", "leaky_relu", "log_softmax", "logsoftmax", "normal", "ones",
+           "parallel", "randn", "relu", "selu", "serial", "shape_dependent", "sigmoid",
+           "softmax", "softplus", "standardize", "zeros"]
 
 
 class Layer(tuple):
     """``(init_fun, apply_fun)``, optionally with an ``update_stats`` function."""
 
-    def __new__(cls, init_fun: Callable, apply_fun: Callable,
-                update_stats: Callable | None = None):
+    def __new__(cls, init_fun: _Callable, apply_fun: _Callable,
+                update_stats: _Callable | None = None):
         self = super().__new__(cls, (init_fun, apply_fun))
         self.update_stats = update_stats
         return self
 
     @property
-    def init(self) -> Callable:
+    def init(self) -> _Callable:
         return self[0]
 
     @property
-    def apply(self) -> Callable:
+    def apply(self) -> _Callable:
         return self[1]
 
 
 def _check_mode(mode: str, where: str) -> None:
     if mode not in ("train", "eval"):
-        raise PlaitValueError(f"{where}: mode must be 'train' or 'eval', got {mode!r}")
+        raise _PlaitValueError(f"{where}: mode must be 'train' or 'eval', got {mode!r}")
 
 
 def Dense(out_dim: int, W_init=None, b_init=None) -> Layer:
     """``inputs @ W + b`` over the last axis."""
-    W_init = W_init or nn.init.glorot_normal()
-    b_init = b_init or nn.init.normal(1e-6)
+    W_init = W_init or _nn.init.glorot_normal()
+    b_init = b_init or _nn.init.normal(1e-6)
 
     def init_fun(key, input_shape):
-        k1, k2 = random.split(key)
+        k1, k2 = _random.split(key)
         W = W_init(k1, (input_shape[-1], out_dim))
         b = b_init(k2, (out_dim,))
         return tuple(input_shape[:-1]) + (out_dim,), (W, b)
 
     def apply_fun(params, inputs, **kwargs):
         W, b = params
-        return pnp.matmul(inputs, W) + b
+        return _pnp.matmul(inputs, W) + b
     return Layer(init_fun, apply_fun)
 
 
@@ -68,20 +75,20 @@ _LAYOUTS = {"NHWC": ("NHWC", "HWIO", "NHWC"), "NCHW": ("NCHW", "OIHW", "NCHW")}
 
 
 def GeneralConv(dimension_numbers: tuple[str, str, str], out_chan: int,
-                filter_shape: Sequence[int], strides: Sequence[int] | None = None,
+                filter_shape: _Sequence[int], strides: _Sequence[int] | None = None,
                 padding="VALID", W_init=None, b_init=None) -> Layer:
     """A 2-D convolution with layouts ``(lhs, kernel, out)``, e.g. ``("NHWC","HWIO","NHWC")``."""
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     filter_shape = tuple(filter_shape)
     strides = tuple(strides) if strides is not None else (1,) * len(filter_shape)
     in_axis, out_axis = rhs_spec.index("I"), rhs_spec.index("O")
-    W_init = W_init or nn.init.he_normal(in_axis=in_axis, out_axis=out_axis)
-    b_init = b_init or nn.init.normal(1e-6)
+    W_init = W_init or _nn.init.he_normal(in_axis=in_axis, out_axis=out_axis)
+    b_init = b_init or _nn.init.normal(1e-6)
     spatial = [c for c in out_spec if c not in "NC"]
 
     def init_fun(key, input_shape):
         if len(input_shape) != len(lhs_spec):
-            raise PlaitValueError(f"Conv with layout {lhs_spec} got input shape {input_shape}")
+            raise _PlaitValueError(f"Conv with layout {lhs_spec} got input shape {input_shape}")
         in_chan = input_shape[lhs_spec.index("C")]
         it = iter(filter_shape)
         kshape = tuple(out_chan if c == "O" else in_chan if c == "I" else next(it)
@@ -100,22 +107,22 @@ def GeneralConv(dimension_numbers: tuple[str, str, str], out_chan: int,
         sp = dict(zip(spatial, out_sp))
         out_shape = tuple(sizes["N"] if c == "N" else out_chan if c == "C" else sp[c]
                           for c in out_spec)
-        k1, k2 = random.split(key)
+        k1, k2 = _random.split(key)
         bshape = tuple(out_chan if c == "C" else 1 for c in out_spec)
         return out_shape, (W_init(k1, kshape), b_init(k2, bshape))
 
     def apply_fun(params, inputs, **kwargs):
         W, b = params
-        return lax.conv_general_dilated(inputs, W, strides, padding,
+        return _lax.conv_general_dilated(inputs, W, strides, padding,
                                         dimension_numbers=dimension_numbers) + b
     return Layer(init_fun, apply_fun)
 
 
-def Conv(out_chan: int, filter_shape: Sequence[int], strides=None, padding="VALID",
+def Conv(out_chan: int, filter_shape: _Sequence[int], strides=None, padding="VALID",
          W_init=None, b_init=None, layout: str = "NHWC") -> Layer:
     """2-D convolution, ``layout`` ``"NHWC"`` (HWIO kernel) or ``"NCHW"`` (OIHW kernel)."""
     if layout not in _LAYOUTS:
-        raise PlaitValueError(f"Conv: layout must be 'NHWC' or 'NCHW', got {layout!r}")
+        raise _PlaitValueError(f"Conv: layout must be 'NHWC' or 'NCHW', got {layout!r}")
     return GeneralConv(_LAYOUTS[layout], out_chan, filter_shape, strides, padding, W_init,
                        b_init)
 
@@ -132,7 +139,7 @@ def _pool_dims(window, strides, spec: str, ndim: int):
             dims.append(next(it_w))
             strd.append(next(it_s))
     if len(dims) != ndim:
-        raise PlaitValueError(f"pooling layout {spec} does not match an input of rank {ndim}")
+        raise _PlaitValueError(f"pooling layout {spec} does not match an input of rank {ndim}")
     return tuple(dims), tuple(strd)
 
 
@@ -144,11 +151,11 @@ def _pool_shape(input_shape, dims, strd, padding):
         elif padding == "VALID":
             out.append((n - k) // s + 1)
         else:
-            raise PlaitValueError("pooling padding must be 'SAME' or 'VALID'")
+            raise _PlaitValueError("pooling padding must be 'SAME' or 'VALID'")
     return tuple(out)
 
 
-def MaxPool(window_shape: Sequence[int], strides=None, padding="VALID",
+def MaxPool(window_shape: _Sequence[int], strides=None, padding="VALID",
             spec: str = "NHWC") -> Layer:
     """Max over windows of the spatial axes of ``spec``."""
     def init_fun(key, input_shape):
@@ -157,11 +164,11 @@ def MaxPool(window_shape: Sequence[int], strides=None, padding="VALID",
 
     def apply_fun(params, inputs, **kwargs):
         dims, strd = _pool_dims(window_shape, strides, spec, inputs.ndim)
-        return lax.reduce_window_max(inputs, dims, strd, padding)
+        return _lax.reduce_window_max(inputs, dims, strd, padding)
     return Layer(init_fun, apply_fun)
 
 
-def AvgPool(window_shape: Sequence[int], strides=None, padding="VALID",
+def AvgPool(window_shape: _Sequence[int], strides=None, padding="VALID",
             spec: str = "NHWC") -> Layer:
     """Mean over windows (with SAME padding, over the in-bounds entries only)."""
     def init_fun(key, input_shape):
@@ -170,15 +177,15 @@ def AvgPool(window_shape: Sequence[int], strides=None, padding="VALID",
 
     def apply_fun(params, inputs, **kwargs):
         dims, strd = _pool_dims(window_shape, strides, spec, inputs.ndim)
-        sums = lax.reduce_window_sum(inputs, dims, strd, padding)
+        sums = _lax.reduce_window_sum(inputs, dims, strd, padding)
         if padding == "VALID":
-            return sums / math.prod(dims)
-        ones = pnp.ones(inputs.shape, inputs.dtype)
-        return sums / lax.reduce_window_sum(ones, dims, strd, padding)
+            return sums / _math.prod(dims)
+        ones = _pnp.ones(inputs.shape, inputs.dtype)
+        return sums / _lax.reduce_window_sum(ones, dims, strd, padding)
     return Layer(init_fun, apply_fun)
 
 
-def SumPool(window_shape: Sequence[int], strides=None, padding="VALID",
+def SumPool(window_shape: _Sequence[int], strides=None, padding="VALID",
             spec: str = "NHWC") -> Layer:
     """Sum over windows of the spatial axes of ``spec``."""
     def init_fun(key, input_shape):
@@ -187,7 +194,7 @@ def SumPool(window_shape: Sequence[int], strides=None, padding="VALID",
 
     def apply_fun(params, inputs, **kwargs):
         dims, strd = _pool_dims(window_shape, strides, spec, inputs.ndim)
-        return lax.reduce_window_sum(inputs, dims, strd, padding)
+        return _lax.reduce_window_sum(inputs, dims, strd, padding)
     return Layer(init_fun, apply_fun)
 
 
@@ -199,46 +206,46 @@ def GlobalAvgPool(spec: str = "NHWC") -> Layer:
         return tuple(d for i, d in enumerate(input_shape) if i not in axes), ()
 
     def apply_fun(params, inputs, **kwargs):
-        return pnp.mean(inputs, axis=axes)
+        return _pnp.mean(inputs, axis=axes)
     return Layer(init_fun, apply_fun)
 
 
 def _flatten_init(key, input_shape):
-    return (input_shape[0], math.prod(input_shape[1:])), ()
+    return (input_shape[0], _math.prod(input_shape[1:])), ()
 
 
 def _flatten_apply(params, inputs, **kwargs):
-    return pnp.reshape(inputs, (inputs.shape[0], -1))
+    return _pnp.reshape(inputs, (inputs.shape[0], -1))
 
 
 Flatten = Layer(_flatten_init, _flatten_apply)
 """Flatten every axis but the first (a layer, not a constructor)."""
 
 
-def elementwise(fun: Callable, **fun_kwargs) -> Layer:
+def elementwise(fun: _Callable, **fun_kwargs) -> Layer:
     """A parameterless layer applying ``fun`` to its input."""
     return Layer(lambda key, input_shape: (input_shape, ()),
                  lambda params, inputs, **kwargs: fun(inputs, **fun_kwargs))
 
 
-Relu = elementwise(nn.relu)
-Elu = elementwise(nn.elu)
-LeakyRelu = elementwise(nn.leaky_relu)
-Softplus = elementwise(nn.softplus)
-Exp = elementwise(pnp.exp)
-Selu = elementwise(nn.selu)
-Tanh = elementwise(pnp.tanh)
-Sigmoid = elementwise(nn.sigmoid)
-Gelu = elementwise(nn.gelu)
-LogSoftmax = elementwise(nn.log_softmax, axis=-1)
-Softmax = elementwise(nn.softmax, axis=-1)
+Relu = elementwise(_nn.relu)
+Elu = elementwise(_nn.elu)
+LeakyRelu = elementwise(_nn.leaky_relu)
+Softplus = elementwise(_nn.softplus)
+Exp = elementwise(_pnp.exp)
+Selu = elementwise(_nn.selu)
+Tanh = elementwise(_pnp.tanh)
+Sigmoid = elementwise(_nn.sigmoid)
+Gelu = elementwise(_nn.gelu)
+LogSoftmax = elementwise(_nn.log_softmax, axis=-1)
+Softmax = elementwise(_nn.softmax, axis=-1)
 
 
 def Dropout(rate: float) -> Layer:
     """Zero each input with probability ``rate`` in training (scaling the rest by
     ``1 / (1 - rate)``); the identity in evaluation. Training needs ``rng=key``."""
     if not 0.0 <= rate < 1.0:
-        raise PlaitValueError(f"Dropout rate must be in [0, 1), got {rate}")
+        raise _PlaitValueError(f"Dropout rate must be in [0, 1), got {rate}")
 
     def init_fun(key, input_shape):
         return input_shape, ()
@@ -248,14 +255,14 @@ def Dropout(rate: float) -> Layer:
         if mode == "eval" or rate == 0.0:
             return inputs
         if rng is None:
-            raise PlaitValueError("Dropout in mode='train' needs a PRNG key: call apply_fun("
+            raise _PlaitValueError("Dropout in mode='train' needs a PRNG key: call apply_fun("
                                   "params, x, rng=key), or pass mode='eval'")
-        keep = random.bernoulli(rng, 1.0 - rate, inputs.shape)
-        return pnp.where(keep, inputs / (1.0 - rate), pnp.zeros_like(inputs))
+        keep = _random.bernoulli(rng, 1.0 - rate, inputs.shape)
+        return _pnp.where(keep, inputs / (1.0 - rate), _pnp.zeros_like(inputs))
     return Layer(init_fun, apply_fun)
 
 
-def BatchNorm(axis: Sequence[int] = (0, 1, 2), epsilon: float = 1e-5, center: bool = True,
+def BatchNorm(axis: _Sequence[int] = (0, 1, 2), epsilon: float = 1e-5, center: bool = True,
               scale: bool = True) -> Layer:
     """Batch normalization over ``axis`` (the reduced axes; default NHWC: all but C).
 
@@ -272,23 +279,23 @@ def BatchNorm(axis: Sequence[int] = (0, 1, 2), epsilon: float = 1e-5, center: bo
 
     def init_fun(key, input_shape):
         s = stat_shape(input_shape)
-        return input_shape, (pnp.zeros(s), pnp.ones(s), pnp.zeros(s), pnp.ones(s))
+        return input_shape, (_pnp.zeros(s), _pnp.ones(s), _pnp.zeros(s), _pnp.ones(s))
 
     def expand(v, ndim):
         ax = sorted(a % ndim for a in axis)
         for a in ax:
-            v = pnp.expand_dims(v, a)
+            v = _pnp.expand_dims(v, a)
         return v
 
     def apply_fun(params, x, *, mode="train", **kwargs):
         _check_mode(mode, "BatchNorm")
         beta, gamma, rmean, rvar = params
         if mode == "train":
-            mean = pnp.mean(x, axis=axis, keepdims=True)
-            var = pnp.mean(pnp.square(x - mean), axis=axis, keepdims=True)
+            mean = _pnp.mean(x, axis=axis, keepdims=True)
+            var = _pnp.mean(_pnp.square(x - mean), axis=axis, keepdims=True)
         else:
             mean, var = expand(rmean, x.ndim), expand(rvar, x.ndim)
-        z = nn.standardize(x, axis, mean=mean, variance=var, epsilon=epsilon)
+        z = _nn.standardize(x, axis, mean=mean, variance=var, epsilon=epsilon)
         if scale:
             z = z * expand(gamma, x.ndim)
         if center:
@@ -297,9 +304,9 @@ def BatchNorm(axis: Sequence[int] = (0, 1, 2), epsilon: float = 1e-5, center: bo
 
     def update_stats(params, x, momentum: float = 0.9, **kwargs):
         beta, gamma, rmean, rvar = params
-        n = math.prod(x.shape[a % x.ndim] for a in axis)
-        mean = pnp.mean(x, axis=axis)
-        var = pnp.sum(pnp.square(x - expand(mean, x.ndim)), axis=axis) / max(n - 1, 1)
+        n = _math.prod(x.shape[a % x.ndim] for a in axis)
+        mean = _pnp.mean(x, axis=axis)
+        var = _pnp.sum(_pnp.square(x - expand(mean, x.ndim)), axis=axis) / max(n - 1, 1)
         return (beta, gamma, momentum * rmean + (1 - momentum) * mean,
                 momentum * rvar + (1 - momentum) * var)
     return Layer(init_fun, apply_fun, update_stats)
@@ -319,19 +326,19 @@ def serial(*layers: Layer) -> Layer:
 
     def init_fun(key, input_shape):
         params = []
-        for layer, k in zip(layers, random.split(key, n)):
+        for layer, k in zip(layers, _random.split(key, n)):
             input_shape, p = layer[0](k, input_shape)
             params.append(p)
         return input_shape, params
 
     def apply_fun(params, inputs, *, rng=None, **kwargs):
-        rngs = random.split(rng, n) if rng is not None else [None] * n
+        rngs = _random.split(rng, n) if rng is not None else [None] * n
         for layer, p, r in zip(layers, params, rngs):
             inputs = layer[1](p, inputs, rng=r, **kwargs)
         return inputs
 
     def update_stats(params, inputs, momentum: float = 0.9, *, rng=None, **kwargs):
-        rngs = random.split(rng, n) if rng is not None else [None] * n
+        rngs = _random.split(rng, n) if rng is not None else [None] * n
         new = []
         for layer, p, r in zip(layers, params, rngs):
             upd = getattr(layer, "update_stats", None)
@@ -364,7 +371,7 @@ def FanInConcat(axis: int = -1) -> Layer:
         size = sum(sh[ax] for sh in input_shape)
         return tuple(input_shape[0][:ax]) + (size,) + tuple(input_shape[0][ax + 1:]), ()
 
-    return Layer(init_fun, lambda params, inputs, **kwargs: pnp.concatenate(inputs, axis))
+    return Layer(init_fun, lambda params, inputs, **kwargs: _pnp.concatenate(inputs, axis))
 
 
 def parallel(*layers: Layer) -> Layer:
@@ -373,18 +380,18 @@ def parallel(*layers: Layer) -> Layer:
     n = len(layers)
 
     def init_fun(key, input_shape):
-        outs = [layer[0](k, sh) for layer, k, sh in zip(layers, random.split(key, n),
+        outs = [layer[0](k, sh) for layer, k, sh in zip(layers, _random.split(key, n),
                                                           input_shape)]
         return [o[0] for o in outs], [o[1] for o in outs]
 
     def apply_fun(params, inputs, *, rng=None, **kwargs):
-        rngs = random.split(rng, n) if rng is not None else [None] * n
+        rngs = _random.split(rng, n) if rng is not None else [None] * n
         return [layer[1](p, x, rng=r, **kwargs)
                 for layer, p, x, r in zip(layers, params, inputs, rngs)]
     return Layer(init_fun, apply_fun)
 
 
-def shape_dependent(make_layer: Callable) -> Layer:
+def shape_dependent(make_layer: _Callable) -> Layer:
     """A layer built from the input shape: ``make_layer(input_shape) -> layer``."""
     def init_fun(key, input_shape):
         return make_layer(input_shape)[0](key, input_shape)
@@ -397,20 +404,20 @@ def shape_dependent(make_layer: Callable) -> Layer:
 # --- transposed convolutions -------------------------------------------------------------------
 
 def GeneralConvTranspose(dimension_numbers: tuple[str, str, str], out_chan: int,
-                         filter_shape: Sequence[int], strides: Sequence[int] | None = None,
+                         filter_shape: _Sequence[int], strides: _Sequence[int] | None = None,
                          padding="VALID", W_init=None, b_init=None) -> Layer:
     """A transposed convolution with layouts ``(lhs, kernel, out)``; SAME output size is
     ``n * stride``, VALID ``n * stride + max(k - stride, 0)``."""
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     filter_shape = tuple(filter_shape)
     strides = tuple(strides) if strides is not None else (1,) * len(filter_shape)
-    W_init = W_init or nn.init.glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
-    b_init = b_init or nn.init.normal(1e-6)
+    W_init = W_init or _nn.init.glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
+    b_init = b_init or _nn.init.normal(1e-6)
     spatial = [c for c in out_spec if c not in "NC"]
 
     def init_fun(key, input_shape):
         if len(input_shape) != len(lhs_spec):
-            raise PlaitValueError(f"ConvTranspose with layout {lhs_spec} got input shape "
+            raise _PlaitValueError(f"ConvTranspose with layout {lhs_spec} got input shape "
                                   f"{input_shape}")
         in_chan = input_shape[lhs_spec.index("C")]
         it = iter(filter_shape)
@@ -419,29 +426,29 @@ def GeneralConvTranspose(dimension_numbers: tuple[str, str, str], out_chan: int,
         sizes = {c: input_shape[lhs_spec.index(c)] for c in lhs_spec}
         sp = {}
         for c, k, st in zip(spatial, filter_shape, strides):
-            lo, hi = lax.conv_transpose_padding(k, st, padding)
+            lo, hi = _lax.conv_transpose_padding(k, st, padding)
             sp[c] = (sizes[c] - 1) * st + 1 + lo + hi - k + 1
         out_shape = tuple(sizes["N"] if c == "N" else out_chan if c == "C" else sp[c]
                           for c in out_spec)
-        k1, k2 = random.split(key)
+        k1, k2 = _random.split(key)
         bshape = tuple(out_chan if c == "C" else 1 for c in out_spec)
         return out_shape, (W_init(k1, kshape), b_init(k2, bshape))
 
     def apply_fun(params, inputs, **kwargs):
         W, b = params
-        return lax.conv_transpose(inputs, W, strides, padding,
+        return _lax.conv_transpose(inputs, W, strides, padding,
                                   dimension_numbers=dimension_numbers) + b
     return Layer(init_fun, apply_fun)
 
 
-def Conv1DTranspose(out_chan: int, filter_shape: Sequence[int], strides=None,
+def Conv1DTranspose(out_chan: int, filter_shape: _Sequence[int], strides=None,
                     padding="VALID", W_init=None, b_init=None) -> Layer:
     """1-D transposed convolution, ``NHC`` input, ``HIO`` kernel."""
     return GeneralConvTranspose(("NHC", "HIO", "NHC"), out_chan, filter_shape, strides,
                                 padding, W_init, b_init)
 
 
-def ConvTranspose(out_chan: int, filter_shape: Sequence[int], strides=None,
+def ConvTranspose(out_chan: int, filter_shape: _Sequence[int], strides=None,
                   padding="VALID", W_init=None, b_init=None) -> Layer:
     """2-D transposed convolution, ``NHWC`` input, ``HWIO`` kernel."""
     return GeneralConvTranspose(("NHWC", "HWIO", "NHWC"), out_chan, filter_shape, strides,
@@ -449,9 +456,10 @@ def ConvTranspose(out_chan: int, filter_shape: Sequence[int], strides=None,
 
 
 # JAX's stax re-exports these functions and initializers under its own namespace.
-relu, selu, sigmoid, elu, gelu = nn.relu, nn.selu, nn.sigmoid, nn.elu, nn.gelu
-leaky_relu, softplus, softmax, standardize = nn.leaky_relu, nn.softplus, nn.softmax, nn.standardize
-log_softmax = logsoftmax = nn.log_softmax
-glorot = glorot_normal = nn.init.glorot_normal
-randn = normal = nn.init.normal
-ones, zeros = nn.init.ones, nn.init.zeros
+relu, selu, sigmoid, elu, gelu = _nn.relu, _nn.selu, _nn.sigmoid, _nn.elu, _nn.gelu
+leaky_relu, softplus, softmax = _nn.leaky_relu, _nn.softplus, _nn.softmax
+standardize = _nn.standardize
+log_softmax = logsoftmax = _nn.log_softmax
+glorot = glorot_normal = _nn.init.glorot_normal
+randn = normal = _nn.init.normal
+ones, zeros = _nn.init.ones, _nn.init.zeros

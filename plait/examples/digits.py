@@ -143,7 +143,6 @@ def train_replicas(replicas: int, steps: int = 300, batch: int = 64, lr: float =
                    seed: int = 0, progress: bool = True) -> dict:
     """Data-parallel training over ``replicas`` local devices (per process); ``batch``
     is the global batch, split evenly over every process's replicas."""
-    from plait.distributed import pmap
     procs, rank = plait.process_count(), plait.process_index()
     total = replicas * procs
     if batch % total:
@@ -155,7 +154,7 @@ def train_replicas(replicas: int, steps: int = 300, batch: int = 64, lr: float =
     _, params = init_fun(random.key(seed), (batch,) + x_tr.shape[1:])
     opt = optimizers.adam(lr)
     _, replica_update = make_updates(apply_fun, opt)
-    step = pmap(replica_update, "batch", in_axes=(None, None, 0, 0), out_axes=None)
+    step = plait.pmap(replica_update, "batch", in_axes=(None, None, 0, 0), out_axes=None)
     rng = np.random.default_rng(seed)
     n_batches = len(y_tr) // batch
     lo, hi = rank * replicas * per, (rank + 1) * replicas * per   # this process's share
@@ -184,13 +183,8 @@ def train_replicas(replicas: int, steps: int = 300, batch: int = 64, lr: float =
             "replicas": total, "processes": procs, "params": final}
 
 
-def _under_mpirun() -> bool:
-    import os
-    return any(v in os.environ for v in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"))
-
-
 def main_replicas(args) -> dict:
-    if _under_mpirun():
+    if plait.distributed.launched_by_mpirun():
         plait.distributed.initialize()
     plait.config.cpu_devices = args.replicas
     t0 = time.perf_counter()

@@ -26,7 +26,8 @@ from plait.fuzz.tolerance import ULPS
 from plait.fuzz.program import Node, Program
 
 ENGINES = ("eager", "interp", "native")
-_PENV = {"pnp": pnp, "lax": lax, "np": np, "nn": plait.nn, "plait": plait, "fzc": custom}
+# the names a generated program sees when it runs on plait (eager, interp, native)
+RUN_NAMESPACE = {"pnp": pnp, "lax": lax, "np": np, "nn": plait.nn, "plait": plait, "fzc": custom}
 
 
 @dataclasses.dataclass
@@ -49,7 +50,7 @@ class Failure:
 def _run_nodes(program: Program, values: list) -> list:
     vals = list(values)
     for k in range(len(program.nodes)):
-        env = dict(_PENV)
+        env = dict(RUN_NAMESPACE)
         for i, v in enumerate(vals):
             env[program.name(i)] = v
         vals.append(eval_source(program.node_source(k, numpy=False), env))
@@ -68,7 +69,7 @@ def run_eager(program: Program):
     """Node values computed op by op on plait arrays, or a :class:`NodeError`."""
     vals = [plait.device_put(x) for x in program.inputs]
     for k in range(len(program.nodes)):
-        env = dict(_PENV)
+        env = dict(RUN_NAMESPACE)
         for i, v in enumerate(vals):
             env[program.name(i)] = v
         try:

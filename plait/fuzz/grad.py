@@ -33,8 +33,8 @@ MAX_INPUT_ELEMENTS = 48
 
 def _loss_source(program: Program, weights: list, numpy: bool):
     from plait.fuzz import oracles
-    from plait.fuzz.engines import _PENV
-    ns = {"np": np, "fz": oracles} if numpy else dict(_PENV)
+    from plait.fuzz.engines import RUN_NAMESPACE
+    ns = {"np": np, "fz": oracles} if numpy else dict(RUN_NAMESPACE)
     n_in = len(program.inputs)
 
     def loss(*xs):

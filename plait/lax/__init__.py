@@ -38,6 +38,59 @@ from plait.lax.parallel import (psum, pmean, pmax, pmin, all_gather, psum_scatte
                                 ppermute, pshuffle, axis_index, axis_size)
 
 
+# The star import above also brings the helpers elementwise.py is written with; they
+# are not plait.lax's API (tests/namespaces/plait.lax.txt is the reviewed list).
+for _name in ("annotations", "ALL", "BOOL", "COMPLEX", "FLOAT", "INEXACT", "INT",
+              "INTEGRAL", "NUMERIC", "UINT", "PlaitTypeError", "ShapedArray", "Tracer", "Zero", "as_operand",
+              "aval_of_operand", "broadcast_batched", "builtins", "check_dtype",
+              "check_same_dtypes", "check_same_shapes", "defbroadcasting", "defjvp",
+              "defjvp_zero", "deflinear", "defvectorized", "differentiable",
+              "dtypes", "get_aval", "instantiate", "is_undefined_primal", "np",
+              "standard_binop", "standard_primitive", "standard_unop",
+              "tangent_aval", "to_bool", "wrap_array", "ElementwiseOp", "ZERO", "define"):
+    globals().pop(_name, None)
+del _name
+
+__all__ = ["logaddexp", "logaddexp_p",
+           "all_gather", "all_to_all", "axis_index", "axis_size", "pmax", "pmean", "pmin",
+           "ppermute", "pshuffle", "psum", "psum_scatter", "ConvDimensionNumbers", "FftType", "GatherDimensionNumbers", "ScatterDimensionNumbers",
+           "abs", "abs_p", "acos", "acos_p", "acosh", "acosh_p", "add", "add_p",
+           "and_p", "argmax", "argmin", "asin", "asin_p", "asinh", "asinh_p",
+           "associative_scan", "atan", "atan2", "atan2_p", "atan_p", "atanh", "atanh_p",
+           "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "broadcast",
+           "broadcast_in_dim", "broadcast_to_rank", "broadcasted_iota", "cbrt",
+           "cbrt_p", "ceil", "ceil_p", "clamp", "clamp_p", "collapse", "complex",
+           "complex_p", "concatenate", "cond", "conj", "conj_p", "conv",
+           "conv_dimension_numbers", "conv_general_dilated", "conv_transpose",
+           "conv_transpose_padding", "convert_element_type", "convert_element_type_p",
+           "copysign", "copysign_p", "cos", "cos_p", "cosh", "cosh_p", "cummax",
+           "cummin", "cumprod", "cumsum", "custom_linear_solve", "custom_root",
+           "digamma", "div", "div_p", "dot", "dot_general", "dynamic_index_in_dim",
+           "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_index_in_dim",
+           "dynamic_update_slice", "dynamic_update_slice_in_dim", "eq", "eq_p", "erf",
+           "erf_inv", "erfc", "exp", "exp2", "exp2_p", "exp_p", "expand_dims", "expm1",
+           "expm1_p", "fft", "floor", "floor_p", "fori_loop", "full", "full_like",
+           "gather", "ge", "ge_p", "gt", "gt_p", "imag", "imag_p", "index_in_dim",
+           "integer_pow", "integer_pow_p", "iota", "is_finite", "is_finite_p", "le",
+           "le_p", "lgamma", "linalg", "log", "log1p", "log1p_p", "log_p", "logistic",
+           "logistic_p", "lt", "lt_p", "map", "max", "max_p", "min", "min_p", "mul",
+           "mul_p", "ne", "ne_p", "neg", "neg_p", "nextafter", "nextafter_p", "not_p",
+           "optimization_barrier", "or_p", "pad", "padtype_to_pads", "polygamma",
+           "population_count", "population_count_p", "pow", "pow_p", "real", "real_p",
+           "reciprocal", "reduce", "reduce_and", "reduce_max", "reduce_min",
+           "reduce_or", "reduce_prod", "reduce_sum", "reduce_window",
+           "reduce_window_max", "reduce_window_min", "reduce_window_sum", "reduce_xor",
+           "rem", "rem_p", "reshape", "rev", "round", "round_p", "rsqrt", "rsqrt_p",
+           "scan", "scatter", "scatter_add", "scatter_max", "scatter_min",
+           "scatter_mul", "select", "select_n", "select_p", "shift_left",
+           "shift_left_p", "shift_right_arithmetic", "shift_right_arithmetic_p",
+           "shift_right_logical", "shift_right_logical_p", "sign", "sign_p", "sin",
+           "sin_p", "sinh", "sinh_p", "slice", "slice_in_dim", "sort", "sort_key_val",
+           "sqrt", "sqrt_p", "square", "squeeze", "stop_gradient", "stop_gradient_p",
+           "sub", "sub_p", "switch", "tan", "tan_p", "tanh", "tanh_p", "top_k",
+           "transpose", "while_loop", "xor_p", "zeros", "zeta"]
+
+
 def __getattr__(name):
     """``custom_root``/``custom_linear_solve`` differentiate, so they live in
     ``plait.transforms`` (above lax); they are looked up on first use."""

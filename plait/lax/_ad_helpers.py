@@ -22,7 +22,7 @@ from plait.core import dtypes
 from plait.core.ad_util import Zero, UndefinedPrimal, is_undefined_primal
 from plait.core.aval import ShapedArray
 from plait.core.primitive import Primitive
-from plait.core.trace import get_aval, _CONCRETE
+from plait.core.trace import get_aval, wrap_array
 
 __all__ = ["Zero", "UndefinedPrimal", "is_undefined_primal", "is_zero", "tangent_aval",
            "differentiable", "zeros", "full", "instantiate", "add_tangents", "defjvp",
@@ -54,7 +54,7 @@ def aval_of_operand(x) -> ShapedArray:
 def full(shape, value, dtype, weak_type: bool = False):
     """An array of ``shape`` filled with ``value`` (a broadcast scalar when traced)."""
     from plait.lax.shape_ops import broadcast_in_dim
-    scalar = _CONCRETE["wrap"](np.asarray(value, dtype=dtype), weak_type)
+    scalar = wrap_array(np.asarray(value, dtype=dtype), weak_type)
     return broadcast_in_dim(scalar, tuple(shape), ())
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from plait.core import dtypes
 from plait.core.aval import ShapedArray
 from plait.core.primitive import new_primitive, Primitive
-from plait.core.trace import Tracer
+from plait.core.trace import Tracer, wrap_array
 from plait.errors import PlaitTypeError
 
 # dtype classes accepted by rules
@@ -152,8 +152,7 @@ def as_operand(x, like_dtype=None):
 
 
 def _weak_scalar(x, dtype):
-    from plait.core.trace import _CONCRETE
-    return _CONCRETE["wrap"](np.asarray(x, dtype=dtype), True)
+    return wrap_array(np.asarray(x, dtype=dtype), True)
 
 
 def static_ints(name: str, xs, what: str) -> tuple:

@@ -32,14 +32,9 @@ import numpy as np
 from plait.core.aval import ShapedArray
 from plait.core.primitive import new_primitive
 from plait.core.trace import get_aval
-from plait.errors import PlaitError, PlaitTypeError, PlaitValueError
+from plait.errors import CallbackError, PlaitTypeError, PlaitValueError
 
 VMAP_METHODS = ("sequential", "expand_dims", "broadcast_all", "legacy_vectorized")
-
-
-class CallbackError(PlaitError):
-    """A host callback was used where it cannot run (no derivative, bad vmap_method,
-    results of the wrong shape)."""
 
 
 def _np_args(args) -> list:

@@ -1,6 +1,12 @@
 """Elementwise primitives: arithmetic, math functions, comparisons, bitwise ops,
 ``select``, ``clamp`` and ``convert_element_type``.
 
+Each plain elementwise op is ONE block, ``name_p, name = _op(ElementwiseOp(...))``:
+the descriptor (``plait.lax.elementwise_spec``) carries its NumPy semantics, jvp,
+native (intrinsic, C) and StableHLO spellings, and every layer reads it from there.
+Ops with static parameters or their own typing rules (``integer_pow``, ``select``,
+``clamp``, ``convert_element_type``, ``stop_gradient``) are written out below them.
+
 Binary primitives require equal shapes and dtypes (``plait.numpy`` promotes and
 broadcasts); a Python scalar operand is accepted as a weak value of the other
 operand's dtype and broadcast to its shape.
@@ -13,24 +19,21 @@ import numpy as np
 
 from plait.core import dtypes
 from plait.core.aval import ShapedArray
-from plait.core import trace as _trace
+from plait.core.trace import wrap_array
 from plait.core.trace import get_aval, Tracer
-from plait.lax._base import (standard_unop, standard_binop, standard_primitive, to_bool,
+from plait.lax._base import (standard_primitive, to_bool,
                              check_dtype, check_same_dtypes, check_same_shapes,
                              as_operand, ALL, NUMERIC, INEXACT, INTEGRAL, FLOAT, INT, UINT,
                              BOOL, COMPLEX)
-from plait.lax._ad_helpers import (Zero, defjvp, defjvp_zero, deflinear, full, zeros,
+from plait.lax._ad_helpers import (Zero, defjvp, defjvp_zero, full, zeros,
                                    instantiate, tangent_aval,
                                    is_undefined_primal, aval_of_operand, differentiable)
 from plait.lax._batch_helpers import defvectorized, defbroadcasting, broadcast_batched
+from plait.lax.elementwise_spec import ZERO, ElementwiseOp, define
 from plait.errors import PlaitTypeError
 
 _real = dtypes.real_dtype
 _PY_SCALARS = (bool, int, float, builtins.complex)
-
-
-def _WRAP(value, weak):
-    return _trace._WRAP(value, weak)
 
 
 def _trunc_div(x, y):
@@ -82,136 +85,6 @@ def _sign(x):
     return np.sign(x)
 
 
-# --- unary -------------------------------------------------------------------
-neg_p = standard_unop("neg", NUMERIC, np.negative)
-sign_p = standard_unop("sign", NUMERIC, _sign)
-floor_p = standard_unop("floor", (FLOAT,), np.floor)
-ceil_p = standard_unop("ceil", (FLOAT,), np.ceil)
-round_p = standard_unop("round", (FLOAT,), np.rint)   # half to even, as NumPy
-is_finite_p = standard_unop("is_finite", (FLOAT,), np.isfinite, out_dtype=to_bool)
-exp_p = standard_unop("exp", INEXACT, np.exp, warn_ok=True)
-exp2_p = standard_unop("exp2", INEXACT, np.exp2, warn_ok=True)
-log_p = standard_unop("log", INEXACT, np.log, warn_ok=True)
-log1p_p = standard_unop("log1p", INEXACT, np.log1p, warn_ok=True)
-expm1_p = standard_unop("expm1", INEXACT, _expm1, warn_ok=True)
-tanh_p = standard_unop("tanh", INEXACT, np.tanh)
-logistic_p = standard_unop("logistic", INEXACT, _logistic, warn_ok=True)
-sin_p = standard_unop("sin", INEXACT, np.sin, warn_ok=True)
-cos_p = standard_unop("cos", INEXACT, np.cos, warn_ok=True)
-tan_p = standard_unop("tan", INEXACT, np.tan, warn_ok=True)
-asin_p = standard_unop("asin", INEXACT, np.arcsin, warn_ok=True)
-acos_p = standard_unop("acos", INEXACT, np.arccos, warn_ok=True)
-atan_p = standard_unop("atan", INEXACT, np.arctan, warn_ok=True)
-sinh_p = standard_unop("sinh", INEXACT, np.sinh, warn_ok=True)
-cosh_p = standard_unop("cosh", INEXACT, np.cosh, warn_ok=True)
-asinh_p = standard_unop("asinh", INEXACT, np.arcsinh, warn_ok=True)
-acosh_p = standard_unop("acosh", INEXACT, np.arccosh, warn_ok=True)
-atanh_p = standard_unop("atanh", INEXACT, np.arctanh, warn_ok=True)
-sqrt_p = standard_unop("sqrt", INEXACT, np.sqrt, warn_ok=True)
-rsqrt_p = standard_unop("rsqrt", INEXACT, _rsqrt, warn_ok=True)
-cbrt_p = standard_unop("cbrt", (FLOAT,), np.cbrt)
-abs_p = standard_unop("abs", NUMERIC, np.abs, out_dtype=_real)
-not_p = standard_unop("not", INTEGRAL, np.invert)
-real_p = standard_unop("real", (COMPLEX,), lambda x: np.real(x).copy(), out_dtype=_real)
-imag_p = standard_unop("imag", (COMPLEX,), lambda x: np.imag(x).copy(), out_dtype=_real)
-conj_p = standard_unop("conj", (COMPLEX,), np.conjugate)
-population_count_p = standard_unop(   # XLA semantics: bits of the two's complement pattern
-    "population_count", (INT, UINT),
-    lambda x: np.bitwise_count(x.view(f"u{x.dtype.itemsize}")).astype(x.dtype))
-
-
-def _integer_pow_abstract(x: ShapedArray, *, y: int) -> ShapedArray:
-    check_dtype("integer_pow", x, NUMERIC)
-    if y < 0 and dtypes.is_integer(x.dtype):
-        raise PlaitTypeError("integer_pow: integers to negative integer powers are not allowed")
-    return x
-
-
-def _integer_pow_impl(x, *, y):
-    with np.errstate(all="ignore"):
-        if y == 2:
-            return np.multiply(x, x)
-        return np.power(x, x.dtype.type(y)) if x.dtype.kind in "iu" else np.power(x, y).astype(x.dtype)
-
-
-integer_pow_p = standard_primitive("integer_pow", _integer_pow_abstract, _integer_pow_impl)
-
-
-# unary autodiff rules: ``fn(g, ans, x)`` is the tangent contributed by ``g``
-for _p in (sign_p, floor_p, ceil_p, round_p, is_finite_p, not_p, population_count_p):
-    defjvp_zero(_p)
-deflinear(neg_p, lambda ct, x: [neg(ct)])
-defjvp(exp_p, lambda g, ans, x: mul(g, ans))
-defjvp(exp2_p, lambda g, ans, x: mul(g, mul(ans, float(np.log(2)))))
-defjvp(log_p, lambda g, ans, x: div(g, x))
-defjvp(log1p_p, lambda g, ans, x: div(g, add(x, 1.0)))
-defjvp(expm1_p, lambda g, ans, x: mul(g, add(ans, 1)))
-defjvp(tanh_p, lambda g, ans, x: mul(g, sub(1, mul(ans, ans))))
-defjvp(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(1, ans))))
-defjvp(sin_p, lambda g, ans, x: mul(g, cos(x)))
-defjvp(cos_p, lambda g, ans, x: neg(mul(g, sin(x))))
-defjvp(tan_p, lambda g, ans, x: mul(g, add(1, mul(ans, ans))))
-defjvp(asin_p, lambda g, ans, x: mul(g, rsqrt(sub(1, mul(x, x)))))
-defjvp(acos_p, lambda g, ans, x: neg(mul(g, rsqrt(sub(1, mul(x, x))))))
-defjvp(atan_p, lambda g, ans, x: div(g, add(1, mul(x, x))))
-defjvp(sinh_p, lambda g, ans, x: mul(g, cosh(x)))
-defjvp(cosh_p, lambda g, ans, x: mul(g, sinh(x)))
-defjvp(asinh_p, lambda g, ans, x: mul(g, rsqrt(add(mul(x, x), 1))))
-defjvp(acosh_p, lambda g, ans, x: mul(g, mul(rsqrt(sub(x, 1.0)), rsqrt(add(x, 1.0)))))
-defjvp(atanh_p, lambda g, ans, x: div(g, sub(1, mul(x, x))))
-defjvp(sqrt_p, lambda g, ans, x: div(g, mul(ans, 2)))
-defjvp(rsqrt_p, lambda g, ans, x: mul(g, mul(div(ans, x), -0.5)))
-defjvp(cbrt_p, lambda g, ans, x: div(g, mul(mul(ans, ans), 3)))
-
-
-def _abs_jvp(g, ans, x):
-    if not dtypes.is_complex(get_aval(x).dtype):
-        return mul(g, sign(x))
-    # d|z| = Re(conj(z) dz) / |z|, taken as 0 at z = 0
-    safe = select(eq(ans, 0), full(get_aval(ans).shape, 1, get_aval(ans).dtype), ans)
-    return div(real(mul(conj(x), g)), safe)
-
-
-defjvp(abs_p, _abs_jvp)
-# complex cotangents pair with tangents by Re(ct * t) (no conjugation), see RULES.md
-deflinear(real_p, lambda ct, x: [complex(ct, zeros(get_aval(ct)))])
-deflinear(imag_p, lambda ct, x: [complex(zeros(get_aval(ct)), neg(ct))])
-deflinear(conj_p, lambda ct, x: [conj(ct)])
-
-
-def _integer_pow_jvp(g, ans, x, *, y):
-    if y == 0:
-        return Zero(tangent_aval(get_aval(x)))
-    return mul(g, mul(integer_pow(x, y - 1), y)) if y != 1 else g
-
-
-defjvp(integer_pow_p, _integer_pow_jvp)
-
-# unary batch rules: the batch dimension passes through
-for _p in (neg_p, sign_p, floor_p, ceil_p, round_p, is_finite_p, exp_p, exp2_p, log_p, log1p_p,
-           expm1_p, tanh_p, logistic_p, sin_p, cos_p, tan_p, asin_p, acos_p, atan_p, sinh_p,
-           cosh_p, asinh_p, acosh_p, atanh_p, sqrt_p, rsqrt_p, cbrt_p, abs_p, not_p, real_p,
-           imag_p, conj_p, population_count_p, integer_pow_p):
-    defvectorized(_p)
-
-# --- binary ------------------------------------------------------------------
-add_p = standard_binop("add", NUMERIC, np.add, warn_ok=False)
-sub_p = standard_binop("sub", NUMERIC, np.subtract)
-mul_p = standard_binop("mul", NUMERIC, np.multiply)
-div_p = standard_binop("div", NUMERIC, _trunc_div)
-rem_p = standard_binop("rem", (INT, UINT, FLOAT), _rem)
-pow_p = standard_binop("pow", INEXACT, np.power, warn_ok=True)
-max_p = standard_binop("max", ALL, np.maximum)
-min_p = standard_binop("min", ALL, np.minimum)
-atan2_p = standard_binop("atan2", (FLOAT,), np.arctan2)
-nextafter_p = standard_binop("nextafter", (FLOAT,), np.nextafter)
-# the magnitude of x with the sign BIT of y (so -0.0 and a NaN's sign count)
-copysign_p = standard_binop("copysign", (FLOAT,), np.copysign)
-and_p = standard_binop("and", INTEGRAL, np.bitwise_and)
-or_p = standard_binop("or", INTEGRAL, np.bitwise_or)
-xor_p = standard_binop("xor", INTEGRAL, np.bitwise_xor)
-
-
 def _shift_left(x, y):
     bits = x.dtype.itemsize * 8
     with np.errstate(all="ignore"):
@@ -236,27 +109,19 @@ def _shift_right_logical(x, y):
     return r.astype(u.dtype).view(x.dtype)
 
 
-shift_left_p = standard_binop("shift_left", (INT, UINT), _shift_left)
-shift_right_arithmetic_p = standard_binop("shift_right_arithmetic", (INT, UINT), _shift_right_arith)
-shift_right_logical_p = standard_binop("shift_right_logical", (INT, UINT), _shift_right_logical)
-
-eq_p = standard_binop("eq", ALL, np.equal, out_dtype=to_bool)
-ne_p = standard_binop("ne", ALL, np.not_equal, out_dtype=to_bool)
-lt_p = standard_binop("lt", (BOOL, INT, UINT, FLOAT), np.less, out_dtype=to_bool)
-le_p = standard_binop("le", (BOOL, INT, UINT, FLOAT), np.less_equal, out_dtype=to_bool)
-gt_p = standard_binop("gt", (BOOL, INT, UINT, FLOAT), np.greater, out_dtype=to_bool)
-ge_p = standard_binop("ge", (BOOL, INT, UINT, FLOAT), np.greater_equal, out_dtype=to_bool)
-
-
 def _complex_dtype(dt):
     return dtypes.complex64 if dt in (dtypes.float16, dtypes.float32) else dtypes.complex128
 
 
-complex_p = standard_binop("complex", (FLOAT,), lambda x, y: (x + 1j * y).astype(_complex_dtype(x.dtype)),
-                           out_dtype=_complex_dtype)
+# --- autodiff helpers the descriptors' jvp and transpose rules use --------------------
+def _abs_jvp(g, ans, x):
+    if not dtypes.is_complex(get_aval(x).dtype):
+        return mul(g, sign(x))
+    # d|z| = Re(conj(z) dz) / |z|, taken as 0 at z = 0
+    safe = select(eq(ans, 0), full(get_aval(ans).shape, 1, get_aval(ans).dtype), ans)
+    return div(real(mul(conj(x), g)), safe)
 
 
-# binary autodiff rules
 def _add_transpose(ct, x, y):
     return [ct if is_undefined_primal(x) else None, ct if is_undefined_primal(y) else None]
 
@@ -289,36 +154,311 @@ def _pow_jvp_y(g, ans, x, y):
     return mul(g, mul(ans, log(safe_x)))
 
 
-defjvp(add_p, lambda g, ans, x, y: g, lambda g, ans, x, y: g)
-add_p.def_rule("transpose", _add_transpose)
-defjvp(sub_p, lambda g, ans, x, y: g, lambda g, ans, x, y: neg(g))
-sub_p.def_rule("transpose", _sub_transpose)
-defjvp(mul_p, lambda g, ans, x, y: mul(g, y), lambda g, ans, x, y: mul(x, g))
-mul_p.def_rule("transpose", _mul_transpose)
-defjvp(div_p, lambda g, ans, x, y: div(g, y), lambda g, ans, x, y: neg(mul(g, div(ans, y))))
-div_p.def_rule("transpose", lambda ct, x, y: [div(ct, y), None])
-defjvp(rem_p, lambda g, ans, x, y: g, lambda g, ans, x, y: neg(mul(g, _trunc(div(x, y)))))
-defjvp(pow_p, lambda g, ans, x, y: mul(g, mul(y, pow(x, sub(y, 1.0)))), _pow_jvp_y)
-defjvp(max_p, lambda g, ans, x, y: mul(g, _choose_mask(x, y, gt)),
-       lambda g, ans, x, y: mul(g, _choose_mask(y, x, gt)))
-defjvp(min_p, lambda g, ans, x, y: mul(g, _choose_mask(x, y, lt)),
-       lambda g, ans, x, y: mul(g, _choose_mask(y, x, lt)))
-defjvp(atan2_p, lambda g, ans, x, y: mul(g, div(y, add(mul(x, x), mul(y, y)))),
-       lambda g, ans, x, y: neg(mul(g, div(x, add(mul(x, x), mul(y, y))))))
-defjvp(copysign_p, lambda g, ans, x, y: mul(g, mul(copysign(1.0, x), copysign(1.0, y))),
-       None)
-for _p in (nextafter_p, and_p, or_p, xor_p, shift_left_p, shift_right_arithmetic_p,
-           shift_right_logical_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p):
-    defjvp_zero(_p)
-deflinear(complex_p, lambda ct, x, y: [real(ct) if is_undefined_primal(x) else None,
-                                       imag(neg(ct)) if is_undefined_primal(y) else None])
+def _logaddexp_weight(x, y):
+    """``d logaddexp(x, y) / dx = logistic(x - y)``, written per branch as the small
+    weight ``logistic(-|x - y|)`` (or one minus it), so derivatives of every order stay
+    accurate and finite in both tails; the branch not taken gets a safe argument.
+    Equal infinities (``x - y`` is NaN) take the tie's weight 1/2."""
+    a = get_aval(x)
+    zero = full(a.shape, 0, a.dtype)
+    x_hi = ge(x, y)
+    same_inf = bitwise_and(eq(x, y), bitwise_not(is_finite(x)))
+    hi = sub(1.0, logistic(select(bitwise_or(same_inf, bitwise_not(x_hi)), zero, sub(y, x))))
+    lo = logistic(select(x_hi, zero, sub(x, y)))
+    return select(x_hi, hi, lo)
 
-# binary batch rules: operands are aligned on one batch dimension
-for _p in (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, atan2_p, nextafter_p,
-           copysign_p, and_p,
-           or_p, xor_p, shift_left_p, shift_right_arithmetic_p, shift_right_logical_p, eq_p,
-           ne_p, lt_p, le_p, gt_p, ge_p, complex_p):
-    defbroadcasting(_p)
+
+def _logaddexp_composite(x, y):
+    """NumPy's algorithm in primitives (for backends without a C helper)."""
+    a = get_aval(x)
+    same = eq(x, y)
+    d = select(same, full(a.shape, 0, a.dtype), sub(x, y))
+    t = log1p(exp(neg(abs(d))))
+    out = select(gt(d, 0.0), add(x, t), add(y, t))      # NaN d: y + NaN
+    return select(same, add(x, float(np.log(2.0))), out)
+
+
+_LOGADDEXP_C = r"""/* logaddexp as NumPy computes it (x == y, equal infinities too: x + log 2) */
+static inline double plait_logaddexp(double x, double y) {
+  if (x == y) return x + 0.6931471805599453;
+  double d = x - y;
+  return d > 0 ? x + log1p(exp(-d)) : d <= 0 ? y + log1p(exp(d)) : d;
+}
+static inline float plait_logaddexpf(float x, float y) {
+  if (x == y) return x + 0.6931471805599453f;
+  float d = x - y;
+  return d > 0 ? x + log1pf(expf(-d)) : d <= 0 ? y + log1pf(expf(d)) : d;
+}
+"""
+_ORDERED = (BOOL, INT, UINT, FLOAT)
+
+
+# --- Python-facing functions of the descriptor-defined ops ------------------------
+def _scalar_like(x, other):
+    """A Python scalar operand becomes a weak array of the other operand's dtype and shape."""
+    if isinstance(x, _PY_SCALARS) and not isinstance(other, _PY_SCALARS):
+        a = get_aval(other)
+        if not isinstance(other, Tracer):      # eager: build the operand directly
+            return wrap_array(np.full(a.shape, x, dtype=a.dtype), True)
+        s = as_operand(x, a.dtype)
+        if a.shape:
+            from plait.lax.shape_ops import broadcast_in_dim
+            s = broadcast_in_dim(s, a.shape, ())
+        return s
+    return x
+
+
+def _binary(prim):
+    def fn(x, y):
+        x, y = _scalar_like(x, y), _scalar_like(y, x)
+        return prim.bind(as_operand(x), as_operand(y))
+    fn.__name__ = prim.name
+    fn.__doc__ = f"Elementwise ``{prim.name}`` of two arrays of equal shape and dtype."
+    return fn
+
+
+def _unary(prim):
+    def fn(x):
+        return prim.bind(as_operand(x))
+    fn.__name__ = prim.name
+    fn.__doc__ = f"Elementwise ``{prim.name}``."
+    return fn
+
+
+def _op(op: ElementwiseOp):
+    """Define ``op`` in every layer; returns ``(primitive, Python function)``."""
+    prim = define(op)
+    return prim, (_unary if op.arity == 1 else _binary)(prim)
+
+
+# families of ops and their shared C templates (see ElementwiseOp.c)
+def _c_arith(sym: str, bool_sym: str) -> dict:
+    return {"b": f"({{0}} {bool_sym} {{1}})", "fiu": f"(({{ct}})({{0}} {sym} {{1}}))"}
+
+
+def _bitwise(name: str, fn, sym: str):
+    """A bitwise op on integers (logical on bool): zero derivative, C operator ``sym``."""
+    return _op(ElementwiseOp(name, 2, fn, INTEGRAL, jvp=ZERO, intrinsic=name,
+                             c={"fiub": f"(({{ct}})({{0}} {sym} {{1}}))"},
+                             stablehlo="stablehlo." + name))
+
+
+def _math(name: str, fn, jvp, stablehlo: str | None = None):
+    """A libm function on floats and complex numbers (libmvec has its SIMD variants)."""
+    return _op(ElementwiseOp(name, 1, fn, INEXACT, warn_ok=True, jvp=(jvp,), intrinsic=name,
+                             libm=name, vecmath=True, stablehlo=stablehlo,
+                             transcendental=True))
+
+
+def _comparison(name: str, fn, kinds, sym: str, direction: str):
+    """A comparison: a bool result, zero derivative, C operator ``sym``, StableHLO
+    ``compare`` with ``direction``."""
+    return _op(ElementwiseOp(name, 2, fn, kinds, out_dtype=to_bool, jvp=ZERO,
+                             intrinsic="cmp_" + name, c={"fiub": f"({{0}} {sym} {{1}})"},
+                             stablehlo="compare " + direction))
+
+
+def _c_extremum(name: str, sym: str) -> dict:
+    return {"f": f"plait_{name}{{f}}({{0}}, {{1}})", "iub": f"({{0}} {sym} {{1}} ? {{0}} : {{1}})"}
+
+
+# --- unary: one block per op ------------------------------------------------------
+neg_p, neg = _op(ElementwiseOp(
+    "neg", 1, np.negative, NUMERIC, linear=True, transpose=lambda ct, x: [neg(ct)],
+    intrinsic="neg", c={"b": "{0}", "fiu": "(({ct})(-{0}))"}, stablehlo="stablehlo.negate"))
+sign_p, sign = _op(ElementwiseOp(
+    "sign", 1, _sign, NUMERIC, jvp=ZERO, intrinsic="sign",
+    c={"f": "({0} > 0 ? ({ct})1 : {0} < 0 ? ({ct})-1 : {0} == 0 ? ({ct})0 : {0})",
+       "iub": "(({ct})(({0} > 0) - ({0} < 0)))"}))
+floor_p, floor = _op(ElementwiseOp(
+    "floor", 1, np.floor, (FLOAT,), jvp=ZERO, intrinsic="floor", libm="floor",
+    stablehlo="stablehlo.floor"))
+ceil_p, ceil = _op(ElementwiseOp(
+    "ceil", 1, np.ceil, (FLOAT,), jvp=ZERO, intrinsic="ceil", libm="ceil",
+    stablehlo="stablehlo.ceil"))
+round_p, round = _op(ElementwiseOp(      # half to even, as NumPy
+    "round", 1, np.rint, (FLOAT,), jvp=ZERO, intrinsic="round", libm="rint",
+    stablehlo="stablehlo.round_nearest_even"))
+is_finite_p, is_finite = _op(ElementwiseOp(
+    "is_finite", 1, np.isfinite, (FLOAT,), out_dtype=to_bool, jvp=ZERO,
+    intrinsic="is_finite", c={"fiub": "isfinite({0})"}, stablehlo="stablehlo.is_finite"))
+exp_p, exp = _math("exp", np.exp, lambda g, ans, x: mul(g, ans), "stablehlo.exponential")
+exp2_p, exp2 = _math("exp2", np.exp2, lambda g, ans, x: mul(g, mul(ans, float(np.log(2)))))
+log_p, log = _math("log", np.log, lambda g, ans, x: div(g, x), "stablehlo.log")
+log1p_p, log1p = _math("log1p", np.log1p,
+                       lambda g, ans, x: div(g, add(x, 1.0)), "stablehlo.log_plus_one")
+expm1_p, expm1 = _math("expm1", _expm1,
+                       lambda g, ans, x: mul(g, add(ans, 1)), "stablehlo.exponential_minus_one")
+tanh_p, tanh = _math("tanh", np.tanh,
+                     lambda g, ans, x: mul(g, sub(1, mul(ans, ans))), "stablehlo.tanh")
+logistic_p, logistic = _op(ElementwiseOp(
+    "logistic", 1, _logistic, INEXACT, warn_ok=True,
+    jvp=(lambda g, ans, x: mul(g, mul(ans, sub(1, ans))),), intrinsic="logistic",
+    c={"f": "(({ct})1 / (({ct})1 + exp{f}(-{0})))"}, stablehlo="stablehlo.logistic",
+    transcendental=True))
+sin_p, sin = _math("sin", np.sin, lambda g, ans, x: mul(g, cos(x)), "stablehlo.sine")
+cos_p, cos = _math("cos", np.cos, lambda g, ans, x: neg(mul(g, sin(x))), "stablehlo.cosine")
+tan_p, tan = _math("tan", np.tan, lambda g, ans, x: mul(g, add(1, mul(ans, ans))), "stablehlo.tan")
+asin_p, asin = _math("asin", np.arcsin,
+                     lambda g, ans, x: mul(g, rsqrt(sub(1, mul(x, x)))), "chlo.asin")
+acos_p, acos = _math("acos", np.arccos,
+                     lambda g, ans, x: neg(mul(g, rsqrt(sub(1, mul(x, x))))), "chlo.acos")
+atan_p, atan = _math("atan", np.arctan, lambda g, ans, x: div(g, add(1, mul(x, x))), "chlo.atan")
+sinh_p, sinh = _math("sinh", np.sinh, lambda g, ans, x: mul(g, cosh(x)), "chlo.sinh")
+cosh_p, cosh = _math("cosh", np.cosh, lambda g, ans, x: mul(g, sinh(x)), "chlo.cosh")
+asinh_p, asinh = _math("asinh", np.arcsinh,
+                       lambda g, ans, x: mul(g, rsqrt(add(mul(x, x), 1))), "chlo.asinh")
+acosh_p, acosh = _math("acosh", np.arccosh,
+                       lambda g, ans, x: mul(g, mul(rsqrt(sub(x, 1.0)), rsqrt(add(x, 1.0)))),
+                       "chlo.acosh")
+atanh_p, atanh = _math("atanh", np.arctanh,
+                       lambda g, ans, x: div(g, sub(1, mul(x, x))), "chlo.atanh")
+sqrt_p, sqrt = _op(ElementwiseOp(
+    "sqrt", 1, np.sqrt, INEXACT, warn_ok=True, jvp=(lambda g, ans, x: div(g, mul(ans, 2)),),
+    intrinsic="sqrt", libm="sqrt", stablehlo="stablehlo.sqrt", transcendental=True))
+rsqrt_p, rsqrt = _op(ElementwiseOp(
+    "rsqrt", 1, _rsqrt, INEXACT, warn_ok=True,
+    jvp=(lambda g, ans, x: mul(g, mul(div(ans, x), -0.5)),), intrinsic="rsqrt",
+    c={"f": "(({ct})1 / sqrt{f}({0}))"}, stablehlo="stablehlo.rsqrt", transcendental=True))
+cbrt_p, cbrt = _op(ElementwiseOp(
+    "cbrt", 1, np.cbrt, (FLOAT,), jvp=(lambda g, ans, x: div(g, mul(mul(ans, ans), 3)),),
+    intrinsic="cbrt", libm="cbrt", vecmath=True, stablehlo="stablehlo.cbrt", transcendental=True))
+abs_p, abs = _op(ElementwiseOp(
+    "abs", 1, np.abs, NUMERIC, out_dtype=_real, jvp=(_abs_jvp,), intrinsic="abs",
+    libm="fabs", c={"iub": "(({ct})({0} < 0 ? -{0} : {0}))"}))
+not_p, bitwise_not = _op(ElementwiseOp(
+    "not", 1, np.invert, INTEGRAL, jvp=ZERO, intrinsic="not",
+    c={"b": "(!{0})", "iu": "(({ct})~{0})"}, stablehlo="stablehlo.not"))
+# complex cotangents pair with tangents by Re(ct * t) (no conjugation), see RULES.md
+real_p, real = _op(ElementwiseOp(
+    "real", 1, lambda x: np.real(x).copy(), (COMPLEX,), out_dtype=_real, linear=True,
+    transpose=lambda ct, x: [complex(ct, zeros(get_aval(ct)))], stablehlo="stablehlo.real"))
+imag_p, imag = _op(ElementwiseOp(
+    "imag", 1, lambda x: np.imag(x).copy(), (COMPLEX,), out_dtype=_real, linear=True,
+    transpose=lambda ct, x: [complex(zeros(get_aval(ct)), neg(ct))],
+    stablehlo="stablehlo.imag"))
+conj_p, conj = _op(ElementwiseOp(
+    "conj", 1, np.conjugate, (COMPLEX,), linear=True, transpose=lambda ct, x: [conj(ct)]))
+population_count_p, population_count = _op(ElementwiseOp(
+    # XLA semantics: bits of the two's complement pattern
+    "population_count", 1,
+    lambda x: np.bitwise_count(x.view(f"u{x.dtype.itemsize}")).astype(x.dtype), (INT, UINT),
+    jvp=ZERO, stablehlo="stablehlo.popcnt"))
+
+# --- binary: one block per op -----------------------------------------------------
+add_p, add = _op(ElementwiseOp(
+    "add", 2, np.add, NUMERIC, jvp=(lambda g, ans, x, y: g, lambda g, ans, x, y: g),
+    transpose=_add_transpose, intrinsic="add", c=_c_arith("+", "|"),
+    stablehlo="stablehlo.add"))
+sub_p, sub = _op(ElementwiseOp(
+    "sub", 2, np.subtract, NUMERIC, jvp=(lambda g, ans, x, y: g, lambda g, ans, x, y: neg(g)),
+    transpose=_sub_transpose, intrinsic="sub", c=_c_arith("-", "^"),
+    stablehlo="stablehlo.subtract"))
+mul_p, mul = _op(ElementwiseOp(
+    "mul", 2, np.multiply, NUMERIC,
+    jvp=(lambda g, ans, x, y: mul(g, y), lambda g, ans, x, y: mul(x, g)),
+    transpose=_mul_transpose, intrinsic="mul", c=_c_arith("*", "&"),
+    stablehlo="stablehlo.multiply"))
+div_p, div = _op(ElementwiseOp(
+    "div", 2, _trunc_div, NUMERIC,
+    jvp=(lambda g, ans, x, y: div(g, y), lambda g, ans, x, y: neg(mul(g, div(ans, y)))),
+    transpose=lambda ct, x, y: [div(ct, y), None], intrinsic="div",
+    c={"f": "({0} / {1})", "ub": "(({ct})({1} == 0 ? 0 : {0} / {1}))",
+       "i": "(({ct})({1} == 0 ? 0 : {1} == -1 ? ({ct})(0 - ({0})) : {0} / {1}))"}))
+rem_p, rem = _op(ElementwiseOp(
+    "rem", 2, _rem, (INT, UINT, FLOAT),
+    jvp=(lambda g, ans, x, y: g, lambda g, ans, x, y: neg(mul(g, _trunc(div(x, y))))),
+    intrinsic="rem", libm="fmod", c={"ub": "(({ct})({1} == 0 ? 0 : {0} % {1}))",
+                                     "i": "(({ct})({1} == 0 || {1} == -1 ? 0 : {0} % {1}))"}))
+pow_p, pow = _op(ElementwiseOp(
+    "pow", 2, np.power, INEXACT, warn_ok=True,
+    jvp=(lambda g, ans, x, y: mul(g, mul(y, pow(x, sub(y, 1.0)))), _pow_jvp_y),
+    intrinsic="pow", libm="pow", vecmath=True, stablehlo="stablehlo.power", transcendental=True))
+max_p, max = _op(ElementwiseOp(
+    "max", 2, np.maximum, ALL, jvp=(lambda g, ans, x, y: mul(g, _choose_mask(x, y, gt)),
+                                    lambda g, ans, x, y: mul(g, _choose_mask(y, x, gt))),
+    intrinsic="max", c=_c_extremum("max", ">=")))
+min_p, min = _op(ElementwiseOp(
+    "min", 2, np.minimum, ALL, jvp=(lambda g, ans, x, y: mul(g, _choose_mask(x, y, lt)),
+                                    lambda g, ans, x, y: mul(g, _choose_mask(y, x, lt))),
+    intrinsic="min", c=_c_extremum("min", "<=")))
+atan2_p, atan2 = _op(ElementwiseOp(
+    "atan2", 2, np.arctan2, (FLOAT,),
+    jvp=(lambda g, ans, x, y: mul(g, div(y, add(mul(x, x), mul(y, y)))),
+         lambda g, ans, x, y: neg(mul(g, div(x, add(mul(x, x), mul(y, y)))))),
+    intrinsic="atan2", libm="atan2", vecmath=True, stablehlo="stablehlo.atan2",
+    transcendental=True))
+nextafter_p, nextafter = _op(ElementwiseOp(
+    "nextafter", 2, np.nextafter, (FLOAT,), jvp=ZERO, intrinsic="nextafter",
+    libm="nextafter", stablehlo="chlo.next_after"))
+copysign_p, copysign = _op(ElementwiseOp(
+    # the magnitude of x with the sign BIT of y (so -0.0 and a NaN's sign count)
+    "copysign", 2, np.copysign, (FLOAT,),
+    jvp=(lambda g, ans, x, y: mul(g, mul(copysign(1.0, x), copysign(1.0, y))), None),
+    intrinsic="copysign", libm="copysign"))
+logaddexp_p, logaddexp = _op(ElementwiseOp(
+    # log(exp(x) + exp(y)) without overflow, NumPy's algorithm: equal operands (also equal
+    # infinities) give x + log(2); otherwise hi + log1p(exp(lo - hi)); a NaN propagates
+    "logaddexp", 2, np.logaddexp, (FLOAT,), warn_ok=True,
+    jvp=(lambda g, ans, x, y: mul(g, _logaddexp_weight(x, y)),
+         lambda g, ans, x, y: mul(g, _logaddexp_weight(y, x))),
+    intrinsic="logaddexp", c={"f": "plait_logaddexp{f}({0}, {1})"},
+    c_helper=_LOGADDEXP_C, composite=_logaddexp_composite, transcendental=True))
+and_p, bitwise_and = _bitwise("and", np.bitwise_and, "&")
+or_p, bitwise_or = _bitwise("or", np.bitwise_or, "|")
+xor_p, bitwise_xor = _bitwise("xor", np.bitwise_xor, "^")
+shift_left_p, shift_left = _op(ElementwiseOp(
+    "shift_left", 2, _shift_left, (INT, UINT), jvp=ZERO, intrinsic="shl",
+    c={"iub": "(({ct})(({1}) < 0 || ({1}) >= {bits} ? 0 : (({ct})((uint64_t){0} << {1}))))"},
+    stablehlo="stablehlo.shift_left"))
+shift_right_arithmetic_p, shift_right_arithmetic = _op(ElementwiseOp(
+    "shift_right_arithmetic", 2, _shift_right_arith, (INT, UINT), jvp=ZERO, intrinsic="shr",
+    c={"i": "(({ct})(({1}) < 0 || ({1}) >= {bits} ? ({0} < 0 ? -1 : 0) : {0} >> {1}))",
+       "ub": "(({ct})(({1}) < 0 || ({1}) >= {bits} ? 0 : {0} >> {1}))"},
+    stablehlo="stablehlo.shift_right_arithmetic"))
+shift_right_logical_p, shift_right_logical = _op(ElementwiseOp(
+    # natively: "shr" on the operands' unsigned view (plait/tile/rules.py)
+    "shift_right_logical", 2, _shift_right_logical, (INT, UINT), jvp=ZERO,
+    stablehlo="stablehlo.shift_right_logical"))
+eq_p, eq = _comparison("eq", np.equal, ALL, "==", "EQ")
+ne_p, ne = _comparison("ne", np.not_equal, ALL, "!=", "NE")
+lt_p, lt = _comparison("lt", np.less, _ORDERED, "<", "LT")
+le_p, le = _comparison("le", np.less_equal, _ORDERED, "<=", "LE")
+gt_p, gt = _comparison("gt", np.greater, _ORDERED, ">", "GT")
+ge_p, ge = _comparison("ge", np.greater_equal, _ORDERED, ">=", "GE")
+complex_p, complex = _op(ElementwiseOp(
+    "complex", 2, lambda x, y: (x + 1j * y).astype(_complex_dtype(x.dtype)), (FLOAT,),
+    out_dtype=_complex_dtype, linear=True,
+    transpose=lambda ct, x, y: [real(ct) if is_undefined_primal(x) else None,
+                                imag(neg(ct)) if is_undefined_primal(y) else None]))
+
+
+# --- integer_pow (a static exponent) ---------------------------------------------
+def _integer_pow_abstract(x: ShapedArray, *, y: int) -> ShapedArray:
+    check_dtype("integer_pow", x, NUMERIC)
+    if y < 0 and dtypes.is_integer(x.dtype):
+        raise PlaitTypeError("integer_pow: integers to negative integer powers are not allowed")
+    return x
+
+
+def _integer_pow_impl(x, *, y):
+    with np.errstate(all="ignore"):
+        if y == 2:
+            return np.multiply(x, x)
+        return np.power(x, x.dtype.type(y)) if x.dtype.kind in "iu" else np.power(x, y).astype(x.dtype)
+
+
+integer_pow_p = standard_primitive("integer_pow", _integer_pow_abstract, _integer_pow_impl)
+
+
+def _integer_pow_jvp(g, ans, x, *, y):
+    if y == 0:
+        return Zero(tangent_aval(get_aval(x)))
+    return mul(g, mul(integer_pow(x, y - 1), y)) if y != 1 else g
+
+
+defjvp(integer_pow_p, _integer_pow_jvp)
+defvectorized(integer_pow_p)
 
 
 # --- select, clamp, convert ---------------------------------------------------
@@ -425,8 +565,15 @@ def _convert_transpose(ct, x, *, new_dtype, weak_type):
     return [convert_element_type(ct, aval_of_operand(x).dtype)]
 
 
+def _convert_is_copy(x, *, new_dtype, weak_type) -> bool:
+    """A conversion to the dtype and weakness its operand already has is a copy (the
+    lazy runtime's differentiation markers are such conversions)."""
+    return x.dtype == new_dtype and x.weak_type == weak_type
+
+
 convert_element_type_p.def_rule("jvp", _convert_jvp)
 convert_element_type_p.def_rule("transpose", _convert_transpose)
+convert_element_type_p.def_rule("is_copy", _convert_is_copy)
 defvectorized(convert_element_type_p)
 
 
@@ -436,54 +583,7 @@ defjvp_zero(stop_gradient_p)
 defvectorized(stop_gradient_p)
 
 
-# --- Python-facing functions -----------------------------------------------------
-def _scalar_like(x, other):
-    """A Python scalar operand becomes a weak array of the other operand's dtype and shape."""
-    if isinstance(x, _PY_SCALARS) and not isinstance(other, _PY_SCALARS):
-        a = get_aval(other)
-        if not isinstance(other, Tracer):      # eager: build the operand directly
-            return _WRAP(np.full(a.shape, x, dtype=a.dtype), True)
-        s = as_operand(x, a.dtype)
-        if a.shape:
-            from plait.lax.shape_ops import broadcast_in_dim
-            s = broadcast_in_dim(s, a.shape, ())
-        return s
-    return x
-
-
-def _binary(prim):
-    def fn(x, y):
-        x, y = _scalar_like(x, y), _scalar_like(y, x)
-        return prim.bind(as_operand(x), as_operand(y))
-    fn.__name__ = prim.name
-    fn.__doc__ = f"Elementwise ``{prim.name}`` of two arrays of equal shape and dtype."
-    return fn
-
-
-def _unary(prim):
-    def fn(x):
-        return prim.bind(as_operand(x))
-    fn.__name__ = prim.name
-    fn.__doc__ = f"Elementwise ``{prim.name}``."
-    return fn
-
-
-neg, sign, floor, ceil, round, is_finite = map(_unary, (neg_p, sign_p, floor_p, ceil_p, round_p, is_finite_p))
-exp, exp2, log, log1p, expm1, tanh, logistic = map(_unary, (exp_p, exp2_p, log_p, log1p_p, expm1_p, tanh_p, logistic_p))
-sin, cos, tan, asin, acos, atan = map(_unary, (sin_p, cos_p, tan_p, asin_p, acos_p, atan_p))
-sinh, cosh, asinh, acosh, atanh = map(_unary, (sinh_p, cosh_p, asinh_p, acosh_p, atanh_p))
-sqrt, rsqrt, cbrt, abs, bitwise_not = map(_unary, (sqrt_p, rsqrt_p, cbrt_p, abs_p, not_p))
-real, imag, conj, population_count = map(_unary, (real_p, imag_p, conj_p, population_count_p))
-add, sub, mul, div, rem, pow, max, min, atan2, nextafter, copysign = map(
-    _binary, (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, atan2_p, nextafter_p,
-              copysign_p))
-bitwise_and, bitwise_or, bitwise_xor = map(_binary, (and_p, or_p, xor_p))
-shift_left, shift_right_arithmetic, shift_right_logical = map(
-    _binary, (shift_left_p, shift_right_arithmetic_p, shift_right_logical_p))
-eq, ne, lt, le, gt, ge = map(_binary, (eq_p, ne_p, lt_p, le_p, gt_p, ge_p))
-complex = _binary(complex_p)
-
-
+# --- Python-facing functions of the other ops -------------------------------------
 def integer_pow(x, y: int):
     """``x ** y`` for a static integer ``y``."""
     return integer_pow_p.bind(as_operand(x), y=int(y))

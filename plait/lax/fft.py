@@ -28,13 +28,14 @@ counts twice (all but the zero and Nyquist bins of the last axis); ``IRFFT``'s i
 from __future__ import annotations
 
 import enum
+import functools
 import math
 from typing import Sequence
 
 import numpy as np
 
 from plait.core.aval import ShapedArray
-from plait.core.trace import get_aval
+from plait.core.trace import get_aval, wrap_array
 from plait.errors import PlaitTypeError, PlaitValueError
 from plait.lax._base import standard_primitive, as_operand
 from plait.lax._ad_helpers import deflinear, full, is_undefined_primal
@@ -91,18 +92,14 @@ def _fft_abstract(x: ShapedArray, *, fft_type: FftType, fft_lengths: tuple) -> S
     return ShapedArray(lead + out, out_dt, False)
 
 
-_SCIPY_FFT: list = []
-
-
+@functools.cache
 def _scipy_fft():
     """``scipy.fft`` when installed (imported on first use), else None."""
-    if not _SCIPY_FFT:
-        try:
-            import scipy.fft as sfft
-        except ImportError:
-            sfft = None
-        _SCIPY_FFT.append(sfft)
-    return _SCIPY_FFT[0]
+    try:
+        import scipy.fft as sfft
+    except ImportError:
+        return None
+    return sfft
 
 
 def _fft_impl(x, *, fft_type: FftType, fft_lengths: tuple):
@@ -157,8 +154,7 @@ def _last_axis_weights(fft_lengths: tuple, inner: float, dtype):
     w[0] = 1.0
     if n % 2 == 0:
         w[-1] = 1.0
-    from plait.core.trace import _CONCRETE
-    return _CONCRETE["wrap"](w.astype(dtype), False)
+    return wrap_array(w.astype(dtype), False)
 
 
 def _scaled(x, w, ndim: int):

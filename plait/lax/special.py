@@ -1,10 +1,10 @@
 """Special-function primitives: ``erf``, ``erfc``, ``lgamma``, ``digamma``; and
 ``erf_inv`` composed from elementwise primitives.
 
-Each is an elementwise float primitive with a NumPy reference rule (built on the
-``math`` module, or on the series below for ``digamma``), a jvp rule written with
-plait ops, a batch rule and (in ``plait/tile/rules.py``) a native lowering to C
-(libm's ``erf``/``erfc``/``lgamma``; ``digamma`` is a helper in the C prelude).
+Each is one descriptor block (``plait.lax.elementwise_spec``): an elementwise float
+primitive with a NumPy reference rule (built on the ``math`` module, or on the series
+below for ``digamma``), a jvp rule written with plait ops, and its C (libm's
+``erf``/``erfc``/``lgamma``; ``digamma`` brings its own C helper) and StableHLO spellings.
 
 ``zeta`` (Hurwitz) and ``polygamma`` are composed here from elementwise primitives
 because ``digamma``'s derivative needs the trigamma function.
@@ -16,9 +16,8 @@ import math
 import numpy as np
 
 from plait.core.trace import get_aval
-from plait.lax._base import standard_unop, as_operand, FLOAT
-from plait.lax._ad_helpers import defjvp
-from plait.lax._batch_helpers import defvectorized
+from plait.lax._base import as_operand, FLOAT
+from plait.lax.elementwise_spec import ElementwiseOp, define
 from plait.lax import elementwise as E
 from plait.lax import elementwise as ew
 from plait.lax import shape_ops as so
@@ -73,12 +72,49 @@ erf_ref = _vectorized(math.erf)
 erfc_ref = _vectorized(math.erfc)
 lgamma_ref = _vectorized(_safe_lgamma)
 
-erf_p = standard_unop("erf", (FLOAT,), erf_ref, warn_ok=True)
-erfc_p = standard_unop("erfc", (FLOAT,), erfc_ref, warn_ok=True)
-lgamma_p = standard_unop("lgamma", (FLOAT,), lgamma_ref, warn_ok=True)
-digamma_p = standard_unop("digamma", (FLOAT,), digamma_ref, warn_ok=True)
-
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+def _gauss(x):
+    return E.mul(E.exp(E.neg(E.mul(x, x))), _TWO_OVER_SQRT_PI)
+
+
+_DIGAMMA_C = r"""/* digamma: reflection below 0, recurrence up to 10, asymptotic series */
+static inline double plait_digamma(double x) {
+  double r = 0.0;
+  if (x != x || x == INFINITY) return x;
+  if (x <= 0.0) {
+    double fl = floor(x);
+    if (x == fl) return x == 0.0 ? (signbit(x) ? INFINITY : -INFINITY) : NAN;
+    r = -3.141592653589793 / tan(3.141592653589793 * (x - fl));
+    x = 1.0 - x;
+  }
+  while (x < 10.0) { r -= 1.0 / x; x += 1.0; }
+  double f = 1.0 / (x * x);
+  double t = f * (-1.0 / 12 + f * (1.0 / 120 + f * (-1.0 / 252 + f * (1.0 / 240 + f * (
+      -1.0 / 132 + f * (691.0 / 32760 + f * (-1.0 / 12)))))));
+  return r + log(x) - 0.5 / x + t;
+}
+static inline float plait_digammaf(float x) { return (float)plait_digamma((double)x); }
+"""
+
+# one block per primitive (plait.lax.elementwise_spec)
+erf_p = define(ElementwiseOp(
+    "erf", 1, erf_ref, (FLOAT,), warn_ok=True, jvp=(lambda g, ans, x: E.mul(g, _gauss(x)),),
+    intrinsic="erf", libm="erf", stablehlo="chlo.erf", transcendental=True))
+erfc_p = define(ElementwiseOp(
+    "erfc", 1, erfc_ref, (FLOAT,), warn_ok=True,
+    jvp=(lambda g, ans, x: E.neg(E.mul(g, _gauss(x))),),
+    intrinsic="erfc", libm="erfc", stablehlo="chlo.erfc", transcendental=True))
+lgamma_p = define(ElementwiseOp(
+    "lgamma", 1, lgamma_ref, (FLOAT,), warn_ok=True,
+    jvp=(lambda g, ans, x: E.mul(g, digamma(x)),),
+    intrinsic="lgamma", libm="lgamma", stablehlo="chlo.lgamma", transcendental=True))
+digamma_p = define(ElementwiseOp(
+    "digamma", 1, digamma_ref, (FLOAT,), warn_ok=True,
+    jvp=(lambda g, ans, x: E.mul(g, polygamma(1, x)),),
+    intrinsic="digamma", c={"f": "plait_digamma{f}({0})"}, c_helper=_DIGAMMA_C,
+    stablehlo="chlo.digamma", transcendental=True))
 
 
 def erf(x):
@@ -99,18 +135,6 @@ def lgamma(x):
 def digamma(x):
     """Elementwise ``d/dx log Gamma(x)`` (``-inf`` at 0, NaN at negative integers)."""
     return digamma_p.bind(as_operand(x))
-
-
-def _gauss(x):
-    return E.mul(E.exp(E.neg(E.mul(x, x))), _TWO_OVER_SQRT_PI)
-
-
-defjvp(erf_p, lambda g, ans, x: E.mul(g, _gauss(x)))
-defjvp(erfc_p, lambda g, ans, x: E.neg(E.mul(g, _gauss(x))))
-defjvp(lgamma_p, lambda g, ans, x: E.mul(g, digamma(x)))
-defjvp(digamma_p, lambda g, ans, x: E.mul(g, polygamma(1, x)))
-for _p in (erf_p, erfc_p, lgamma_p, digamma_p):
-    defvectorized(_p)
 
 
 # --- Hurwitz zeta and polygamma, composed ------------------------------------------------

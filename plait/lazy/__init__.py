@@ -1,5 +1,5 @@
 """``plait.lazy``: lazy arrays — eager-looking code, compiled traces (the S4TF Lazy Tensor
-design, ``papers/001``).
+design; ``docs/design.md`` tells how it maps onto plait).
 
 Operations on a :class:`LazyArray` are recorded (with shape checks at the user's
 line) instead of run. Observing a value — ``print``, ``item()``, ``float()``,
@@ -12,8 +12,9 @@ still-referenced array the trace computes is an output of the same run.
     y = plait.numpy.tanh(x @ w)           # recorded
     print(y.sum())                        # compiled and run here
 """
+from plait.errors import MaterializationForbiddenError
 from plait.lazy.modes import (eager_mode, forbid_materialization, metrics, reset_metrics,
-                              is_eager, is_sync, synchronous, MaterializationForbiddenError)
+                              is_eager, is_sync, synchronous)
 from plait.lazy.array import LazyArray, asarray, live_count
 from plait.lazy import trace as _trace      # noqa: F401  (installs the lazy interpreter)
 from plait.lazy.materialize import materialize, step

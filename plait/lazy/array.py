@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import sys
 import threading
 import weakref
 from contextlib import contextmanager
@@ -107,14 +106,25 @@ class Node:
         if self.memo is None:
             self.memo = [None] * len(self.out_avals)
         self.memo[index] = const
-        if not RECORDING[0] and all(m is not None for m in self.memo):
+        if not _RECORDING.depth and all(m is not None for m in self.memo):
             self.inputs = ()
 
 
 _NODE_SEQ = itertools.count()
-RECORDING = [0]     # > 0 while a function of lazy arrays is recorded for differentiation
-_RECORDING_LOCK = threading.Lock()
 _GRAPH_LOCK = threading.RLock()
+
+
+class _Recording:
+    """How many functions of lazy arrays are being recorded for differentiation."""
+
+    __slots__ = ("depth", "lock")
+
+    def __init__(self):
+        self.depth = 0
+        self.lock = threading.Lock()
+
+
+_RECORDING = _Recording()
 
 
 def graph_lock() -> "threading.RLock":
@@ -123,9 +133,9 @@ def graph_lock() -> "threading.RLock":
 
 
 def _after_fork_in_child() -> None:
-    global _GRAPH_LOCK, _RECORDING_LOCK
+    global _GRAPH_LOCK
     _GRAPH_LOCK = threading.RLock()     # another thread may have held them at the fork
-    _RECORDING_LOCK = threading.Lock()
+    _RECORDING.lock = threading.Lock()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -135,40 +145,18 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 def recording() -> Iterator[None]:
     """Keep every node's inputs while the block runs (in any thread: nodes are shared),
     so the function being recorded for differentiation can be cut out whole."""
-    with _RECORDING_LOCK:
-        RECORDING[0] += 1
+    with _RECORDING.lock:
+        _RECORDING.depth += 1
     try:
         yield
     finally:
-        with _RECORDING_LOCK:
-            RECORDING[0] -= 1
+        with _RECORDING.lock:
+            _RECORDING.depth -= 1
 
 
-# --- user source lines (cheap: cached per file name) ------------------------------
-_PLAIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_INTERNAL: dict[str, bool] = {}
-
-
-def user_code_line():
-    """``(code, lineno)`` of the innermost frame outside plait (formatted on demand)."""
-    f = sys._getframe(1)
-    while f is not None:
-        fn = f.f_code.co_filename
-        internal = _INTERNAL.get(fn)
-        if internal is None:
-            internal = _INTERNAL[fn] = (os.path.abspath(fn).startswith(_PLAIT_DIR)
-                                        or fn.startswith("<frozen"))
-        if not internal:
-            return (f.f_code, f.f_lineno)
-        f = f.f_back
-    return None
-
-
-def format_site(site) -> str:
-    if site is None:
-        return "<unknown location>"
-    code, line = site
-    return f"{code.co_filename}:{line} (in {code.co_name})"
+def is_recording() -> bool:
+    """True while some thread records a function of lazy arrays (see :func:`recording`)."""
+    return _RECORDING.depth > 0
 
 
 # --- live registry --------------------------------------------------------------------

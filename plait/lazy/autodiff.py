@@ -22,11 +22,10 @@ from plait.core.call import jit_call_p
 from plait.core.graph import ClosedGraph, Eqn, Graph, Var, closure_convert
 from plait.core.graph_transforms import graph_transform
 from plait.core.trace import Tracer, at_top_level
-from plait.errors import PlaitTypeError
+from plait.errors import PlaitTypeError, format_site, user_site
 from plait.lax.elementwise import convert_element_type_p
 from plait.lazy import modes
-from plait.lazy.array import (Const, LazyArray, Node, format_site, graph_lock, recording,
-                              symbolic, user_code_line)
+from plait.lazy.array import Const, LazyArray, Node, graph_lock, recording, symbolic
 from plait.lru import LRUCache
 from plait.runtime.once import Once
 
@@ -149,7 +148,7 @@ def record_vjp(trace, flat, primals: list, description: str):
     """``Trace.process_vjp`` for the lazy trace (see the module docstring)."""
     if modes.is_eager() or not at_top_level():
         return None
-    site = user_code_line()
+    site = user_site()
     lazy_primals = [_as_lazy(trace, p, "a primal") for p in primals]
     markers = [_marker(a, site) for a in lazy_primals]
     marker_nodes = {id(m._ref[0]): k for k, m in enumerate(markers)}

@@ -13,12 +13,14 @@ every step with the same structure hits the cache.
 """
 from __future__ import annotations
 
+import itertools
 import time
 
 from plait.config import config
 from plait.core.graph import ClosedGraph, Graph, Eqn, Literal, Var
 from plait.lazy import autodiff, modes
-from plait.lazy.array import format_site, graph_lock
+from plait.errors import format_site
+from plait.lazy.array import graph_lock
 from plait.lazy.extract import Extracted
 from plait.lru import LRUCache
 
@@ -44,7 +46,7 @@ class _History:
 
 
 _HISTORY = LRUCache()      # skeleton -> _History; least recently used forgotten first
-_N_TRACES = [0]
+_TRACE_NUMBERS = itertools.count(1)
 
 
 def clear() -> None:
@@ -108,8 +110,7 @@ def build_graph(ex: Extracted, promoted: frozenset) -> tuple[Graph, tuple]:
         outvars_of.append(outs)
         eqns.append(Eqn(node.prim, atoms, node.params, outs, format_site(node.source)))
     outvars = [outvars_of[k][i] for k, i in ex.out_refs]
-    _N_TRACES[0] += 1
-    return Graph([], invars, eqns, outvars, f"lazy_trace_{_N_TRACES[0]}"), arg_slots
+    return Graph([], invars, eqns, outvars, f"lazy_trace_{next(_TRACE_NUMBERS)}"), arg_slots
 
 
 def _compile(ex: Extracted, promoted: frozenset, reason: str) -> Compiled:

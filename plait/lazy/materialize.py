@@ -11,8 +11,8 @@ import time
 import numpy as np
 
 from plait.lazy import modes
-from plait.lazy.array import (Const, LazyArray, RECORDING, graph_lock, live_arrays,
-                              user_code_line, format_site)
+from plait.errors import format_site, user_site
+from plait.lazy.array import Const, LazyArray, graph_lock, is_recording, live_arrays
 from plait.lazy.cache import lookup
 from plait.lazy.extract import extract
 
@@ -22,7 +22,7 @@ def materialize(arrays: list[LazyArray]) -> None:
     arrays = [a for a in arrays if a._ref.__class__ is not Const]
     if not arrays:
         return
-    site = format_site(user_code_line())
+    site = format_site(user_site())
     modes.check_allowed(site)
     with graph_lock():
         # another thread may have computed them while this one waited
@@ -51,7 +51,7 @@ def _materialize(arrays: list[LazyArray], site: str) -> None:
     else:
         outs, pending = launched
     modes.bump("lazy_execute_time_s", time.perf_counter() - t0)
-    recording = RECORDING[0]
+    recording = is_recording()
     for (k, i), a, v in zip(ex.out_refs, ex.out_arrays, outs):
         if type(v) is not np.ndarray:
             v = np.asarray(v)

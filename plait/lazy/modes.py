@@ -8,27 +8,25 @@ thread while Python records the next step). ``with plait.lazy.forbid_materializa
 materialization an error (for tests that must stay on one trace). Counters go
 through :mod:`plait.runtime.metrics` under ``lazy_*`` names.
 
-The switches are context variables: a block changes them for its own thread (and
-asyncio task) only. A new thread starts with the environment's settings.
+The blocks set context variables: a block changes the switch for its own thread (and
+asyncio task) only. Outside any block (and in a new thread) the process-wide settings
+``plait.config.lazy_eager``/``lazy_sync`` apply.
 """
 from __future__ import annotations
 
-import os
 from collections import Counter
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Iterator
 
-from plait.errors import PlaitError
+from plait.config import config
+from plait.errors import MaterializationForbiddenError
 from plait.runtime import metrics as _metrics
 
 
-def _flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
-
-
-_EAGER: ContextVar[bool] = ContextVar("plait_lazy_eager", default=_flag("PLAIT_LAZY_EAGER"))
-_SYNC: ContextVar[bool] = ContextVar("plait_lazy_sync", default=_flag("PLAIT_LAZY_SYNC"))
+# None: the process-wide setting (plait.config.lazy_eager / lazy_sync)
+_EAGER: ContextVar[bool | None] = ContextVar("plait_lazy_eager", default=None)
+_SYNC: ContextVar[bool | None] = ContextVar("plait_lazy_sync", default=None)
 _FORBID: ContextVar[int] = ContextVar("plait_lazy_forbid", default=0)
 SITES: Counter = Counter()     # user line -> number of materializations it forced
 _BASE: dict = {}               # counter values at the last reset_metrics()
@@ -38,13 +36,11 @@ COUNTERS = ("lazy_materializations", "lazy_traces", "lazy_compiles", "lazy_cache
             "lazy_execute_time_s")
 
 
-class MaterializationForbiddenError(PlaitError):
-    """A lazy array was observed inside ``plait.lazy.forbid_materialization()``."""
-
-
 def is_eager() -> bool:
-    """True when lazy arrays run op by op (``PLAIT_LAZY_EAGER=1`` or ``eager_mode()``)."""
-    return _EAGER.get()
+    """True when lazy arrays run op by op (``eager_mode()``, else
+    ``plait.config.lazy_eager``, set by ``PLAIT_LAZY_EAGER=1``)."""
+    v = _EAGER.get()
+    return config.lazy_eager if v is None else v
 
 
 @contextmanager
@@ -63,9 +59,11 @@ def eager_mode(enabled: bool = True) -> Iterator[None]:
 
 def is_sync() -> bool:
     """True when materializations run to completion before returning
-    (``PLAIT_LAZY_SYNC=1`` or ``synchronous()``); by default a fully native trace is
-    launched on the native worker thread and only observing a value waits for it."""
-    return _SYNC.get()
+    (``synchronous()``, else ``plait.config.lazy_sync``, set by ``PLAIT_LAZY_SYNC=1``);
+    by default a fully native trace is launched on the native worker thread and only
+    observing a value waits for it."""
+    v = _SYNC.get()
+    return config.lazy_sync if v is None else v
 
 
 @contextmanager

@@ -14,8 +14,8 @@ from plait.core.trace import MainTrace, Trace
 from plait.lax.shape_ops import broadcast_in_dim_p
 from plait.lazy import modes
 from plait.lazy.autodiff import record_vjp
-from plait.lazy.array import (Const, LazyArray, Node, concrete, const_of, symbolic,
-                              user_code_line)
+from plait.errors import user_site
+from plait.lazy.array import Const, LazyArray, Node, concrete, const_of, symbolic
 
 
 class LazyTrace(Trace):
@@ -23,7 +23,7 @@ class LazyTrace(Trace):
 
     def pure(self, val) -> LazyArray:
         c = const_of(val)
-        if c.value.ndim and c.value.size > 1 and not modes._EAGER.get():
+        if c.value.ndim and c.value.size > 1 and not modes.is_eager():
             b = _uniform_broadcast(c)
             if b is not None:
                 return b
@@ -32,12 +32,12 @@ class LazyTrace(Trace):
     lift = pure
 
     def process_primitive(self, prim, tracers, params):
-        if modes._EAGER.get() or prim.effectful:   # effects (debug prints) run when reached
+        if modes.is_eager() or prim.effectful:   # effects (debug prints) run when reached
             return _run_eagerly(prim, tracers, params)
         avals = [t._aval for t in tracers]
         out = prim.rule("abstract_eval")(*avals, **params)
         out_avals = list(out) if prim.multiple_results else [out]
-        node = Node(prim, params, [t._ref for t in tracers], out_avals, user_code_line())
+        node = Node(prim, params, [t._ref for t in tracers], out_avals, user_site())
         return [symbolic(node, i) for i in range(len(out_avals))]
 
     def process_vjp(self, flat_fun, primals, description):
@@ -70,7 +70,7 @@ def _uniform_broadcast(c: Const):
 def _broadcast_node(s: Const, c: Const):
     """``broadcast_in_dim`` of the 0-d ``s`` to ``c``'s shape, recorded."""
     params = dict(shape=c.value.shape, broadcast_dimensions=())
-    node = Node(broadcast_in_dim_p, params, [s], [c.aval], user_code_line())
+    node = Node(broadcast_in_dim_p, params, [s], [c.aval], user_site())
     return symbolic(node, 0)
 
 

@@ -5,8 +5,6 @@ lists; they run eagerly (returning ``plait.Array``) and under ``plait.jit``.
 dtype promotion follows NumPy 2 (NEP 50): Python scalars are weak, so
 ``float32_array + 2.0`` is float32 and ``int8_array + 1`` is int8.
 """
-from __future__ import annotations
-
 import math as _math
 
 import numpy as _np
@@ -141,3 +139,67 @@ from plait.numpy.bits import packbits, unpackbits  # noqa: E402
 from plait.numpy.fromdata import fromiter, frombuffer, fromstring  # noqa: E402
 from plait.numpy.pad_modes import pad  # noqa: E402,F811
 from plait.numpy.vector_ops import cross  # noqa: E402
+
+# The public names (tests/namespaces/plait.numpy.txt is the reviewed list).
+__all__ = ["abs", "absolute", "acos", "acosh", "add", "all", "allclose", "amax", "amin", "angle",
+           "any", "append", "apply_along_axis", "apply_over_axes", "arange", "arccos",
+           "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "argmax",
+           "argmin", "argpartition", "argsort", "argwhere", "around", "array",
+           "array_equal", "array_equiv", "array_split", "asanyarray", "asarray",
+           "ascontiguousarray", "asin", "asinh", "astype", "atan", "atan2", "atanh",
+           "atleast_1d", "atleast_2d", "atleast_3d", "average", "bartlett", "bincount",
+           "bitwise_and", "bitwise_count", "bitwise_invert", "bitwise_left_shift",
+           "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor",
+           "blackman", "block", "bool", "bool_", "broadcast_arrays", "broadcast_shapes",
+           "broadcast_to", "c_", "can_cast", "cbrt", "cdouble", "ceil", "choose",
+           "clip", "column_stack", "complex128", "complex64", "complexfloating",
+           "compress", "concat", "concatenate", "conj", "conjugate", "convolve", "copy",
+           "copysign", "corrcoef", "correlate", "cos", "cosh", "count_nonzero", "cov",
+           "cross", "csingle", "cumprod", "cumsum", "cumulative_prod", "cumulative_sum",
+           "deg2rad", "degrees", "delete", "diag", "diag_indices", "diag_indices_from",
+           "diagflat", "diagonal", "diff", "digitize", "divide", "divmod", "dot",
+           "double", "dsplit", "dstack", "dtype", "e", "ediff1d", "einsum",
+           "einsum_path", "empty", "empty_like", "equal", "euler_gamma", "exp", "exp2",
+           "expand_dims", "expm1", "extract", "eye", "fabs", "fft", "fill_diagonal",
+           "finfo", "fix", "flatnonzero", "flip", "fliplr", "flipud", "float16",
+           "float32", "float64", "float_", "float_power", "floating", "floor",
+           "floor_divide", "fmax", "fmin", "fmod", "frexp", "from_dlpack", "frombuffer",
+           "fromfunction", "fromiter", "fromstring", "full", "full_like", "gcd",
+           "generic", "geomspace", "gradient", "greater", "greater_equal", "half",
+           "hamming", "hanning", "heaviside", "histogram", "histogram2d",
+           "histogram_bin_edges", "histogramdd", "hsplit", "hstack", "hypot", "i0",
+           "identity", "iinfo", "imag", "indices", "inexact", "inf", "inner", "insert",
+           "int16", "int32", "int64", "int8", "int_", "integer", "interp",
+           "intersect1d", "intp", "invert", "isclose", "iscomplex", "iscomplexobj",
+           "isdtype", "isfinite", "isin", "isinf", "isnan", "isneginf", "isposinf",
+           "isreal", "isrealobj", "isscalar", "issubdtype", "ix_", "kaiser", "kron",
+           "lcm", "ldexp", "left_shift", "less", "less_equal", "lexsort", "linalg",
+           "linspace", "log", "log10", "log1p", "log2", "logaddexp", "logaddexp2",
+           "logical_and", "logical_not", "logical_or", "logical_xor", "logspace",
+           "matmul", "matrix_transpose", "matvec", "max", "maximum", "mean", "median",
+           "meshgrid", "mgrid", "min", "minimum", "mod", "modf", "moveaxis", "multiply",
+           "nan", "nan_to_num", "nanargmax", "nanargmin", "nancumprod", "nancumsum",
+           "nanmax", "nanmean", "nanmedian", "nanmin", "nanpercentile", "nanprod",
+           "nanquantile", "nanstd", "nansum", "nanvar", "ndarray", "ndim", "negative",
+           "newaxis", "nextafter", "nonzero", "not_equal", "number", "ogrid", "ones",
+           "ones_like", "outer", "packbits", "pad", "partition", "percentile",
+           "permute_dims", "pi", "piecewise", "place", "poly", "polyadd", "polyder",
+           "polydiv", "polyfit", "polyint", "polymul", "polysub", "polyval", "positive",
+           "pow", "power", "prod", "promote_types", "ptp", "put", "put_along_axis",
+           "putmask", "quantile", "r_", "rad2deg", "radians", "ravel",
+           "ravel_multi_index", "real", "real_if_close", "reciprocal", "remainder",
+           "repeat", "reshape", "resize", "result_type", "right_shift", "rint", "roll",
+           "rollaxis", "roots", "rot90", "round", "row_stack", "searchsorted", "select",
+           "setdiff1d", "setxor1d", "shape", "sign", "signbit", "signedinteger", "sin",
+           "sinc", "single", "sinh", "size", "sort", "sort_complex", "spacing", "split",
+           "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum", "swapaxes",
+           "take", "take_along_axis", "tan", "tanh", "tensordot", "tile", "trace",
+           "transpose", "trapezoid", "tri", "tril", "tril_indices", "tril_indices_from",
+           "trim_zeros", "triu", "triu_indices", "triu_indices_from", "true_divide",
+           "trunc", "uint", "uint16", "uint32", "uint64", "uint8", "uintp", "union1d",
+           "unique", "unique_all", "unique_counts", "unique_inverse", "unique_values",
+           "unpackbits", "unravel_index", "unsignedinteger", "unstack", "unwrap",
+           "vander", "var", "vdot", "vecdot", "vecmat", "vectorize", "vsplit", "vstack",
+           "where", "zeros", "zeros_like"]
+if _dtypes.bfloat16 is not None:  # pragma: no cover - needs ml_dtypes
+    __all__.append("bfloat16")

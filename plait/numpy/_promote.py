@@ -14,7 +14,7 @@ import numpy as np
 
 from plait.core import dtypes
 from plait.core.aval import ShapedArray
-from plait.core.trace import Tracer, get_aval, _CONCRETE
+from plait.core.trace import Tracer, get_aval, is_concrete_array, wrap_array
 from plait import lax
 from plait.errors import PlaitTypeError, PlaitValueError
 
@@ -28,12 +28,12 @@ def is_python_scalar(x) -> bool:
 
 def is_array(x) -> bool:
     """True for plait arrays and tracers."""
-    return isinstance(x, Tracer) or isinstance(x, _CONCRETE["cls"])
+    return isinstance(x, Tracer) or is_concrete_array(x)
 
 
 def wrap(value: np.ndarray, weak: bool = False):
     """A concrete ``plait.Array`` holding ``value``."""
-    return _CONCRETE["wrap"](value, weak)
+    return wrap_array(value, weak)
 
 
 def _contains_traced(x) -> bool:

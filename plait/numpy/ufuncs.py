@@ -33,7 +33,7 @@ from plait.numpy._promote import (arg, asarray_strong, is_python_scalar, cast, b
                                   broadcast_to_shape, scalar_array, promote_args, wrap,
                                   static_int)
 
-_RESOLVED: dict = {}
+_RESOLVED = LRUCache()   # (ufunc, argument dtypes or weak Python types) -> loop dtypes
 _WEAK_KEY = {"b": dtypes.bool_, "i": int, "u": int, "f": float, "c": complex}
 _DEFAULT = {bool: dtypes.bool_, int: dtypes.int64, float: dtypes.float64,
             complex: dtypes.complex128}
@@ -379,27 +379,23 @@ def _hypot(x, y):
     return _select(lax.bitwise_or(_isinf(x), _isinf(y)), _full(s, math.inf), out)
 
 
-def _logaddexp(x, y, base2: bool = False):
-    """``log(exp(x) + exp(y))`` as ``hi + log1p(exp(lo - hi))`` (base 2 alike).
+def _logaddexp2(x, y):
+    """``log2(2**x + 2**y)`` as ``hi + log2(1 + 2**(lo - hi))``.
 
     Each branch (``x >= y`` or not) is an analytic formula of its own inputs, so values
     and derivatives of every order are exact on either side and at ``x == y``. The
     branch not taken gets a safe argument (0) instead of ``lo - hi`` ("double where"):
-    its zero cotangent then never meets an overflowed ``exp`` (0 * inf = nan).
+    its zero cotangent then never meets an overflowed ``exp2`` (0 * inf = nan).
+    (``logaddexp`` is a primitive.)
     """
-    if base2:
-        ln2 = 1.0
-        soft = lambda t: lax.mul(lax.log1p(lax.exp2(t)), 1.0 / math.log(2.0))
-    else:
-        ln2 = math.log(2.0)
-        soft = lambda t: lax.log1p(lax.exp(t))
+    soft = lambda t: lax.mul(lax.log1p(lax.exp2(t)), 1.0 / math.log(2.0))
     x_hi = lax.ge(x, y)
     zero = _full(x, 0)
     from_x = lax.add(x, soft(_select(x_hi, lax.sub(y, x), zero)))   # x >= y: t <= 0
     from_y = lax.add(y, soft(_select(x_hi, zero, lax.sub(x, y))))   # y > x (or NaN)
     out = _select(x_hi, from_x, from_y)
     # equal infinities: x - y is nan there
-    return _select(lax.bitwise_and(lax.eq(x, y), _isinf(x)), lax.add(x, ln2), out)
+    return _select(lax.bitwise_and(lax.eq(x, y), _isinf(x)), lax.add(x, 1.0), out)
 
 
 def _log_base(c):
@@ -573,8 +569,8 @@ log = _def(np.log, lax.log)
 log1p = _def(np.log1p, lax.log1p)
 log2 = _def(np.log2, _log_base(2.0))
 log10 = _def(np.log10, _log_base(10.0))
-logaddexp = _def(np.logaddexp, _logaddexp)
-logaddexp2 = _def(np.logaddexp2, lambda x, y: _logaddexp(x, y, base2=True))
+logaddexp = _def(np.logaddexp, lax.logaddexp)
+logaddexp2 = _def(np.logaddexp2, _logaddexp2)
 sqrt = _def(np.sqrt, lax.sqrt)
 cbrt = _def(np.cbrt, lax.cbrt)
 square = _def(np.square, lambda x: lax.mul(x, x))

@@ -1,15 +1,15 @@
 """Common-subexpression elimination: equal primitive, params and inputs -> one equation.
 
-Copies are propagated first: a ``convert_element_type`` to the dtype and weakness its
-operand already has is the identity, and its uses read the operand instead (the lazy
-runtime's differentiation markers are such conversions; forwarding them lets the
-recorded forward pass and a backward graph's recomputation of it meet).
+Copies are propagated first: an equation whose primitive's ``is_copy`` rule says its one
+output equals its one input (``is_copy(in_aval, **params) -> bool``; a
+``convert_element_type`` to the dtype its operand already has, as the lazy runtime's
+differentiation markers are) is dropped and its uses read the operand instead, so the
+recorded forward pass and a backward graph's recomputation of it meet.
 """
 from __future__ import annotations
 
 from plait.core.effects import has_effects
 from plait.core.graph import ClosedGraph, Graph, Literal, Var, subgraphs_of
-from plait.lax.elementwise import convert_element_type_p
 
 
 def _key_atom(a, rename):
@@ -48,7 +48,8 @@ def cse_graph(graph: Graph, _memo: dict | None = None) -> Graph:
     eqns = []
     for eqn in graph.eqns:
         inputs = [rename.get(a, a) if isinstance(a, Var) else a for a in eqn.inputs]
-        if eqn.prim is convert_element_type_p and _is_identity(inputs[0].aval, eqn.params):
+        is_copy = eqn.prim.rules.get("is_copy")
+        if is_copy is not None and is_copy(inputs[0].aval, **eqn.params):
             rename[eqn.outputs[0]] = inputs[0]
             continue
         if next(subgraphs_of(eqn.params), None) is not None:
@@ -68,10 +69,6 @@ def cse_graph(graph: Graph, _memo: dict | None = None) -> Graph:
         eqns.append(new)
     outvars = [rename.get(a, a) if isinstance(a, Var) else a for a in graph.outvars]
     return Graph(graph.constvars, graph.invars, eqns, outvars, graph.name)
-
-
-def _is_identity(aval, params) -> bool:
-    return aval.dtype == params["new_dtype"] and aval.weak_type == params["weak_type"]
 
 
 def cse(closed: ClosedGraph) -> ClosedGraph:

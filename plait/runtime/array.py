@@ -8,7 +8,7 @@ from plait.core.array_methods import ArrayMethods
 from plait.config import config as _config
 from plait.core.dtypes import canonical_dtype, narrow_value
 from plait.core.device import Device, devices, register_devices  # noqa: F401 (re-exported)
-from plait.core.trace import register_concrete_type
+from plait.core.trace import register_runtime
 from plait.errors import PlaitTypeError
 
 
@@ -169,7 +169,7 @@ def _wrap(value, weak_type: bool = False) -> Array:
     return Array(value, weak_type)
 
 
-register_concrete_type(Array, _wrap)
+register_runtime(array_type=Array, wrap=_wrap)
 
 
 def device_put(x, device: Device | None = None):

@@ -49,9 +49,7 @@ _STALE_S = 3600.0                        # staging left by a killed process, rem
 def configured_dir() -> str:
     """The cache directory the settings ask for (it may not exist or be usable)."""
     from plait.config import config
-    return (config.cache_dir or os.environ.get("PLAIT_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-        "plait"))
+    return config.kernel_cache_dir()
 
 
 _STATE_LOCK = threading.RLock()

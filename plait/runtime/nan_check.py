@@ -85,4 +85,4 @@ def _locate(closed: ClosedGraph, args: Sequence):
     return None
 
 
-_trace._EAGER_CHECK[0] = check_eager
+_trace.register_runtime(eager_check=check_eager)

@@ -5,3 +5,5 @@ from plait.scipy import optimize  # noqa: F401
 from plait.scipy import signal  # noqa: F401
 from plait.scipy import ndimage  # noqa: F401
 from plait.scipy import linalg  # noqa: F401
+
+__all__ = ["linalg", "ndimage", "optimize", "signal", "special", "stats"]

@@ -8,15 +8,14 @@ operations, so it runs under ``jit`` and is differentiable where the primitives 
 ``expm`` squares at most ``_MAX_SQUARINGS`` times under ``jit`` (the count depends on
 the 1-norm, a traced value there); eagerly it squares exactly as often as needed.
 """
-from __future__ import annotations
 
-import numpy as np
+import numpy as _np
 
-import plait.numpy as pnp
-from plait import lax
-from plait.core.trace import Tracer
-from plait.errors import PlaitValueError
-from plait.lax import linalg as lla
+import plait.numpy as _pnp
+from plait import lax as _lax
+from plait.core.trace import Tracer as _Tracer
+from plait.errors import PlaitValueError as _PlaitValueError
+from plait.lax import linalg as _lla
 
 __all__ = ["solve_triangular", "cho_factor", "cho_solve", "lu_factor", "lu_solve", "lu",
            "qr", "svd", "eigh", "inv", "det", "solve", "block_diag", "expm"]
@@ -25,21 +24,21 @@ _TRANS = {0: 0, "N": 0, 1: 1, "T": 1, 2: 2, "C": 2}
 
 
 def _inexact(a, name: str):
-    a = pnp.asarray(a)
-    if not pnp.issubdtype(a.dtype, pnp.inexact):
-        a = a.astype(pnp.float64)
+    a = _pnp.asarray(a)
+    if not _pnp.issubdtype(a.dtype, _pnp.inexact):
+        a = a.astype(_pnp.float64)
     return a
 
 
 def _common(a, b, name: str):
     a, b = _inexact(a, name), _inexact(b, name)
-    dt = pnp.result_type(a, b)
+    dt = _pnp.result_type(a, b)
     return a.astype(dt), b.astype(dt)
 
 
 def _trans(trans, name: str) -> int:
     if trans not in _TRANS:
-        raise PlaitValueError(f"{name}: trans must be 0, 1, 2 or 'N', 'T', 'C', got {trans!r}")
+        raise _PlaitValueError(f"{name}: trans must be 0, 1, 2 or 'N', 'T', 'C', got {trans!r}")
     return _TRANS[trans]
 
 
@@ -53,7 +52,7 @@ def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = F
     a, b = _common(a, b, "solve_triangular")
     t = _trans(trans, "solve_triangular")
     b2, vec = _as_columns(b)
-    x = lla.triangular_solve(a, b2, left_side=True, lower=bool(lower), transpose_a=t > 0,
+    x = _lla.triangular_solve(a, b2, left_side=True, lower=bool(lower), transpose_a=t > 0,
                              conjugate_a=t == 2, unit_diagonal=bool(unit_diagonal))
     return x[:, 0] if vec else x
 
@@ -62,8 +61,8 @@ def cho_factor(a, lower: bool = False):
     """``(c, lower)``: the Cholesky factor of the Hermitian positive definite ``a`` in
     ``c``'s lower (``lower``) or upper triangle (zeros elsewhere), for ``cho_solve``."""
     a = _inexact(a, "cho_factor")
-    L = lla.cholesky(a)
-    return (L if lower else pnp.conj(L).T), bool(lower)
+    L = _lla.cholesky(a)
+    return (L if lower else _pnp.conj(L).T), bool(lower)
 
 
 def cho_solve(c_and_lower, b):
@@ -72,20 +71,20 @@ def cho_solve(c_and_lower, b):
     c, b = _common(c, b, "cho_solve")
     b2, vec = _as_columns(b)
     if lower:     # a = L Lᴴ
-        y = lla.triangular_solve(c, b2, left_side=True, lower=True)
-        x = lla.triangular_solve(c, y, left_side=True, lower=True, transpose_a=True,
+        y = _lla.triangular_solve(c, b2, left_side=True, lower=True)
+        x = _lla.triangular_solve(c, y, left_side=True, lower=True, transpose_a=True,
                                  conjugate_a=True)
     else:         # a = Uᴴ U
-        y = lla.triangular_solve(c, b2, left_side=True, lower=False, transpose_a=True,
+        y = _lla.triangular_solve(c, b2, left_side=True, lower=False, transpose_a=True,
                                  conjugate_a=True)
-        x = lla.triangular_solve(c, y, left_side=True, lower=False)
+        x = _lla.triangular_solve(c, y, left_side=True, lower=False)
     return x[:, 0] if vec else x
 
 
 def _perm_from_pivots(piv, n: int):
     """The row order that LAPACK's (0-based) row swaps ``piv`` apply to ``range(n)``;
     works on traced pivots (one swap per row, unrolled)."""
-    perm = pnp.arange(n)
+    perm = _pnp.arange(n)
     for i in range(int(piv.shape[0])):
         j = piv[i]
         pi, pj = perm[i], perm[j]
@@ -97,7 +96,7 @@ def lu_factor(a):
     """``(lu, piv)``: ``L`` (unit diagonal, strict lower triangle) and ``U`` in ``lu``,
     ``piv`` LAPACK's 0-based row interchanges (row i was swapped with row piv[i])."""
     a = _inexact(a, "lu_factor")
-    lu_, piv, _ = lla.lu(a)
+    lu_, piv, _ = _lla.lu(a)
     return lu_, piv
 
 
@@ -107,15 +106,15 @@ def lu_solve(lu_and_piv, b, trans=0):
     lu_, b = _common(lu_, b, "lu_solve")
     t = _trans(trans, "lu_solve")
     n = int(lu_.shape[0])
-    p = pnp.eye(n, dtype=lu_.dtype)[_perm_from_pivots(piv, n)]    # p @ a == L @ U
+    p = _pnp.eye(n, dtype=lu_.dtype)[_perm_from_pivots(piv, n)]    # p @ a == L @ U
     b2, vec = _as_columns(b)
     if t == 0:
-        y = lla.triangular_solve(lu_, p @ b2, left_side=True, lower=True, unit_diagonal=True)
-        x = lla.triangular_solve(lu_, y, left_side=True, lower=False)
+        y = _lla.triangular_solve(lu_, p @ b2, left_side=True, lower=True, unit_diagonal=True)
+        x = _lla.triangular_solve(lu_, y, left_side=True, lower=False)
     else:         # op(a) = op(U) op(L) p
-        y = lla.triangular_solve(lu_, b2, left_side=True, lower=False, transpose_a=True,
+        y = _lla.triangular_solve(lu_, b2, left_side=True, lower=False, transpose_a=True,
                                  conjugate_a=t == 2)
-        z = lla.triangular_solve(lu_, y, left_side=True, lower=True, transpose_a=True,
+        z = _lla.triangular_solve(lu_, y, left_side=True, lower=True, transpose_a=True,
                                  conjugate_a=t == 2, unit_diagonal=True)
         x = p.T @ z
     return x[:, 0] if vec else x
@@ -126,10 +125,10 @@ def lu(a, permute_l: bool = False):
     a = _inexact(a, "lu")
     m, n = a.shape
     k = min(m, n)
-    lu_, _, perm = lla.lu(a)
-    l = pnp.tril(lu_[:, :k], -1) + pnp.eye(m, k, dtype=a.dtype)
-    u = pnp.triu(lu_[:k, :])
-    p = pnp.eye(m, dtype=a.dtype)[perm].T
+    lu_, _, perm = _lla.lu(a)
+    l = _pnp.tril(lu_[:, :k], -1) + _pnp.eye(m, k, dtype=a.dtype)
+    u = _pnp.triu(lu_[:k, :])
+    p = _pnp.eye(m, dtype=a.dtype)[perm].T
     return (p @ l, u) if permute_l else (p, l, u)
 
 
@@ -137,8 +136,8 @@ def qr(a, mode: str = "full"):
     """``(q, r)`` with ``a == q @ r`` (``mode`` 'full' or 'economic'), or ``(r,)`` for
     ``mode='r'`` (full shape) as in SciPy."""
     if mode not in ("full", "economic", "r"):
-        raise PlaitValueError(f"qr: mode must be 'full', 'economic' or 'r', got {mode!r}")
-    q, r = lla.qr(_inexact(a, "qr"), full_matrices=mode != "economic")
+        raise _PlaitValueError(f"qr: mode must be 'full', 'economic' or 'r', got {mode!r}")
+    q, r = _lla.qr(_inexact(a, "qr"), full_matrices=mode != "economic")
     return (r,) if mode == "r" else (q, r)
 
 
@@ -146,35 +145,35 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True):
     """``(U, s, Vh)`` with ``a == U @ diag(s) @ Vh`` (``s`` descending), or ``s``."""
     a = _inexact(a, "svd")
     if not compute_uv:
-        return lla.svd(a, compute_uv=False)
-    s, u, vh = lla.svd(a, full_matrices=bool(full_matrices))
+        return _lla.svd(a, compute_uv=False)
+    s, u, vh = _lla.svd(a, full_matrices=bool(full_matrices))
     return u, s, vh
 
 
 def eigh(a, lower: bool = True, eigvals_only: bool = False):
     """``(w, v)`` of a Hermitian ``a`` (``w`` ascending; only the ``lower``/upper
     triangle is read), or ``w`` alone with ``eigvals_only``."""
-    v, w = lla.eigh(_inexact(a, "eigh"), lower=bool(lower), symmetrize_input=False)
+    v, w = _lla.eigh(_inexact(a, "eigh"), lower=bool(lower), symmetrize_input=False)
     return w if eigvals_only else (w, v)
 
 
 def inv(a):
     """Inverse of a square matrix."""
-    return pnp.linalg.inv(_inexact(a, "inv"))
+    return _pnp.linalg.inv(_inexact(a, "inv"))
 
 
 def det(a):
     """Determinant of a square matrix."""
-    return pnp.linalg.det(_inexact(a, "det"))
+    return _pnp.linalg.det(_inexact(a, "det"))
 
 
 def _from_triangle(a, lower: bool, hermitian: bool):
-    t = pnp.tril(a) if lower else pnp.triu(a)
-    d = pnp.diagonal(a)
-    other = pnp.conj(t).T if hermitian else t.T
-    full = t + other - pnp.diag(d)
+    t = _pnp.tril(a) if lower else _pnp.triu(a)
+    d = _pnp.diagonal(a)
+    other = _pnp.conj(t).T if hermitian else t.T
+    full = t + other - _pnp.diag(d)
     if hermitian:
-        full = full - pnp.diag(d) + pnp.diag(pnp.real(d).astype(a.dtype))
+        full = full - _pnp.diag(d) + _pnp.diag(_pnp.real(d).astype(a.dtype))
     return full
 
 
@@ -183,36 +182,36 @@ def solve(a, b, lower: bool = False, assume_a: str = "gen"):
     only the ``lower``/upper triangle read) or 'pos' (positive definite: Cholesky)."""
     a, b = _common(a, b, "solve")
     if assume_a not in ("gen", "sym", "her", "pos"):
-        raise PlaitValueError(f"solve: assume_a must be 'gen', 'sym', 'her' or 'pos', got "
+        raise _PlaitValueError(f"solve: assume_a must be 'gen', 'sym', 'her' or 'pos', got "
                               f"{assume_a!r}")
     b2, vec = _as_columns(b)
     if assume_a == "gen":
-        x = pnp.linalg.solve(a, b2)
+        x = _pnp.linalg.solve(a, b2)
     else:
         full = _from_triangle(a, bool(lower), assume_a in ("her", "pos"))
         if assume_a == "pos":
             x = cho_solve(cho_factor(full, lower=True), b2)
         else:
-            x = pnp.linalg.solve(full, b2)
+            x = _pnp.linalg.solve(full, b2)
     return x[:, 0] if vec else x
 
 
 def block_diag(*arrs):
     """The block-diagonal matrix of the given blocks (0-d and 1-d inputs are rows)."""
     if not arrs:
-        return pnp.zeros((1, 0))
-    blocks = [pnp.atleast_2d(pnp.asarray(x)) for x in arrs]
+        return _pnp.zeros((1, 0))
+    blocks = [_pnp.atleast_2d(_pnp.asarray(x)) for x in arrs]
     for x in blocks:
         if x.ndim != 2:
-            raise PlaitValueError("block_diag: arguments must have dimension <= 2")
-    dt = pnp.result_type(*blocks)
+            raise _PlaitValueError("block_diag: arguments must have dimension <= 2")
+    dt = _pnp.result_type(*blocks)
     ncols = sum(int(x.shape[1]) for x in blocks)
     rows, left = [], 0
     for x in blocks:
         c = int(x.shape[1])
-        rows.append(pnp.pad(x.astype(dt), ((0, 0), (left, ncols - left - c))))
+        rows.append(_pnp.pad(x.astype(dt), ((0, 0), (left, ncols - left - c))))
         left += c
-    return pnp.concatenate(rows, axis=0)
+    return _pnp.concatenate(rows, axis=0)
 
 
 # --- expm: Padé 13 with scaling and squaring (Higham 2005) ----------------------------
@@ -225,7 +224,7 @@ _MAX_SQUARINGS = 40
 
 def _pade13(A):
     b = _B13
-    ident = pnp.eye(A.shape[0], dtype=A.dtype)
+    ident = _pnp.eye(A.shape[0], dtype=A.dtype)
     A2 = A @ A
     A4 = A2 @ A2
     A6 = A4 @ A2
@@ -233,7 +232,7 @@ def _pade13(A):
              + b[7] * A6 + b[5] * A4 + b[3] * A2 + b[1] * ident)
     V = (A6 @ (b[12] * A6 + b[10] * A4 + b[8] * A2)
          + b[6] * A6 + b[4] * A4 + b[2] * A2 + b[0] * ident)
-    return pnp.linalg.solve(V - U, V + U)
+    return _pnp.linalg.solve(V - U, V + U)
 
 
 def expm(A):
@@ -241,19 +240,19 @@ def expm(A):
     squared ``s`` times, ``s`` chosen from the 1-norm); differentiable."""
     A = _inexact(A, "expm")
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
-        raise PlaitValueError(f"expm: expected a square matrix, got shape {A.shape}")
+        raise _PlaitValueError(f"expm: expected a square matrix, got shape {A.shape}")
     if A.shape[0] == 0:
         return A
-    norm1 = pnp.max(pnp.sum(pnp.abs(A), axis=0))
-    s = pnp.maximum(0.0, pnp.ceil(pnp.log2(norm1 / _THETA13)))
-    s = pnp.where(pnp.isfinite(s), s, 0.0)
-    traced = isinstance(s, Tracer)
-    scale = pnp.exp2(-lax.stop_gradient(s)).astype(A.real.dtype)
+    norm1 = _pnp.max(_pnp.sum(_pnp.abs(A), axis=0))
+    s = _pnp.maximum(0.0, _pnp.ceil(_pnp.log2(norm1 / _THETA13)))
+    s = _pnp.where(_pnp.isfinite(s), s, 0.0)
+    traced = isinstance(s, _Tracer)
+    scale = _pnp.exp2(-_lax.stop_gradient(s)).astype(A.real.dtype)
     R = _pade13(A * scale)
     if traced:
         for i in range(_MAX_SQUARINGS):
-            R = pnp.where(i < s, R @ R, R)
+            R = _pnp.where(i < s, R @ R, R)
     else:
-        for _ in range(int(np.asarray(s))):
+        for _ in range(int(_np.asarray(s))):
             R = R @ R
     return R

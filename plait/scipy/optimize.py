@@ -6,39 +6,38 @@ decrease with ``c1 = 1e-4``, curvature with ``c2 = 0.9``) by expansion and bisec
 (Lewis and Overton's scheme); the inverse Hessian gets the BFGS update whenever the
 curvature ``y.s`` is positive.
 """
-from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from typing import Any as _Any, Callable as _Callable, NamedTuple as _NamedTuple
 
-import plait.numpy as pnp
-from plait import lax
-from plait.transforms.api_ad import value_and_grad
-from plait.errors import PlaitValueError
+import plait.numpy as _pnp
+from plait import lax as _lax
+from plait.transforms.api_ad import value_and_grad as _value_and_grad
+from plait.errors import PlaitValueError as _PlaitValueError
 
 __all__ = ["minimize", "OptimizeResults"]
 
 _C1, _C2 = 1e-4, 0.9
 
 
-class OptimizeResults(NamedTuple):
+class OptimizeResults(_NamedTuple):
     """The result of :func:`minimize` (field names as in JAX).
 
     ``status``: 0 converged, 1 iteration limit reached, 3 the line search failed.
     """
-    x: Any
-    success: Any
-    status: Any
-    fun: Any
-    jac: Any
-    hess_inv: Any
-    nfev: Any
-    njev: Any
-    nit: Any
+    x: _Any
+    success: _Any
+    status: _Any
+    fun: _Any
+    jac: _Any
+    hess_inv: _Any
+    nfev: _Any
+    njev: _Any
+    nit: _Any
 
 
-def _line_search(value_and_grad, x, f0, g0, p, maxiter):
+def _line_search(vg, x, f0, g0, p, maxiter):
     """A step ``a`` along ``p`` with weak Wolfe conditions; ``(a, f, g, ok, nfev)``."""
-    d0 = pnp.dot(g0, p)
+    d0 = _pnp.dot(g0, p)
     dt = x.dtype
 
     def cond(st):
@@ -46,26 +45,26 @@ def _line_search(value_and_grad, x, f0, g0, p, maxiter):
 
     def body(st):
         a = st["a"]
-        f, g = value_and_grad(x + a * p)
-        d = pnp.dot(g, p)
-        armijo_fails = (f > f0 + _C1 * a * d0) | pnp.isnan(f)
+        f, g = vg(x + a * p)
+        d = _pnp.dot(g, p)
+        armijo_fails = (f > f0 + _C1 * a * d0) | _pnp.isnan(f)
         curvature_fails = d < _C2 * d0
-        hi = pnp.where(armijo_fails, a, st["hi"])
-        lo = pnp.where(~armijo_fails & curvature_fails, a, st["lo"])
-        expand = ~armijo_fails & curvature_fails & pnp.isinf(st["hi"])
-        nxt = pnp.where(expand, 2.0 * a, 0.5 * (lo + hi))
+        hi = _pnp.where(armijo_fails, a, st["hi"])
+        lo = _pnp.where(~armijo_fails & curvature_fails, a, st["lo"])
+        expand = ~armijo_fails & curvature_fails & _pnp.isinf(st["hi"])
+        nxt = _pnp.where(expand, 2.0 * a, 0.5 * (lo + hi))
         done = ~armijo_fails & ~curvature_fails
-        return dict(i=st["i"] + 1, a=pnp.where(done, a, nxt), lo=lo, hi=hi, done=done,
-                    f=pnp.where(done, f, st["f"]), g=pnp.where(done, g, st["g"]))
+        return dict(i=st["i"] + 1, a=_pnp.where(done, a, nxt), lo=lo, hi=hi, done=done,
+                    f=_pnp.where(done, f, st["f"]), g=_pnp.where(done, g, st["g"]))
 
-    st = dict(i=pnp.asarray(0), a=pnp.asarray(1.0, dtype=dt), lo=pnp.asarray(0.0, dtype=dt),
-              hi=pnp.asarray(pnp.inf, dtype=dt), done=pnp.asarray(False), f=f0, g=g0)
-    st = lax.while_loop(cond, body, st)
+    st = dict(i=_pnp.asarray(0), a=_pnp.asarray(1.0, dtype=dt), lo=_pnp.asarray(0.0, dtype=dt),
+              hi=_pnp.asarray(_pnp.inf, dtype=dt), done=_pnp.asarray(False), f=f0, g=g0)
+    st = _lax.while_loop(cond, body, st)
     return st["a"], st["f"], st["g"], st["done"], st["i"]
 
 
-def minimize(fun: Callable, x0, args: tuple = (), *, method: str = "BFGS", tol: float | None = None,
-             options: dict | None = None) -> OptimizeResults:
+def minimize(fun: _Callable, x0, args: tuple = (), *, method: str = "BFGS",
+             tol: float | None = None, options: dict | None = None) -> OptimizeResults:
     """Minimize ``fun(x, *args)`` over a 1-d float array ``x`` starting at ``x0``.
 
     ``method`` must be ``"BFGS"``. ``options``: ``maxiter`` (default ``200 * n``),
@@ -73,28 +72,28 @@ def minimize(fun: Callable, x0, args: tuple = (), *, method: str = "BFGS", tol: 
     ``line_search_maxiter`` (default 30).
     """
     if method.lower() != "bfgs":
-        raise PlaitValueError(f"minimize: method {method!r} is not supported; use 'BFGS'")
+        raise _PlaitValueError(f"minimize: method {method!r} is not supported; use 'BFGS'")
     options = dict(options or {})
-    x0 = pnp.asarray(x0)
-    if not pnp.issubdtype(x0.dtype, pnp.floating):
-        x0 = x0.astype(pnp.float64)
+    x0 = _pnp.asarray(x0)
+    if not _pnp.issubdtype(x0.dtype, _pnp.floating):
+        x0 = x0.astype(_pnp.float64)
     if x0.ndim != 1:
-        raise PlaitValueError(f"minimize: x0 must be one-dimensional, got shape {x0.shape}")
+        raise _PlaitValueError(f"minimize: x0 must be one-dimensional, got shape {x0.shape}")
     n = x0.shape[0]
     maxiter = int(options.pop("maxiter", 200 * n))
     gtol = float(options.pop("gtol", 1e-5 if tol is None else tol))
     ls_maxiter = int(options.pop("line_search_maxiter", 30))
     if options:
-        raise PlaitValueError(f"minimize: unknown options {sorted(options)}")
+        raise _PlaitValueError(f"minimize: unknown options {sorted(options)}")
 
-    vg_raw = value_and_grad(lambda x: fun(x, *args))
+    vg_raw = _value_and_grad(lambda x: fun(x, *args))
 
     def vg(x):
         f, g = vg_raw(x)
-        return pnp.asarray(f, dtype=x0.dtype), g
+        return _pnp.asarray(f, dtype=x0.dtype), g
 
     f0, g0 = vg(x0)
-    eye = pnp.eye(n, dtype=x0.dtype)
+    eye = _pnp.eye(n, dtype=x0.dtype)
 
     def cond(st):
         return ((st["status"] < 0) & (st["k"] < maxiter))
@@ -106,21 +105,21 @@ def minimize(fun: Callable, x0, args: tuple = (), *, method: str = "BFGS", tol: 
         s = a * p
         x1 = x + s
         y = g1 - g
-        ys = pnp.dot(y, s)
-        rho = 1.0 / pnp.where(ys > 0, ys, 1.0)
-        v = eye - rho * pnp.outer(s, y)
-        h1 = v @ h @ v.T + rho * pnp.outer(s, s)
-        h1 = pnp.where(ys > 0, h1, h)
-        converged = pnp.max(pnp.abs(g1)) <= gtol
-        status = pnp.where(~ok, 3, pnp.where(converged, 0, -1))
+        ys = _pnp.dot(y, s)
+        rho = 1.0 / _pnp.where(ys > 0, ys, 1.0)
+        v = eye - rho * _pnp.outer(s, y)
+        h1 = v @ h @ v.T + rho * _pnp.outer(s, s)
+        h1 = _pnp.where(ys > 0, h1, h)
+        converged = _pnp.max(_pnp.abs(g1)) <= gtol
+        status = _pnp.where(~ok, 3, _pnp.where(converged, 0, -1))
         return dict(k=st["k"] + 1, nfev=st["nfev"] + nls,
-                    x=pnp.where(ok, x1, x), f=pnp.where(ok, f1, f), g=pnp.where(ok, g1, g),
-                    h=pnp.where(ok, h1, h), status=status)
+                    x=_pnp.where(ok, x1, x), f=_pnp.where(ok, f1, f), g=_pnp.where(ok, g1, g),
+                    h=_pnp.where(ok, h1, h), status=status)
 
-    start = pnp.where(pnp.max(pnp.abs(g0)) <= gtol, 0, -1)
-    st = dict(k=pnp.asarray(0), nfev=pnp.asarray(1), x=x0, f=f0, g=g0, h=eye, status=start)
-    st = lax.while_loop(cond, body, st)
-    status = pnp.where(st["status"] < 0, 1, st["status"])
+    start = _pnp.where(_pnp.max(_pnp.abs(g0)) <= gtol, 0, -1)
+    st = dict(k=_pnp.asarray(0), nfev=_pnp.asarray(1), x=x0, f=f0, g=g0, h=eye, status=start)
+    st = _lax.while_loop(cond, body, st)
+    status = _pnp.where(st["status"] < 0, 1, st["status"])
     return OptimizeResults(x=st["x"], success=status == 0, status=status, fun=st["f"],
                            jac=st["g"], hess_inv=st["h"], nfev=st["nfev"], njev=st["nfev"],
                            nit=st["k"])

@@ -5,11 +5,10 @@ Real floating inputs (integers promote to float64); ``correlate(a, v)`` is
 ``convolve(a, flip(v))`` as in SciPy, and mode ``valid`` swaps the inputs when the
 second is the larger, as SciPy does.
 """
-from __future__ import annotations
 
-import plait.numpy as pnp
-from plait import lax
-from plait.errors import PlaitValueError
+import plait.numpy as _pnp
+from plait import lax as _lax
+from plait.errors import PlaitValueError as _PlaitValueError
 
 __all__ = ["convolve", "correlate", "convolve2d", "correlate2d", "fftconvolve"]
 
@@ -18,17 +17,17 @@ _MODES = ("full", "same", "valid")
 
 def _inputs(in1, in2, mode, name):
     if mode not in _MODES:
-        raise PlaitValueError(f"{name}: mode must be one of {_MODES}, got {mode!r}")
-    a, b = pnp.asarray(in1), pnp.asarray(in2)
+        raise _PlaitValueError(f"{name}: mode must be one of {_MODES}, got {mode!r}")
+    a, b = _pnp.asarray(in1), _pnp.asarray(in2)
     if a.ndim != b.ndim:
-        raise PlaitValueError(f"{name}: in1 and in2 must have the same number of dimensions, "
+        raise _PlaitValueError(f"{name}: in1 and in2 must have the same number of dimensions, "
                               f"got {a.ndim} and {b.ndim}")
-    if pnp.issubdtype(a.dtype, pnp.complexfloating) or pnp.issubdtype(b.dtype, pnp.complexfloating):
-        raise PlaitValueError(f"{name}: complex inputs are not supported; convolve the real "
+    if any(_pnp.issubdtype(v.dtype, _pnp.complexfloating) for v in (a, b)):
+        raise _PlaitValueError(f"{name}: complex inputs are not supported; convolve the real "
                               "and imaginary parts separately")
-    dt = pnp.result_type(a, b)
-    if not pnp.issubdtype(dt, pnp.floating):
-        dt = pnp.float64
+    dt = _pnp.result_type(a, b)
+    if not _pnp.issubdtype(dt, _pnp.floating):
+        dt = _pnp.float64
     return a.astype(dt), b.astype(dt)
 
 
@@ -39,7 +38,7 @@ def _swap_for_valid(a, b, mode, name):
         return a, b
     if all(x <= y for x, y in zip(a.shape, b.shape)):
         return b, a
-    raise PlaitValueError(f"{name}: for 'valid' mode one input must be at least as large as "
+    raise _PlaitValueError(f"{name}: for 'valid' mode one input must be at least as large as "
                           f"the other in every dimension, got {a.shape} and {b.shape}")
 
 
@@ -62,8 +61,8 @@ def _direct(a, b, mode):
     else:
         pads = [(k - 1, k - 1) for k in b.shape]
     # conv_general_dilated correlates: flip the kernel for a convolution
-    kernel = pnp.flip(b, axis=tuple(range(nd))) if nd else b
-    out = lax.conv_general_dilated(a[None, None], kernel[None, None], (1,) * nd, pads)[0, 0]
+    kernel = _pnp.flip(b, axis=tuple(range(nd))) if nd else b
+    out = _lax.conv_general_dilated(a[None, None], kernel[None, None], (1,) * nd, pads)[0, 0]
     if mode == "same":
         out = _crop(out, a.shape, b.shape, "same")
     return out
@@ -72,9 +71,9 @@ def _direct(a, b, mode):
 def _fft(a, b, mode):
     shape = [n + k - 1 for n, k in zip(a.shape, b.shape)]
     axes = tuple(range(a.ndim))
-    fa = pnp.fft.rfftn(a, s=shape, axes=axes)
-    fb = pnp.fft.rfftn(b, s=shape, axes=axes)
-    full = pnp.fft.irfftn(fa * fb, s=shape, axes=axes).astype(a.dtype)
+    fa = _pnp.fft.rfftn(a, s=shape, axes=axes)
+    fb = _pnp.fft.rfftn(b, s=shape, axes=axes)
+    full = _pnp.fft.irfftn(fa * fb, s=shape, axes=axes).astype(a.dtype)
     return _crop(full, a.shape, b.shape, mode)
 
 
@@ -83,7 +82,8 @@ def convolve(in1, in2, mode: str = "full", method: str = "auto", precision=None)
     ``method``: auto = direct, direct, fft)."""
     a, b = _inputs(in1, in2, mode, "convolve")
     if method not in ("auto", "direct", "fft"):
-        raise PlaitValueError(f"convolve: method must be 'auto', 'direct' or 'fft', got {method!r}")
+        raise _PlaitValueError(f"convolve: method must be 'auto', 'direct' or 'fft', "
+                               f"got {method!r}")
     if a.ndim == 0:
         return a * b
     a, b = _swap_for_valid(a, b, mode, "convolve")
@@ -95,23 +95,23 @@ def correlate(in1, in2, mode: str = "full", method: str = "auto", precision=None
     a, b = _inputs(in1, in2, mode, "correlate")
     if a.ndim == 0:
         return a * b
-    return convolve(a, pnp.flip(b, axis=tuple(range(b.ndim))), mode, method, precision)
+    return convolve(a, _pnp.flip(b, axis=tuple(range(b.ndim))), mode, method, precision)
 
 
 def fftconvolve(in1, in2, mode: str = "full", axes=None):
     """Convolution by FFT (``axes`` must be None: every axis)."""
     if axes is not None:
-        raise PlaitValueError("fftconvolve: only axes=None is supported")
+        raise _PlaitValueError("fftconvolve: only axes=None is supported")
     return convolve(in1, in2, mode, method="fft")
 
 
 def _check_2d(in1, in2, boundary, fillvalue, name):
     if boundary != "fill" or fillvalue != 0:
-        raise PlaitValueError(f"{name}: only boundary='fill' with fillvalue=0 is supported "
+        raise _PlaitValueError(f"{name}: only boundary='fill' with fillvalue=0 is supported "
                               "(as in JAX)")
-    if pnp.ndim(in1) != 2 or pnp.ndim(in2) != 2:
-        raise PlaitValueError(f"{name}: inputs must be 2-d, got {pnp.ndim(in1)}-d and "
-                              f"{pnp.ndim(in2)}-d")
+    if _pnp.ndim(in1) != 2 or _pnp.ndim(in2) != 2:
+        raise _PlaitValueError(f"{name}: inputs must be 2-d, got {_pnp.ndim(in1)}-d and "
+                              f"{_pnp.ndim(in2)}-d")
 
 
 def convolve2d(in1, in2, mode: str = "full", boundary: str = "fill", fillvalue=0,

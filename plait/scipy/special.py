@@ -6,14 +6,13 @@ and the native backend come for free. Inverses (``erfinv``, ``ndtri``) start fro
 M. Giles' single-precision polynomial and refine it by Newton steps on the primitive,
 with a ``custom_jvp`` giving the exact derivative.
 """
-from __future__ import annotations
 
-import math
+import math as _math
 
-import plait.numpy as pnp
-from plait.errors import UnsupportedOptionError
-from plait import lax
-from plait.transforms.custom_derivatives import custom_jvp
+import plait.numpy as _pnp
+from plait.errors import UnsupportedOptionError as _UnsupportedOptionError
+from plait import lax as _lax
+from plait.transforms.custom_derivatives import custom_jvp as _custom_jvp
 
 __all__ = ["erf", "erfc", "erfinv", "gammaln", "digamma", "polygamma", "zeta", "ndtr",
            "ndtri", "log_ndtr", "xlogy", "xlog1py", "logsumexp", "betaln", "beta", "gamma",
@@ -21,51 +20,51 @@ __all__ = ["erf", "erfc", "erfinv", "gammaln", "digamma", "polygamma", "zeta", "
            "kl_div", "rel_entr", "softmax", "log_softmax", "i0e", "i1e", "i0", "i1",
            "factorial", "poch", "gammainc", "gammaincc", "erfcx", "boxcox", "boxcox1p", "comb", "betainc", "exp1", "expi", "bernoulli"]
 
-_SQRT2 = math.sqrt(2.0)
-_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
-_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+_SQRT2 = _math.sqrt(2.0)
+_HALF_LOG_2PI = 0.5 * _math.log(2 * _math.pi)
+_TWO_OVER_SQRT_PI = 2.0 / _math.sqrt(_math.pi)
 
 
 def _float(x):
     """``x`` as a float array (integers promote to the default float, as SciPy)."""
-    x = pnp.asarray(x)
-    if not pnp.issubdtype(x.dtype, pnp.inexact):
-        x = x.astype(pnp.float64)
+    x = _pnp.asarray(x)
+    if not _pnp.issubdtype(x.dtype, _pnp.inexact):
+        x = x.astype(_pnp.float64)
     return x
 
 
 def _promote(*xs):
     arrays = [_float(x) for x in xs if not isinstance(x, (int, float))]
-    dt = pnp.result_type(*arrays) if arrays else pnp.float64
-    xs = [pnp.asarray(x, dtype=dt) if isinstance(x, (int, float)) else _float(x) for x in xs]
-    shape = pnp.broadcast_shapes(*(x.shape for x in xs))
-    return [pnp.broadcast_to(x.astype(dt), shape) for x in xs]
+    dt = _pnp.result_type(*arrays) if arrays else _pnp.float64
+    xs = [_pnp.asarray(x, dtype=dt) if isinstance(x, (int, float)) else _float(x) for x in xs]
+    shape = _pnp.broadcast_shapes(*(x.shape for x in xs))
+    return [_pnp.broadcast_to(x.astype(dt), shape) for x in xs]
 
 
 # --- primitives -------------------------------------------------------------------------
 def erf(x):
     """The error function."""
-    return lax.erf(_float(x))
+    return _lax.erf(_float(x))
 
 
 def erfc(x):
     """The complementary error function ``1 - erf(x)``."""
-    return lax.erfc(_float(x))
+    return _lax.erfc(_float(x))
 
 
 def gammaln(x):
     """``log|Gamma(x)|``."""
-    return lax.lgamma(_float(x))
+    return _lax.lgamma(_float(x))
 
 
 def digamma(x):
     """The logarithmic derivative of Gamma."""
-    return lax.digamma(_float(x))
+    return _lax.digamma(_float(x))
 
 
 def polygamma(n: int, x):
     """The ``n``-th derivative of ``digamma`` (``n`` a static nonnegative integer)."""
-    return lax.polygamma(int(n), _float(x))
+    return _lax.polygamma(int(n), _float(x))
 
 
 def zeta(x, q=None):
@@ -73,7 +72,7 @@ def zeta(x, q=None):
     if q is None:
         q = 1.0
     x, q = _promote(x, q)
-    return lax.zeta(x, q)
+    return _lax.zeta(x, q)
 
 
 # --- inverses of erf / erfc -------------------------------------------------------------
@@ -84,7 +83,7 @@ _GILES_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
 
 
 def _horner(coeffs, t):
-    acc = pnp.zeros_like(t) + coeffs[0]
+    acc = _pnp.zeros_like(t) + coeffs[0]
     for c in coeffs[1:]:
         acc = acc * t + c
     return acc
@@ -93,37 +92,37 @@ def _horner(coeffs, t):
 def _erfcinv_pos(c):
     """``x >= 0`` with ``erfc(x) = c`` for ``c`` in ``(0, 1]``: Giles' polynomial then
     Newton steps on ``erfc`` (relative in the tail, so tiny ``c`` stays accurate)."""
-    cs = pnp.where(c > 0, c, 1.0)
-    w = -pnp.log(cs * (2.0 - cs))
+    cs = _pnp.where(c > 0, c, 1.0)
+    w = -_pnp.log(cs * (2.0 - cs))
     central = w < 5.0
-    wc = pnp.where(central, w, 5.0) - 2.5
-    wt = pnp.sqrt(pnp.where(central, 5.0, w)) - 3.0
-    x = pnp.where(central, _horner(_GILES_CENTRAL, wc), _horner(_GILES_TAIL, wt)) * (1.0 - cs)
+    wc = _pnp.where(central, w, 5.0) - 2.5
+    wt = _pnp.sqrt(_pnp.where(central, 5.0, w)) - 3.0
+    x = _pnp.where(central, _horner(_GILES_CENTRAL, wc), _horner(_GILES_TAIL, wt)) * (1.0 - cs)
     # far tail (beyond the polynomial's float32 range): x^2 ~ L - log(L)/2
-    el = pnp.maximum(-pnp.log(cs) - 0.5 * math.log(math.pi), 1.0)
-    x = pnp.where(w > 40.0, pnp.sqrt(pnp.maximum(el - 0.5 * pnp.log(el), 0.0)), x)
-    logc = pnp.log(cs)
+    el = _pnp.maximum(-_pnp.log(cs) - 0.5 * _math.log(_math.pi), 1.0)
+    x = _pnp.where(w > 40.0, _pnp.sqrt(_pnp.maximum(el - 0.5 * _pnp.log(el), 0.0)), x)
+    logc = _pnp.log(cs)
     for _ in range(4):   # Newton on log(erfc(x)) = log(c): nearly linear in the tail
-        le = pnp.log(lax.erfc(x))
-        x = x + (le - logc) * pnp.exp(x * x + le) / _TWO_OVER_SQRT_PI
-    return pnp.where(c > 0, x, pnp.inf)
+        le = _pnp.log(_lax.erfc(x))
+        x = x + (le - logc) * _pnp.exp(x * x + le) / _TWO_OVER_SQRT_PI
+    return _pnp.where(c > 0, x, _pnp.inf)
 
 
 def _erfinv_raw(y):
-    ay = pnp.abs(y)
+    ay = _pnp.abs(y)
     small = ay <= 0.5
-    ys = pnp.where(small, y, 0.0)
+    ys = _pnp.where(small, y, 0.0)
     # central: Giles' polynomial and Newton on erf
-    w = -pnp.log((1.0 - ys) * (1.0 + ys))
+    w = -_pnp.log((1.0 - ys) * (1.0 + ys))
     x = _horner(_GILES_CENTRAL, w - 2.5) * ys
     for _ in range(3):
-        x = x - (lax.erf(x) - ys) / (_TWO_OVER_SQRT_PI * pnp.exp(-x * x))
-    big = _erfcinv_pos(pnp.where(small, 1.0, 1.0 - ay))        # 1 - |y| exact (Sterbenz)
-    out = pnp.where(small, x, pnp.sign(y) * big)
-    return pnp.where(ay > 1.0, pnp.nan, out)
+        x = x - (_lax.erf(x) - ys) / (_TWO_OVER_SQRT_PI * _pnp.exp(-x * x))
+    big = _erfcinv_pos(_pnp.where(small, 1.0, 1.0 - ay))        # 1 - |y| exact (Sterbenz)
+    out = _pnp.where(small, x, _pnp.sign(y) * big)
+    return _pnp.where(ay > 1.0, _pnp.nan, out)
 
 
-@custom_jvp
+@_custom_jvp
 def _erfinv(y):
     return _erfinv_raw(y)
 
@@ -132,7 +131,7 @@ def _erfinv(y):
 def _erfinv_jvp(primals, tangents):
     (y,), (g,) = primals, tangents
     x = _erfinv(y)
-    return x, g * pnp.exp(x * x) / _TWO_OVER_SQRT_PI
+    return x, g * _pnp.exp(x * x) / _TWO_OVER_SQRT_PI
 
 
 def erfinv(y):
@@ -140,21 +139,21 @@ def erfinv(y):
     return _erfinv(_float(y))
 
 
-@custom_jvp
+@_custom_jvp
 def _ndtri(p):
     lo = p < 0.5
-    c = 2.0 * pnp.where(lo, p, 1.0 - p)          # erfc argument in (0, 1]
-    x = _SQRT2 * _erfcinv_pos(pnp.where(c > 0, pnp.minimum(c, 1.0), 0.0))
-    x = pnp.where(lo, -x, x)
-    x = pnp.where(p == 1.0, pnp.inf, x)
-    return pnp.where((p < 0) | (p > 1) | pnp.isnan(p), pnp.nan, x)
+    c = 2.0 * _pnp.where(lo, p, 1.0 - p)          # erfc argument in (0, 1]
+    x = _SQRT2 * _erfcinv_pos(_pnp.where(c > 0, _pnp.minimum(c, 1.0), 0.0))
+    x = _pnp.where(lo, -x, x)
+    x = _pnp.where(p == 1.0, _pnp.inf, x)
+    return _pnp.where((p < 0) | (p > 1) | _pnp.isnan(p), _pnp.nan, x)
 
 
 @_ndtri.defjvp
 def _ndtri_jvp(primals, tangents):
     (p,), (g,) = primals, tangents
     x = _ndtri(p)
-    return x, g * math.sqrt(2 * math.pi) * pnp.exp(0.5 * x * x)
+    return x, g * _math.sqrt(2 * _math.pi) * _pnp.exp(0.5 * x * x)
 
 
 def ndtri(p):
@@ -166,27 +165,27 @@ def ndtri(p):
 def ndtr(x):
     """Standard normal CDF ``0.5 * erfc(-x / sqrt(2))``."""
     x = _float(x)
-    return 0.5 * lax.erfc(-x / _SQRT2)
+    return 0.5 * _lax.erfc(-x / _SQRT2)
 
 
 def log_ndtr(x):
     """``log(ndtr(x))`` accurate in both tails (an asymptotic series below the point
     where ``erfc`` would underflow, ``log1p(-ndtr(-x))`` above 0)."""
     x = _float(x)
-    lower = -20.0 if x.dtype == pnp.float64 else -10.0
+    lower = -20.0 if x.dtype == _pnp.float64 else -10.0
     tail = x < lower
-    xt = pnp.where(tail, x, lower)
+    xt = _pnp.where(tail, x, lower)
     z = 1.0 / (xt * xt)
     # log(ndtr(x)) = -x^2/2 - log(-x) - log(2 pi)/2 + log(sum (-1)^k (2k-1)!! / x^2k)
-    s, term = pnp.ones_like(z), pnp.ones_like(z)
+    s, term = _pnp.ones_like(z), _pnp.ones_like(z)
     for k in range(1, 9):
         term = term * (-(2 * k - 1)) * z
         s = s + term
-    asym = -0.5 * xt * xt - pnp.log(-xt) - _HALF_LOG_2PI + pnp.log(s)
-    xm = pnp.where(tail, 0.0, x)
-    mid = pnp.where(xm > 0, pnp.log1p(-0.5 * lax.erfc(xm / _SQRT2)),
-                    pnp.log(0.5 * lax.erfc(-xm / _SQRT2)))
-    return pnp.where(tail, asym, mid)
+    asym = -0.5 * xt * xt - _pnp.log(-xt) - _HALF_LOG_2PI + _pnp.log(s)
+    xm = _pnp.where(tail, 0.0, x)
+    mid = _pnp.where(xm > 0, _pnp.log1p(-0.5 * _lax.erfc(xm / _SQRT2)),
+                    _pnp.log(0.5 * _lax.erfc(-xm / _SQRT2)))
+    return _pnp.where(tail, asym, mid)
 
 
 # --- elementary compositions ------------------------------------------------------------
@@ -194,31 +193,31 @@ def xlogy(x, y):
     """``x * log(y)``, 0 where ``x == 0`` (even for ``y == 0``)."""
     x, y = _promote(x, y)
     zero = x == 0
-    return pnp.where(zero, 0.0, x * pnp.log(pnp.where(zero, 1.0, y)))
+    return _pnp.where(zero, 0.0, x * _pnp.log(_pnp.where(zero, 1.0, y)))
 
 
 def xlog1py(x, y):
     """``x * log1p(y)``, 0 where ``x == 0``."""
     x, y = _promote(x, y)
     zero = x == 0
-    return pnp.where(zero, 0.0, x * pnp.log1p(pnp.where(zero, 0.0, y)))
+    return _pnp.where(zero, 0.0, x * _pnp.log1p(_pnp.where(zero, 0.0, y)))
 
 
 def entr(x):
     """``-x log x`` for ``x > 0``, 0 at 0, ``-inf`` for ``x < 0``."""
     x = _float(x)
     pos = x > 0
-    v = -x * pnp.log(pnp.where(pos, x, 1.0))
-    return pnp.where(pos, v, pnp.where(x == 0, 0.0, pnp.where(x < 0, -pnp.inf, x)))
+    v = -x * _pnp.log(_pnp.where(pos, x, 1.0))
+    return _pnp.where(pos, v, _pnp.where(x == 0, 0.0, _pnp.where(x < 0, -_pnp.inf, x)))
 
 
 def rel_entr(x, y):
     """``x log(x / y)`` for positive ``x, y``; 0 at ``x == 0, y >= 0``; ``inf`` otherwise."""
     x, y = _promote(x, y)
     ok = (x > 0) & (y > 0)
-    v = x * (pnp.log(pnp.where(ok, x, 1.0)) - pnp.log(pnp.where(ok, y, 1.0)))
-    v = pnp.where(ok, v, pnp.where((x == 0) & (y >= 0), 0.0, pnp.inf))
-    return pnp.where(pnp.isnan(x) | pnp.isnan(y), pnp.nan, v)
+    v = x * (_pnp.log(_pnp.where(ok, x, 1.0)) - _pnp.log(_pnp.where(ok, y, 1.0)))
+    v = _pnp.where(ok, v, _pnp.where((x == 0) & (y >= 0), 0.0, _pnp.inf))
+    return _pnp.where(_pnp.isnan(x) | _pnp.isnan(y), _pnp.nan, v)
 
 
 def kl_div(x, y):
@@ -226,19 +225,19 @@ def kl_div(x, y):
     x, y = _promote(x, y)
     ok = (x > 0) & (y > 0)
     v = rel_entr(x, y) - x + y
-    v = pnp.where(ok | ((x == 0) & (y >= 0)), v, pnp.inf)
-    return pnp.where(pnp.isnan(x) | pnp.isnan(y), pnp.nan, v)
+    v = _pnp.where(ok | ((x == 0) & (y >= 0)), v, _pnp.inf)
+    return _pnp.where(_pnp.isnan(x) | _pnp.isnan(y), _pnp.nan, v)
 
 
 def expit(x):
     """The logistic sigmoid ``1 / (1 + exp(-x))``."""
-    return lax.logistic(_float(x))
+    return _lax.logistic(_float(x))
 
 
 def logit(p):
     """``log(p / (1 - p))``."""
     p = _float(p)
-    return pnp.log(p) - pnp.log1p(-p)
+    return _pnp.log(p) - _pnp.log1p(-p)
 
 
 def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = False,
@@ -249,27 +248,27 @@ def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
     if b is not None:
         a, b = _promote(a, b)
     if where is not None:
-        a = pnp.where(where, a, -pnp.inf)
-    amax = pnp.max(a, axis=axis, keepdims=True)
-    amax = lax.stop_gradient(pnp.where(pnp.isfinite(amax), amax, 0.0))
-    e = pnp.exp(a - amax)
+        a = _pnp.where(where, a, -_pnp.inf)
+    amax = _pnp.max(a, axis=axis, keepdims=True)
+    amax = _lax.stop_gradient(_pnp.where(_pnp.isfinite(amax), amax, 0.0))
+    e = _pnp.exp(a - amax)
     if b is not None:
         e = e * b
-    s = pnp.sum(e, axis=axis, keepdims=True)
-    sign = pnp.sign(s)
-    out = pnp.log(pnp.abs(s)) + amax
+    s = _pnp.sum(e, axis=axis, keepdims=True)
+    sign = _pnp.sign(s)
+    out = _pnp.log(_pnp.abs(s)) + amax
     if not keepdims:
-        out = pnp.squeeze(out, axis=axis)
-        sign = pnp.squeeze(sign, axis=axis)
+        out = _pnp.squeeze(out, axis=axis)
+        sign = _pnp.squeeze(sign, axis=axis)
     if return_sign:
         return out, sign
-    return pnp.where(sign < 0, pnp.nan, out)
+    return _pnp.where(sign < 0, _pnp.nan, out)
 
 
 def softmax(x, axis=None):
     """``exp(x) / sum(exp(x), axis)`` (over all elements by default, as SciPy)."""
     x = _float(x)
-    return pnp.exp(x - logsumexp(x, axis=axis, keepdims=True))
+    return _pnp.exp(x - logsumexp(x, axis=axis, keepdims=True))
 
 
 def log_softmax(x, axis=None):
@@ -282,64 +281,64 @@ def log_softmax(x, axis=None):
 def gammasgn(x):
     """The sign of ``Gamma(x)`` (NaN at the poles and for NaN)."""
     x = _float(x)
-    fl = pnp.floor(x)
-    odd = pnp.remainder(fl, 2.0) != 0
-    sgn = pnp.where((x > 0) | ~odd, 1.0, -1.0)
-    return pnp.where(((x <= 0) & (x == fl)) | pnp.isnan(x), pnp.nan, sgn)
+    fl = _pnp.floor(x)
+    odd = _pnp.remainder(fl, 2.0) != 0
+    sgn = _pnp.where((x > 0) | ~odd, 1.0, -1.0)
+    return _pnp.where(((x <= 0) & (x == fl)) | _pnp.isnan(x), _pnp.nan, sgn)
 
 
 def gamma(x):
     """``Gamma(x)`` as ``gammasgn(x) * exp(gammaln(x))`` (``inf`` at 0, NaN at the
     negative integers, as SciPy)."""
     x = _float(x)
-    g = gammasgn(x) * pnp.exp(lax.lgamma(x))
-    pole = (x <= 0) & (x == pnp.floor(x))
-    return pnp.where(pole, pnp.where(x == 0, pnp.inf, pnp.nan), g)
+    g = gammasgn(x) * _pnp.exp(_lax.lgamma(x))
+    pole = (x <= 0) & (x == _pnp.floor(x))
+    return _pnp.where(pole, _pnp.where(x == 0, _pnp.inf, _pnp.nan), g)
 
 
 def rgamma(x):
     """``1 / Gamma(x)`` (0 at the poles)."""
     x = _float(x)
-    pole = (x <= 0) & (x == pnp.floor(x))
-    r = gammasgn(pnp.where(pole, 1.0, x)) * pnp.exp(-lax.lgamma(pnp.where(pole, 1.0, x)))
-    return pnp.where(pole, 0.0, r)
+    pole = (x <= 0) & (x == _pnp.floor(x))
+    r = gammasgn(_pnp.where(pole, 1.0, x)) * _pnp.exp(-_lax.lgamma(_pnp.where(pole, 1.0, x)))
+    return _pnp.where(pole, 0.0, r)
 
 
 def loggamma(x):
     """``log Gamma(x)`` for real ``x > 0`` (NaN for ``x < 0``, as SciPy on reals)."""
     x = _float(x)
-    return pnp.where(x < 0, pnp.nan, lax.lgamma(x))
+    return _pnp.where(x < 0, _pnp.nan, _lax.lgamma(x))
 
 
 def betaln(a, b):
     """``log|B(a, b)|``."""
     a, b = _promote(a, b)
-    return lax.lgamma(a) + lax.lgamma(b) - lax.lgamma(a + b)
+    return _lax.lgamma(a) + _lax.lgamma(b) - _lax.lgamma(a + b)
 
 
 def beta(a, b):
     """``B(a, b) = Gamma(a) Gamma(b) / Gamma(a + b)``."""
     a, b = _promote(a, b)
     sign = gammasgn(a) * gammasgn(b) * gammasgn(a + b)
-    return sign * pnp.exp(betaln(a, b))
+    return sign * _pnp.exp(betaln(a, b))
 
 
 def multigammaln(a, d: int):
     """Log of the multivariate gamma function of dimension ``d`` (a static int)."""
     a = _float(a)
     d = int(d)
-    out = 0.25 * d * (d - 1) * math.log(math.pi)
+    out = 0.25 * d * (d - 1) * _math.log(_math.pi)
     for j in range(d):
-        out = out + lax.lgamma(a - 0.5 * j)
+        out = out + _lax.lgamma(a - 0.5 * j)
     return out
 
 
 def factorial(n, exact: bool = False):
     """``n!`` as ``Gamma(n + 1)`` (0 for negative ``n``)."""
     if exact:
-        raise UnsupportedOptionError("factorial(exact=True) is not supported (as in JAX)")
+        raise _UnsupportedOptionError("factorial(exact=True) is not supported (as in JAX)")
     n = _float(n)
-    return pnp.where(n < 0, 0.0, gamma(n + 1.0))
+    return _pnp.where(n < 0, 0.0, gamma(n + 1.0))
 
 
 def poch(z, m):
@@ -356,9 +355,9 @@ _BESSEL_ASYM = 14
 
 def _bessel_e(x, order: int):
     """``exp(-|x|) I_order(|x|)``: power series below 20, asymptotic expansion above."""
-    ax = pnp.abs(x)
+    ax = _pnp.abs(x)
     small = ax < _BESSEL_SWITCH
-    xs = pnp.where(small, ax, 0.0)
+    xs = _pnp.where(small, ax, 0.0)
     q = 0.25 * xs * xs
 
     def series_step(k, st):
@@ -366,10 +365,10 @@ def _bessel_e(x, order: int):
         term = term * q / (k * (k + order))
         return term, total + term
 
-    t0 = pnp.ones_like(xs) if order == 0 else 0.5 * xs
-    _, total = lax.fori_loop(1, _BESSEL_SERIES, series_step, (t0, t0))
-    series = total * pnp.exp(-xs)
-    xl = pnp.where(small, _BESSEL_SWITCH, ax)
+    t0 = _pnp.ones_like(xs) if order == 0 else 0.5 * xs
+    _, total = _lax.fori_loop(1, _BESSEL_SERIES, series_step, (t0, t0))
+    series = total * _pnp.exp(-xs)
+    xl = _pnp.where(small, _BESSEL_SWITCH, ax)
     mu = 4.0 * order * order
 
     def asym_step(k, st):
@@ -377,35 +376,35 @@ def _bessel_e(x, order: int):
         term = -term * (mu - (2 * k - 1) ** 2) / (k * 8.0 * xl)
         return term, total + term
 
-    t0 = pnp.ones_like(xl)
-    _, total = lax.fori_loop(1, _BESSEL_ASYM, asym_step, (t0, t0))
-    asym = total / pnp.sqrt(2 * math.pi * xl)
-    out = pnp.where(small, series, asym)
+    t0 = _pnp.ones_like(xl)
+    _, total = _lax.fori_loop(1, _BESSEL_ASYM, asym_step, (t0, t0))
+    asym = total / _pnp.sqrt(2 * _math.pi * xl)
+    out = _pnp.where(small, series, asym)
     return out
 
 
 def i0e(x):
     """Exponentially scaled modified Bessel function of order 0, ``exp(-|x|) I0(x)``."""
     x = _float(x)
-    return pnp.where(pnp.isinf(x), 0.0, _bessel_e(x, 0))
+    return _pnp.where(_pnp.isinf(x), 0.0, _bessel_e(x, 0))
 
 
 def i1e(x):
     """Exponentially scaled modified Bessel function of order 1, ``exp(-|x|) I1(x)``."""
     x = _float(x)
-    return pnp.where(pnp.isinf(x), 0.0, pnp.sign(x) * _bessel_e(x, 1))
+    return _pnp.where(_pnp.isinf(x), 0.0, _pnp.sign(x) * _bessel_e(x, 1))
 
 
 def i0(x):
     """Modified Bessel function of order 0."""
     x = _float(x)
-    return pnp.exp(pnp.abs(x)) * i0e(x)
+    return _pnp.exp(_pnp.abs(x)) * i0e(x)
 
 
 def i1(x):
     """Modified Bessel function of order 1."""
     x = _float(x)
-    return pnp.exp(pnp.abs(x)) * i1e(x)
+    return _pnp.exp(_pnp.abs(x)) * i1e(x)
 
 
 # --- regularized incomplete gamma -------------------------------------------------------
@@ -413,15 +412,15 @@ _IGAMMA_ITERS = 200
 
 
 def _igamma_log_prefix(a, x):
-    return a * pnp.log(x) - x - lax.lgamma(a)
+    return a * _pnp.log(x) - x - _lax.lgamma(a)
 
 
 def _igamma_raw(a, x):
     """``(P, Q)`` regularized: series for ``x < a + 1``, Lentz's continued fraction
     otherwise (each run with a fixed count of terms under ``fori_loop``)."""
     use_series = x < a + 1.0
-    xs = pnp.where(x > 0, x, 1.0)
-    pre = pnp.exp(_igamma_log_prefix(a, xs))
+    xs = _pnp.where(x > 0, x, 1.0)
+    pre = _pnp.exp(_igamma_log_prefix(a, xs))
 
     def series_step(i, st):
         term, total, ap = st
@@ -430,10 +429,10 @@ def _igamma_raw(a, x):
         return term, total + term, ap
 
     t0 = 1.0 / a
-    _, total, _ = lax.fori_loop(0, _IGAMMA_ITERS, series_step, (t0, t0, a))
+    _, total, _ = _lax.fori_loop(0, _IGAMMA_ITERS, series_step, (t0, t0, a))
     p_series = pre * total
 
-    tiny = 1e-300 if x.dtype == pnp.float64 else 1e-30
+    tiny = 1e-300 if x.dtype == _pnp.float64 else 1e-30
     b0 = xs + 1.0 - a
     d0 = 1.0 / b0
     h0 = d0
@@ -444,40 +443,40 @@ def _igamma_raw(a, x):
         an = -k * (k - a)
         b = b + 2.0
         d = an * d + b
-        d = pnp.where(pnp.abs(d) < tiny, tiny, d)
+        d = _pnp.where(_pnp.abs(d) < tiny, tiny, d)
         c = b + an / c
-        c = pnp.where(pnp.abs(c) < tiny, tiny, c)
+        c = _pnp.where(_pnp.abs(c) < tiny, tiny, c)
         d = 1.0 / d
         return b, c, d, h * d * c
 
-    _, _, _, h = lax.fori_loop(0, _IGAMMA_ITERS, cf_step,
-                               (b0, pnp.full_like(xs, 1.0 / tiny), d0, h0))
+    _, _, _, h = _lax.fori_loop(0, _IGAMMA_ITERS, cf_step,
+                               (b0, _pnp.full_like(xs, 1.0 / tiny), d0, h0))
     q_cf = pre * h
-    p = pnp.where(use_series, p_series, 1.0 - q_cf)
+    p = _pnp.where(use_series, p_series, 1.0 - q_cf)
     # Q by the fraction also for x >= 0.5 above a (1 - P would cancel there)
-    q = pnp.where(use_series & ((x < 0.5) | (x < a)), 1.0 - p_series, q_cf)
+    q = _pnp.where(use_series & ((x < 0.5) | (x < a)), 1.0 - p_series, q_cf)
     return p, q
 
 
 def _igamma_fix(a, x, v, at_zero, at_inf):
-    v = pnp.where(x == 0, at_zero, v)
-    v = pnp.where(pnp.isinf(x) & (x > 0), at_inf, v)
-    return pnp.where((a <= 0) | (x < 0) | pnp.isnan(a) | pnp.isnan(x), pnp.nan, v)
+    v = _pnp.where(x == 0, at_zero, v)
+    v = _pnp.where(_pnp.isinf(x) & (x > 0), at_inf, v)
+    return _pnp.where((a <= 0) | (x < 0) | _pnp.isnan(a) | _pnp.isnan(x), _pnp.nan, v)
 
 
-@custom_jvp
+@_custom_jvp
 def _gammainc(a, x):
     return _igamma_fix(a, x, _igamma_raw(a, x)[0], 0.0, 1.0)
 
 
-@custom_jvp
+@_custom_jvp
 def _gammaincc(a, x):
     return _igamma_fix(a, x, _igamma_raw(a, x)[1], 1.0, 0.0)
 
 
 def _dx(a, x):
-    xs = pnp.where(x > 0, x, 1.0)
-    return pnp.where(x > 0, pnp.exp((a - 1.0) * pnp.log(xs) - xs - lax.lgamma(a)), 0.0)
+    xs = _pnp.where(x > 0, x, 1.0)
+    return _pnp.where(x > 0, _pnp.exp((a - 1.0) * _pnp.log(xs) - xs - _lax.lgamma(a)), 0.0)
 
 
 @_gammainc.defjvp
@@ -512,55 +511,55 @@ def erfcx(x):
     """Scaled complementary error function ``exp(x^2) erfc(x)``: direct below a
     threshold (25 in float64, 9 in float32), the asymptotic series above it."""
     x = _float(x)
-    top = 25.0 if x.dtype == pnp.float64 else 9.0
+    top = 25.0 if x.dtype == _pnp.float64 else 9.0
     big = x >= top
-    xd = pnp.where(big, 0.0, x)
-    direct = pnp.exp(xd * xd) * lax.erfc(xd)
-    xa = pnp.where(big, x, top)
+    xd = _pnp.where(big, 0.0, x)
+    direct = _pnp.exp(xd * xd) * _lax.erfc(xd)
+    xa = _pnp.where(big, x, top)
     z = 1.0 / (2.0 * xa * xa)
-    s, term = pnp.ones_like(z), pnp.ones_like(z)
+    s, term = _pnp.ones_like(z), _pnp.ones_like(z)
     for k in range(1, 8):            # sum (-1)^k (2k-1)!! / (2 x^2)^k
         term = -term * (2 * k - 1) * z
         s = s + term
-    asym = s / (xa * math.sqrt(math.pi))
-    return pnp.where(big, pnp.where(pnp.isinf(x), 0.0, asym), direct)
+    asym = s / (xa * _math.sqrt(_math.pi))
+    return _pnp.where(big, _pnp.where(_pnp.isinf(x), 0.0, asym), direct)
 
 
 def boxcox(x, lmbda):
     """Box-Cox transform ``(x^l - 1) / l`` (``log x`` at ``l == 0``)."""
     x, lmbda = _promote(x, lmbda)
     zero = lmbda == 0
-    lx = pnp.log(x)
-    return pnp.where(zero, lx, pnp.expm1(lmbda * lx) / pnp.where(zero, 1.0, lmbda))
+    lx = _pnp.log(x)
+    return _pnp.where(zero, lx, _pnp.expm1(lmbda * lx) / _pnp.where(zero, 1.0, lmbda))
 
 
 def boxcox1p(x, lmbda):
     """Box-Cox transform of ``1 + x``."""
     x, lmbda = _promote(x, lmbda)
     zero = lmbda == 0
-    lx = pnp.log1p(x)
-    return pnp.where(zero, lx, pnp.expm1(lmbda * lx) / pnp.where(zero, 1.0, lmbda))
+    lx = _pnp.log1p(x)
+    return _pnp.where(zero, lx, _pnp.expm1(lmbda * lx) / _pnp.where(zero, 1.0, lmbda))
 
 
 def comb(N, k, *, exact: bool = False, repetition: bool = False):
     """Binomial coefficient ``N choose k`` through ``gammaln`` (0 outside ``0 <= k <= N``)."""
     if exact:
-        raise UnsupportedOptionError("comb(exact=True) is not supported (as in JAX)")
+        raise _UnsupportedOptionError("comb(exact=True) is not supported (as in JAX)")
     N, k = _promote(N, k)
     if repetition:
         N = N + k - 1.0
     ok = (k >= 0) & (N >= 0) & (k <= N)
-    v = pnp.exp(lax.lgamma(N + 1.0) - lax.lgamma(k + 1.0) - lax.lgamma(N - k + 1.0))
-    return pnp.where(ok, v, 0.0)
+    v = _pnp.exp(_lax.lgamma(N + 1.0) - _lax.lgamma(k + 1.0) - _lax.lgamma(N - k + 1.0))
+    return _pnp.where(ok, v, 0.0)
 
 
 # --- regularized incomplete beta ----------------------------------------------------------
 def _betacf(a, b, x):
     """Lentz's continued fraction of ``I_x(a, b)`` (converges for ``x < (a+1)/(a+b+2)``)."""
-    tiny = 1e-300 if x.dtype == pnp.float64 else 1e-30
+    tiny = 1e-300 if x.dtype == _pnp.float64 else 1e-30
 
     def guard(v):
-        return pnp.where(pnp.abs(v) < tiny, tiny, v)
+        return _pnp.where(_pnp.abs(v) < tiny, tiny, v)
 
     d0 = 1.0 / guard(1.0 - (a + b) * x / (a + 1.0))
 
@@ -576,24 +575,24 @@ def _betacf(a, b, x):
         c = guard(1.0 + aa / c)
         return c, d, h * d * c
 
-    _, _, h = lax.fori_loop(0, _IGAMMA_ITERS, step, (pnp.ones_like(x), d0, d0))
+    _, _, h = _lax.fori_loop(0, _IGAMMA_ITERS, step, (_pnp.ones_like(x), d0, d0))
     return h
 
 
 def _betainc_raw(a, b, x):
     flip = x > (a + 1.0) / (a + b + 2.0)
-    aa, bb = pnp.where(flip, b, a), pnp.where(flip, a, b)
-    xx = pnp.where(flip, 1.0 - x, x)
-    xs = pnp.clip(xx, 1e-300 if x.dtype == pnp.float64 else 1e-30, 1.0)
-    log_front = aa * pnp.log(xs) + bb * pnp.log1p(-xs) - betaln(aa, bb) - pnp.log(aa)
-    v = pnp.exp(log_front) * _betacf(aa, bb, xs)
-    v = pnp.where(flip, 1.0 - v, v)
-    v = pnp.where(x <= 0, 0.0, pnp.where(x >= 1, 1.0, v))
-    bad = (a <= 0) | (b <= 0) | (x < 0) | (x > 1) | pnp.isnan(a) | pnp.isnan(b) | pnp.isnan(x)
-    return pnp.where(bad, pnp.nan, v)
+    aa, bb = _pnp.where(flip, b, a), _pnp.where(flip, a, b)
+    xx = _pnp.where(flip, 1.0 - x, x)
+    xs = _pnp.clip(xx, 1e-300 if x.dtype == _pnp.float64 else 1e-30, 1.0)
+    log_front = aa * _pnp.log(xs) + bb * _pnp.log1p(-xs) - betaln(aa, bb) - _pnp.log(aa)
+    v = _pnp.exp(log_front) * _betacf(aa, bb, xs)
+    v = _pnp.where(flip, 1.0 - v, v)
+    v = _pnp.where(x <= 0, 0.0, _pnp.where(x >= 1, 1.0, v))
+    bad = (a <= 0) | (b <= 0) | (x < 0) | (x > 1) | _pnp.isnan(a) | _pnp.isnan(b) | _pnp.isnan(x)
+    return _pnp.where(bad, _pnp.nan, v)
 
 
-@custom_jvp
+@_custom_jvp
 def _betainc(a, b, x):
     return _betainc_raw(a, b, x)
 
@@ -603,9 +602,9 @@ def _betainc_jvp(primals, tangents):
     a, b, x = primals
     gx = tangents[2]
     inside = (x > 0) & (x < 1)
-    xs = pnp.where(inside, x, 0.5)
-    dens = pnp.exp((a - 1.0) * pnp.log(xs) + (b - 1.0) * pnp.log1p(-xs) - betaln(a, b))
-    return _betainc(a, b, x), gx * pnp.where(inside, dens, 0.0)
+    xs = _pnp.where(inside, x, 0.5)
+    dens = _pnp.exp((a - 1.0) * _pnp.log(xs) + (b - 1.0) * _pnp.log1p(-xs) - betaln(a, b))
+    return _betainc(a, b, x), gx * _pnp.where(inside, dens, 0.0)
 
 
 def betainc(a, b, x):
@@ -627,7 +626,7 @@ def _ein(x):
         term = term * x / k
         return term, total + term / k
 
-    _, total = lax.fori_loop(1, _EXPINT_TERMS, step, (pnp.ones_like(x), pnp.zeros_like(x)))
+    _, total = _lax.fori_loop(1, _EXPINT_TERMS, step, (_pnp.ones_like(x), _pnp.zeros_like(x)))
     return total
 
 
@@ -636,28 +635,28 @@ def exp1(x):
     (``inf`` at 0, NaN below): series up to 1, Lentz's continued fraction above."""
     x = _float(x)
     small = x <= 1.0
-    xs = pnp.where(small & (x > 0), x, 1.0)
-    series = -_EULER - pnp.log(xs) - _ein(-xs)
-    xl = pnp.where(small, 2.0, x)
-    tiny = 1e-300 if x.dtype == pnp.float64 else 1e-30
+    xs = _pnp.where(small & (x > 0), x, 1.0)
+    series = -_EULER - _pnp.log(xs) - _ein(-xs)
+    xl = _pnp.where(small, 2.0, x)
+    tiny = 1e-300 if x.dtype == _pnp.float64 else 1e-30
     b0 = xl + 1.0
 
     def step(i, st):          # E1(x) = exp(-x) / (x + 1 - 1/(x + 3 - 4/(x + 5 - ...)))
         b, c, d, h = st
         an = -(i + 1.0) * (i + 1.0)
         b = b + 2.0
-        d = 1.0 / pnp.where(pnp.abs(an * d + b) < tiny, tiny, an * d + b)
+        d = 1.0 / _pnp.where(_pnp.abs(an * d + b) < tiny, tiny, an * d + b)
         c = b + an / c
-        c = pnp.where(pnp.abs(c) < tiny, tiny, c)
+        c = _pnp.where(_pnp.abs(c) < tiny, tiny, c)
         return b, c, d, h * c * d
 
-    _, _, _, h = lax.fori_loop(0, 200, step, (b0, pnp.full_like(xl, 1.0 / tiny), 1.0 / b0,
+    _, _, _, h = _lax.fori_loop(0, 200, step, (b0, _pnp.full_like(xl, 1.0 / tiny), 1.0 / b0,
                                               1.0 / b0))
-    cf = h * pnp.exp(-xl)
-    out = pnp.where(small, series, cf)
-    out = pnp.where(x == 0, pnp.inf, out)
-    out = pnp.where(pnp.isinf(x) & (x > 0), 0.0, out)
-    return pnp.where((x < 0) | pnp.isnan(x), pnp.nan, out)
+    cf = h * _pnp.exp(-xl)
+    out = _pnp.where(small, series, cf)
+    out = _pnp.where(x == 0, _pnp.inf, out)
+    out = _pnp.where(_pnp.isinf(x) & (x > 0), 0.0, out)
+    return _pnp.where((x < 0) | _pnp.isnan(x), _pnp.nan, out)
 
 
 def expi(x):
@@ -665,19 +664,19 @@ def expi(x):
     the asymptotic expansion above for ``x > 0``)."""
     x = _float(x)
     neg = x < 0
-    e1 = -exp1(pnp.where(neg, -x, 1.0))
+    e1 = -exp1(_pnp.where(neg, -x, 1.0))
     mid = (x > 0) & (x < 40.0)
-    xm = pnp.where(mid, x, 1.0)
-    series = _EULER + pnp.log(xm) + _ein(xm)
-    xa = pnp.where(x >= 40.0, x, 40.0)
-    term, total = pnp.ones_like(xa), pnp.ones_like(xa)
+    xm = _pnp.where(mid, x, 1.0)
+    series = _EULER + _pnp.log(xm) + _ein(xm)
+    xa = _pnp.where(x >= 40.0, x, 40.0)
+    term, total = _pnp.ones_like(xa), _pnp.ones_like(xa)
     for k in range(1, 30):       # Ei(x) ~ exp(x)/x sum k!/x^k
         term = term * k / xa
         total = total + term
-    asym = pnp.exp(xa) / xa * total
-    out = pnp.where(neg, e1, pnp.where(mid, series, asym))
-    out = pnp.where(x == 0, -pnp.inf, out)
-    return pnp.where(pnp.isnan(x), pnp.nan, out)
+    asym = _pnp.exp(xa) / xa * total
+    out = _pnp.where(neg, e1, _pnp.where(mid, series, asym))
+    out = _pnp.where(x == 0, -_pnp.inf, out)
+    return _pnp.where(_pnp.isnan(x), _pnp.nan, out)
 
 
 def bernoulli(n: int):
@@ -691,6 +690,6 @@ def bernoulli(n: int):
     for m in range(n + 1):
         acc = Fraction(1 if m == 0 else 0)
         for k in range(m):
-            acc -= Fraction(math.comb(m + 1, k)) * b[k]
+            acc -= Fraction(_math.comb(m + 1, k)) * b[k]
         b.append(acc / (m + 1) if m else Fraction(1))
-    return pnp.asarray([float(v) for v in b])
+    return _pnp.asarray([float(v) for v in b])

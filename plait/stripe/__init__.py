@@ -7,8 +7,11 @@ expressions and their parser), :mod:`.polyhedron` (exact integer-polyhedron reas
 special registry), :mod:`.lower` (Tile -> Stripe), :mod:`.tiling` (``apply_tile``).
 """
 
+from plait.errors import (SolverBudgetError, StripeParseError, StripeRuntimeError,
+                          StripeVerifyError, TileLowerError)
+
 from .affine import Affine, const, parse_affine, var, variables
-from .interp import SPECIALS, StripeRuntimeError, register_special, run
+from .interp import SPECIALS, register_special, run
 from .intrinsics import INTRINSICS, register_intrinsic
 from .ir import (
     AGG_OPS,
@@ -30,8 +33,8 @@ from .ir import (
     row_major_strides,
     walk_blocks,
 )
-from .lower import TileLowerError, lower
-from .parser import StripeParseError, parse, parse_block, parse_program
+from .lower import lower
+from .parser import parse, parse_block, parse_program
 from .printer import format_block, format_program, to_text
 from .tiling import apply_tile
-from .verify import StripeVerifyError, verify
+from .verify import verify

@@ -39,15 +39,12 @@ from .ir import (
     agg_identity,
     np_dtype,
 )
+from plait.errors import StripeRuntimeError
 
 CHUNK = 1 << 20
 
 SpecialFn = Callable[[list, dict, list, list], list]
 SPECIALS: dict[str, SpecialFn] = {}
-
-
-class StripeRuntimeError(RuntimeError):
-    """A program failed at run time (bad input, out-of-range access, unknown op)."""
 
 
 def register_special(name: str, fn: SpecialFn) -> None:

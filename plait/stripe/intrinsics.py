@@ -1,11 +1,16 @@
 """The scalar intrinsic table: name -> (arity, NumPy implementation over arrays).
 
-Intrinsics follow NumPy semantics on the operand arrays (dtype promotion included) with
-these explicit choices: ``div`` is true division for floats and C-style truncating
-division for integers; ``rem`` takes the sign of the dividend (C ``fmod``); comparisons
-return ``bool``; ``and``/``or``/``xor``/``not`` are logical on ``bool`` and bitwise on
-integers; ``select(c, a, b)`` picks ``a`` where ``c``; ``cast`` needs the intrinsic's
-``dtype``.  Register more with :func:`register_intrinsic`.
+Every elementwise primitive that lowers natively contributes its intrinsic here from
+its descriptor (:mod:`plait.lax.elementwise_spec`: the same NumPy semantics as the
+primitive's ``impl``); the Stripe-only intrinsics below (introduced by lowering rules
+and passes, with no primitive of their own) are descriptors too, so the C renderer
+reads every intrinsic's spelling from one place. Intrinsics compute on the operand
+arrays with floating-point warnings off; ``div`` is true division for floats and
+C-style truncating division for integers (``x / 0 == 0``); ``rem`` takes the sign of
+the dividend (C ``fmod``); comparisons return ``bool``; ``and``/``or``/``xor``/``not``
+are logical on ``bool`` and bitwise on integers; ``select(c, a, b)`` (and ``cond``)
+picks ``a`` where ``c``; ``cast`` needs the intrinsic's ``dtype``. Register more with
+:func:`register_intrinsic` (NumPy only) or, with a C spelling, ``define`` a descriptor.
 """
 
 from __future__ import annotations
@@ -15,7 +20,8 @@ from typing import Callable
 
 import numpy as np
 
-from plait.lax.special import erf_ref, erfc_ref, lgamma_ref, digamma_ref
+from plait.lax._base import to_bool
+from plait.lax.elementwise_spec import ElementwiseOp, define, on_define
 
 
 @dataclass(frozen=True)
@@ -35,68 +41,38 @@ def register_intrinsic(name: str, arity: int, fn: Callable[..., np.ndarray]) -> 
     INTRINSICS[name] = IntrinsicDef(name, arity, fn)
 
 
-def _div(a, b):
-    a, b = np.asarray(a), np.asarray(b)
-    rt = np.result_type(a, b)
-    if rt.kind in "iu":
-        with np.errstate(divide="ignore", invalid="ignore"):
-            q = np.where(b == 0, 0, np.abs(a) // np.where(b == 0, 1, np.abs(b)))
-            return (q * np.sign(a) * np.sign(b)).astype(rt)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.true_divide(a, b)
-
-
-def _rem(a, b):
-    a, b = np.asarray(a), np.asarray(b)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if np.result_type(a, b).kind in "iu":
-            return np.where(b == 0, 0, np.fmod(a, np.where(b == 0, 1, b)))
-        return np.fmod(a, b)
-
-
-def _logical(lop, bop):
-    def f(*xs):
-        if all(np.asarray(x).dtype == np.bool_ for x in xs):
-            return lop(*xs)
-        return bop(*xs)
-
-    return f
-
-
-def _safe(fn):
+def _on_arrays(fn):
     def f(*xs):
         with np.errstate(all="ignore"):
-            return fn(*xs)
-
+            return fn(*(np.asarray(x) for x in xs))
     return f
 
 
-_UNARY = {
-    "neg": np.negative, "abs": np.abs, "sign": np.sign, "exp": np.exp, "exp2": np.exp2,
-    "log": np.log, "log2": np.log2, "cbrt": np.cbrt, "log1p": np.log1p, "expm1": np.expm1, "sqrt": np.sqrt,
-    "rsqrt": lambda x: 1 / np.sqrt(x), "tanh": np.tanh, "sin": np.sin, "cos": np.cos,
-    "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
-    "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh, "acosh": np.arccosh,
-    "atanh": np.arctanh, "floor": np.floor, "ceil": np.ceil, "round": np.round,
-    "logistic": lambda x: 1 / (1 + np.exp(-x)), "is_finite": np.isfinite,
-    "is_nan": np.isnan, "ident": lambda x: x, "assign": lambda x: x, "cast": lambda x: x,
-    "not": _logical(np.logical_not, np.invert), "square": np.square,
-    "reciprocal": lambda x: 1 / x,
-    "erf": erf_ref, "erfc": erfc_ref, "lgamma": lgamma_ref, "digamma": digamma_ref,
-}
-_BINARY = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": _div, "rem": _rem,
-    "pow": np.power, "max": np.maximum, "min": np.minimum, "atan2": np.arctan2,
-    "cmp_eq": np.equal, "cmp_ne": np.not_equal, "cmp_lt": np.less, "cmp_le": np.less_equal,
-    "cmp_gt": np.greater, "cmp_ge": np.greater_equal,
-    "and": _logical(np.logical_and, np.bitwise_and), "or": _logical(np.logical_or, np.bitwise_or),
-    "xor": _logical(np.logical_xor, np.bitwise_xor), "shl": np.left_shift, "shr": np.right_shift,
-    "nextafter": np.nextafter, "copysign": np.copysign,
-}
+def _register(op: ElementwiseOp, prim) -> None:
+    if op.intrinsic:
+        register_intrinsic(op.intrinsic, op.arity, _on_arrays(op.numpy))
 
-for _n, _f in _UNARY.items():
-    register_intrinsic(_n, 1, _safe(_f))
-for _n, _f in _BINARY.items():
-    register_intrinsic(_n, 2, _safe(_f))
-register_intrinsic("select", 3, lambda c, a, b: np.where(np.asarray(c).astype(bool), a, b))
-register_intrinsic("cond", 3, lambda c, a, b: np.where(np.asarray(c).astype(bool), a, b))
+
+on_define(_register)
+
+
+def _select(c, a, b):
+    return np.where(c.astype(bool), a, b)
+
+
+def _identity(x):
+    return x
+
+
+# Stripe-only intrinsics: one descriptor each (no primitive: no dtypes)
+for _name in ("ident", "assign", "cast"):
+    define(ElementwiseOp(_name, 1, _identity, intrinsic=_name, c={"fiub": "{0}"}))
+define(ElementwiseOp("is_nan", 1, np.isnan, out_dtype=to_bool, intrinsic="is_nan",
+                     c={"fiub": "isnan({0})"}))
+define(ElementwiseOp("log2", 1, np.log2, intrinsic="log2", libm="log2", vecmath=True))
+define(ElementwiseOp("square", 1, np.square, intrinsic="square",
+                     c={"fiub": "(({ct})({0} * {0}))"}))
+define(ElementwiseOp("reciprocal", 1, lambda x: 1 / x, intrinsic="reciprocal",
+                     c={"fiub": "(({ct})1 / {0})"}))
+for _name in ("select", "cond"):
+    define(ElementwiseOp(_name, 3, _select, intrinsic=_name, c={"fiub": "({0} ? {1} : {2})"}))

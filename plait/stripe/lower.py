@@ -40,10 +40,7 @@ from .ir import (
     Store,
     row_major_strides,
 )
-
-
-class TileLowerError(ValueError):
-    """A Tile statement that cannot be lowered (e.g. an unbounded index)."""
+from plait.errors import TileLowerError
 
 
 def _unique(name: str, taken: set[str]) -> str:

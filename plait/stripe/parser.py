@@ -24,10 +24,7 @@ from .ir import (
     Special,
     Store,
 )
-
-
-class StripeParseError(ValueError):
-    """Malformed Stripe text; the message names the line."""
+from plait.errors import StripeParseError
 
 
 _ID = r"[A-Za-z_][A-Za-z0-9_]*"

@@ -21,15 +21,12 @@ import math
 from typing import Iterable, Mapping, Sequence
 
 from .affine import Affine
+from plait.errors import SolverBudgetError
 
 # A constraint is (coeff tuple sorted by name, const) meaning sum(c * x) + const >= 0.
 Con = tuple[tuple[tuple[str, int], ...], int]
 
 _T = "\0t"  # objective variable; cannot clash with identifiers
-
-
-class SolverBudgetError(RuntimeError):
-    """The exact integer search exceeded its node budget."""
 
 
 def _norm(coeffs: Mapping[str, int], k: int) -> Con | bool:

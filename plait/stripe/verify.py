@@ -50,10 +50,7 @@ from .ir import (
     Store,
     np_dtype,
 )
-
-
-class StripeVerifyError(ValueError):
-    """A Stripe program breaks a rule of the IR."""
+from plait.errors import StripeVerifyError
 
 
 _READABLE = ("in", "inout", "none")

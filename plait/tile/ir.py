@@ -27,15 +27,12 @@ from dataclasses import dataclass
 from typing import Optional, Union
 
 from .affine import Affine, Constraint
+from plait.errors import TileError
 
 AGGS = ("assign", "add", "mul", "max", "min")
 COMBS = {"none": 1, "mul": 2, "add": 2, "eq": 2, "select": 3}
 AGG_SYMBOL = {"assign": "=", "add": "+", "mul": "*", "max": ">", "min": "<"}
 COMB_SYMBOL = {"mul": " * ", "add": " + ", "eq": " == "}
-
-
-class TileError(ValueError):
-    """An ill-formed Tile statement or program."""
 
 
 @dataclass(frozen=True)

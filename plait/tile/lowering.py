@@ -22,6 +22,7 @@ import numpy as np
 from plait.tile.affine import Affine, var
 from plait.tile.builder import TileBuilder
 from plait.tile.ir import Call, Const, Expr, IndexValue, Input, Tensor, Program
+from plait.errors import NotLowerable
 
 STRIPE_DTYPES = {np.dtype(k): v for k, v in (
     (np.bool_, "bool"), (np.int8, "i8"), (np.int16, "i16"), (np.int32, "i32"),
@@ -35,10 +36,6 @@ def np_dtype(name: str) -> np.dtype:
         if v == name:
             return k
     raise NotLowerable(f"unknown Tile dtype {name!r}")
-
-
-class NotLowerable(Exception):
-    """This equation has no Tile lowering (it runs on the host instead)."""
 
 
 def tile_dtype(dt) -> str:

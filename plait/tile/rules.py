@@ -16,10 +16,11 @@ from plait.lax import cumulative as K
 from plait.lax import elementwise as E
 from plait.lax import reductions as R
 from plait.lax import shape_ops as S
-from plait.lax import special as SP
+from plait.lax.elementwise_spec import ElementwiseOp, on_define
 from plait.lax import windowed as W
 from plait.tile.affine import Affine, Constraint
-from plait.tile.lowering import LowerCtx, NotLowerable, TVal, lower_reshape, tile_dtype
+from plait.errors import NotLowerable
+from plait.tile.lowering import LowerCtx, TVal, lower_reshape, tile_dtype
 
 _ZERO = Affine((), 0)
 
@@ -37,25 +38,14 @@ def _intrinsic(op: str):
     return rule
 
 
-_ELEMENTWISE = {
-    E.neg_p: "neg", E.sign_p: "sign", E.floor_p: "floor", E.ceil_p: "ceil",
-    E.round_p: "round", E.is_finite_p: "is_finite", E.exp_p: "exp", E.exp2_p: "exp2",
-    E.log_p: "log", E.log1p_p: "log1p", E.expm1_p: "expm1", E.tanh_p: "tanh",
-    E.logistic_p: "logistic", E.sin_p: "sin", E.cos_p: "cos", E.tan_p: "tan",
-    E.asin_p: "asin", E.acos_p: "acos", E.atan_p: "atan", E.sinh_p: "sinh",
-    E.cosh_p: "cosh", E.asinh_p: "asinh", E.acosh_p: "acosh", E.atanh_p: "atanh",
-    E.sqrt_p: "sqrt", E.rsqrt_p: "rsqrt", E.cbrt_p: "cbrt", E.abs_p: "abs", E.not_p: "not",
-    E.add_p: "add", E.sub_p: "sub", E.mul_p: "mul", E.div_p: "div", E.rem_p: "rem",
-    E.pow_p: "pow", E.max_p: "max", E.min_p: "min", E.atan2_p: "atan2",
-    E.copysign_p: "copysign",
-    E.and_p: "and", E.or_p: "or", E.xor_p: "xor",
-    E.shift_left_p: "shl", E.shift_right_arithmetic_p: "shr",
-    E.eq_p: "cmp_eq", E.ne_p: "cmp_ne", E.lt_p: "cmp_lt", E.le_p: "cmp_le",
-    E.gt_p: "cmp_gt", E.ge_p: "cmp_ge", E.select_p: "select",
-    SP.erf_p: "erf", SP.erfc_p: "erfc", SP.lgamma_p: "lgamma", SP.digamma_p: "digamma",
-}
-for _p, _op in _ELEMENTWISE.items():
-    _p.def_rule("to_tile", _intrinsic(_op))
+def _register(op: ElementwiseOp, prim) -> None:
+    """Every descriptor-defined primitive with an intrinsic lowers to a call of it."""
+    if prim is not None and op.intrinsic:
+        prim.def_rule("to_tile", _intrinsic(op.intrinsic))
+
+
+on_define(_register)
+E.select_p.def_rule("to_tile", _intrinsic("select"))
 
 
 def _nextafter(ctx, x, y):

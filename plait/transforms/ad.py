@@ -18,7 +18,7 @@ from plait.core.ad_util import Zero
 from plait.core.graph import Graph, ClosedGraph, eval_graph
 from plait.core.staging import trace_to_graph
 from plait.core.trace import (Trace, Tracer, new_main, full_raise, full_lower, get_aval,
-                              _CONCRETE)
+                              wrap_array)
 from plait.core.graph_transforms import register_graph_transform
 from plait.lax._ad_helpers import tangent_aval, differentiable
 from plait.lax._ad_helpers import instantiate as instantiate_zeros
@@ -54,7 +54,7 @@ def _as_primal(val):
     0-d array of its dtype, so jvp rules can mix it with Python constants
     (``add(x, 1)``) as they do with arrays."""
     if isinstance(val, np.generic):
-        return _CONCRETE["wrap"](np.asarray(val), False)
+        return wrap_array(np.asarray(val), False)
     return as_operand(val)
 
 

@@ -23,7 +23,7 @@ from plait.core.graph_transforms import register_graph_transform
 from plait.core.pytree import tree_flatten, tree_unflatten, TreeDef
 from plait.core.staging import trace_to_graph
 from plait.core.trace import (new_main, find_top_trace, full_raise, full_lower, get_aval,
-                              _CONCRETE)
+                              wrap_array)
 from plait.errors import PlaitTypeError, PlaitValueError
 from plait.lax._ad_helpers import tangent_aval, differentiable, instantiate
 from plait.transforms.ad import jvp_flat
@@ -37,7 +37,7 @@ from plait.transforms.transpose import backward_pass
 def _as_array(x):
     """NumPy results (e.g. from literals) become ``plait.Array``; others pass through."""
     if isinstance(x, (np.ndarray, np.generic)):
-        return _CONCRETE["wrap"](np.asarray(x), False)
+        return wrap_array(np.asarray(x), False)
     return x
 
 
@@ -343,7 +343,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
                                  f"({flat.out_tree})")
         a = _leaf_aval(out_leaves[0], f"the output of {_fun_name(fun)}")
         _check_output(fun, a, "grad", holomorphic, scalar=True)
-        one = _CONCRETE["wrap"](np.ones((), a.dtype), False)
+        one = wrap_array(np.ones((), a.dtype), False)
         g = vjp_fun(tree_unflatten(flat.out_tree, [one]))
         g = g[0] if isinstance(argnums, int) else tuple(g)
         return ((out, aux), g) if has_aux else (out, g)
@@ -376,7 +376,7 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
 
 def _basis_stack(aval):
     """All basis vectors of ``aval``'s space stacked on a leading axis: ``(n,) + shape``."""
-    return _CONCRETE["wrap"](np.eye(aval.size, dtype=aval.dtype).reshape(
+    return wrap_array(np.eye(aval.size, dtype=aval.dtype).reshape(
         (aval.size,) + tuple(aval.shape)), False)
 
 
@@ -390,7 +390,7 @@ def _mapped_over_basis(fn, aval, lead_shape, out_avals, lead_first: bool) -> lis
     shapes = [tuple(lead_shape) + tuple(a.shape) if lead_first else
               tuple(a.shape) + tuple(lead_shape) for a in out_avals]
     if n == 0 or any(a.size == 0 for a in out_avals):
-        return [_CONCRETE["wrap"](np.zeros(s, a.dtype), False) for s, a in zip(shapes, out_avals)]
+        return [wrap_array(np.zeros(s, a.dtype), False) for s, a in zip(shapes, out_avals)]
     want = [0 if lead_first else len(a.shape) for a in out_avals]
     outs, _ = batch_flat(fn, n, [_basis_stack(aval)], [0], want,
                          description="a Jacobian over the basis")
@@ -398,7 +398,7 @@ def _mapped_over_basis(fn, aval, lead_shape, out_avals, lead_first: bool) -> lis
 
 
 def _zeros_of(aval):
-    return _CONCRETE["wrap"](np.zeros(aval.shape, aval.dtype), False)
+    return wrap_array(np.zeros(aval.shape, aval.dtype), False)
 
 
 def _assemble(flat: _Flat, in_tree: TreeDef, single: bool, blocks):

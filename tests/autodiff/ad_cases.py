@@ -93,6 +93,7 @@ case("abs_complex", ew.abs_p, lambda x, y: lax.abs(lax.complex(x, y)), two(0.5, 
 for nm, p, mk in [("add", ew.add_p, two(-1, 1)), ("sub", ew.sub_p, two(-1, 1)),
                   ("mul", ew.mul_p, two(-1, 1)), ("div", ew.div_p, two(0.5, 2)),
                   ("pow", ew.pow_p, two(0.5, 2)), ("atan2", ew.atan2_p, two(0.5, 2)),
+                  ("logaddexp", ew.logaddexp_p, two(-2, 2)),
                   ("max", ew.max_p, distinct(n=2)), ("min", ew.min_p, distinct(n=2)),
                   ("rem", ew.rem_p, lambda rng, dt: (rng.uniform(2.1, 2.9, (2, 3)).astype(dt),
                                                     rng.uniform(0.6, 0.9, (2, 3)).astype(dt)))]:

@@ -6,7 +6,7 @@ import pytest
 import plait
 import plait.numpy as pnp
 from plait import lax
-from plait.lax.callbacks import CallbackError
+from plait.errors import CallbackError
 
 BACKENDS = ["interp", "native"]
 

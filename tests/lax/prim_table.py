@@ -267,6 +267,7 @@ BINARY = [
     (ew.atan2_p, lax.atan2, FLOATS, {}, {}, lambda x, y: np.array([math.atan2(a, b) for a, b in zip(x.ravel(), y.ravel())]).reshape(x.shape)),
     (ew.nextafter_p, lax.nextafter, (F32, F64), {}, {}, lambda x, y: _nextafter_oracle(x, y)),
     (ew.copysign_p, lax.copysign, FLOATS, {}, {}, lambda x, y: np.array([math.copysign(a, b) for a, b in zip(x.ravel().tolist(), y.ravel().tolist())]).reshape(x.shape)),
+    (ew.logaddexp_p, lax.logaddexp, FLOATS, {}, {}, lambda x, y: np.array([math.log(math.exp(a) + math.exp(b)) for a, b in zip(x.ravel().tolist(), y.ravel().tolist())]).reshape(x.shape)),
     (ew.and_p, lax.bitwise_and, INTEGRAL, {}, {}, lambda x, y: x & y),
     (ew.or_p, lax.bitwise_or, INTEGRAL, {}, {}, lambda x, y: x | y),
     (ew.xor_p, lax.bitwise_xor, INTEGRAL, {}, {}, lambda x, y: x ^ y),

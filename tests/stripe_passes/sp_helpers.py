@@ -7,6 +7,7 @@ import tempfile
 
 import numpy as np
 
+from plait.codegen.c_expr import op_prelude
 from plait.codegen.c_stripe import PRELUDE, render_program
 from plait.codegen.toolchain import build_shared_object, find_toolchain
 from plait.stripe import lower, run, verify
@@ -36,7 +37,7 @@ def random_inputs(program, seed: int = 0) -> dict:
 def run_c(program, inputs: dict) -> dict:
     """Compile ``program`` to C, run it on ``inputs``, return its outputs."""
     tc = find_toolchain()
-    src = PRELUDE + render_program(program, "entry")
+    src = PRELUDE + op_prelude() + render_program(program, "entry")
     so = os.path.join(_DIR, f"k{abs(hash(src))}.so")
     if not os.path.exists(so):
         build_shared_object(src, so, tc)

@@ -8,6 +8,7 @@ import pytest
 import plait
 from plait.backends.xla.rules import REFUSED, RULE
 from plait.core.primitive import ALL_PRIMITIVES
+from plait.errors import XlaUnavailableError
 
 
 def test_every_primitive_lowers_or_is_refused():
@@ -38,7 +39,7 @@ def test_dump_dir_writes_module(tmp_path, monkeypatch):
 
 def test_missing_jaxlib_is_a_clear_error(monkeypatch):
     import builtins
-    from plait.backends.xla import pjrt
+    import plait.backends.xla.pjrt  # noqa: F401  (imported before __import__ is patched)
     real = builtins.__import__
 
     def fake(name, *a, **k):
@@ -46,5 +47,5 @@ def test_missing_jaxlib_is_a_clear_error(monkeypatch):
             raise ImportError("No module named 'jaxlib'")
         return real(name, *a, **k)
     monkeypatch.setattr(builtins, "__import__", fake)
-    with pytest.raises(pjrt.XlaUnavailableError, match=r'pip install "plait\[xla\]"'):
+    with pytest.raises(XlaUnavailableError, match=r'pip install "plait\[xla\]"'):
         plait.jit(lambda x: x + 1, backend="xla")(np.ones(2))

@@ -15,6 +15,7 @@ from plait.backends.native.cprogram import CProgram, CallStep, step_buffers, dri
 from plait.backends.native.launch import Launch, launch
 from plait.backends.native.partition import KernelStep, partition
 from plait.codegen.c_pymodule import module_source
+from plait.codegen.c_expr import op_prelude
 from plait.codegen.c_stripe import PRELUDE, decode_status
 from plait.codegen.toolchain import build_shared_object, require_toolchain
 from plait.core.graph import (ClosedGraph, Literal, closure_convert, reset_graph_runner,
@@ -25,6 +26,7 @@ from plait.passes.inline import inline
 from plait.runtime import kernel_cache, metrics
 from plait.runtime.cpuinfo import cpu_info
 from plait.backends.native.target import host_target
+from plait.config import config, set_openmp_wait_defaults
 
 
 class NativeExecutable:
@@ -310,14 +312,13 @@ class Prepared:
     def __init__(self, closed: ClosedGraph):
         self.closed = inline(closed)
         dump = _dump_dir(self.closed)
-        from plait.config import config
         self.timed = config.profile
         cprog = CProgram(host_target(), dump, self.timed)
         self.steps = cprog.native_steps(partition(self.closed.graph))
         self.stripe = cprog.stripe
         self.functions = cprog.functions     # numbered kernels, for failure messages
         self.scratch = cprog.scratch         # name -> peak bytes a C function allocates
-        self.source = PRELUDE + "\n\n" + cprog.source()
+        self.source = PRELUDE + op_prelude() + "\n\n" + cprog.source()
         self.entry = None     # the whole program as one C function, when fully native
         self.native = any(isinstance(s, (KernelStep, CallStep)) for s in self.steps)
         if self.native and all(isinstance(s, (KernelStep, CallStep)) for s in self.steps):
@@ -368,7 +369,6 @@ class Prepared:
 
 def _dump_dir(closed: ClosedGraph) -> str | None:
     """``$PLAIT_DUMP_DIR/<function>_<hash of its graph>`` (created), or None."""
-    from plait.config import config
     if not config.dump_dir:
         return None
     import hashlib
@@ -449,8 +449,7 @@ def _openmp_defaults() -> None:
     an idle machine (W6 step 0.81 ms alone); a 2000-round spin keeps most of both
     (0.47 ms alone, 0.84-0.96 ms with two processes). libgomp reads these when the
     first kernel library loads it; a user's setting wins."""
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    os.environ.setdefault("GOMP_SPINCOUNT", "2000")
+    set_openmp_wait_defaults("PASSIVE", 2000)
 
 
 _SUBGRAPHS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()

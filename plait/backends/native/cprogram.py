@@ -22,9 +22,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from plait.backends.native.partition import HostStep, KernelStep, partition
-from plait.codegen.c_stripe import C_TYPES, oom_status, render_program, temp_bytes
+from plait.codegen.c_expr import C_TYPES, literal
+from plait.codegen.c_stripe import oom_status, render_program, temp_bytes
 from plait.codegen.toolchain import find_toolchain
-from plait.config import config
+from plait.config import config, omp_num_threads
 from plait.core.graph import Graph, Literal, Var
 from plait.passes.inline import inline_graph
 from plait.stripe import lower as stripe_lower
@@ -54,17 +55,7 @@ def nbytes(aval) -> int:
 
 def c_literal(a: Literal) -> str:
     """A C expression of a scalar literal's value, in its storage type."""
-    v = a.val.item()
-    dt = np.dtype(a.aval.dtype)
-    if dt.kind == "b":
-        return "1" if v else "0"
-    if dt.kind == "f":
-        if math.isnan(v):
-            return "NAN"
-        if math.isinf(v):
-            return "INFINITY" if v > 0 else "-INFINITY"
-        return repr(float(v))
-    return f"{int(v)}LL" if dt.kind == "i" else f"{int(v)}ULL"
+    return literal(a.val.item(), STRIPE_DTYPES[np.dtype(a.aval.dtype)])
 
 
 def storage_type(aval) -> str:
@@ -73,9 +64,9 @@ def storage_type(aval) -> str:
 
 def omp_threads() -> int:
     """How many threads an OpenMP parallel loop of a kernel uses at most here."""
-    n = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
-    if n.isdigit() and int(n) > 0:
-        return int(n)
+    n = omp_num_threads()
+    if n is not None:
+        return n
     try:
         return max(len(os.sched_getaffinity(0)), 1)
     except (AttributeError, OSError):

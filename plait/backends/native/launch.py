@@ -182,17 +182,31 @@ class Launch:
 
 _LOCK = threading.Lock()
 _QUEUE_LOCK = threading.Lock()  # _IN_FLIGHT: threads reap (wait) while another launches
-_LIB: list = []              # the loaded runtime, or None when it cannot be built
 _IN_FLIGHT: "collections.deque[Launch]" = collections.deque()
-_SUBMIT: list = []
+
+
+class _Loaded:
+    """The launch runtime once loaded: the library (None when it cannot be built) and
+    the address of its ``plait_rt_submit``."""
+
+    __slots__ = ("loaded", "lib", "submit")
+
+    def __init__(self):
+        self.loaded = False
+        self.lib = None
+        self.submit: int | None = None
+
+
+_RT = _Loaded()
 
 
 def _runtime():
-    if not _LIB:
+    if not _RT.loaded:
         with _LOCK:
-            if not _LIB:
-                _LIB.append(_load_runtime())
-    return _LIB[0]
+            if not _RT.loaded:
+                _RT.lib = _load_runtime()
+                _RT.loaded = True
+    return _RT.lib
 
 
 def _load_runtime():
@@ -222,9 +236,9 @@ def _load_runtime():
 
 def _submit_address(lib) -> int:
     """The address of ``plait_rt_submit`` (what an extension module's ``launch`` calls)."""
-    if not _SUBMIT:
-        _SUBMIT.append(ctypes.cast(lib.plait_rt_submit, ctypes.c_void_p).value)
-    return _SUBMIT[0]
+    if _RT.submit is None:
+        _RT.submit = ctypes.cast(lib.plait_rt_submit, ctypes.c_void_p).value
+    return _RT.submit
 
 
 def _reap() -> None:
@@ -290,8 +304,8 @@ def _after_fork_in_child() -> None:
     global _QUEUE_LOCK
     _QUEUE_LOCK = threading.Lock()      # another thread may have held it at the fork
     _IN_FLIGHT.clear()
-    if _LIB and _LIB[0] is not None:
-        _LIB[0].plait_rt_reset()
+    if _RT.lib is not None:
+        _RT.lib.plait_rt_reset()
 
 
 os.register_at_fork(before=wait_all, after_in_child=_after_fork_in_child)

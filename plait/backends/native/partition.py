@@ -17,7 +17,8 @@ import numpy as np
 
 from plait.core.graph import Graph, Literal, Var
 from plait.tile import ir as tile_ir
-from plait.tile.lowering import LowerCtx, NotLowerable, STRIPE_DTYPES, TVal
+from plait.errors import NotLowerable
+from plait.tile.lowering import LowerCtx, STRIPE_DTYPES, TVal
 import plait.tile.rules  # noqa: F401  (registers the to_tile rules)
 from plait.backends.native.library import use_library
 from plait.backends.native.target import host_target

@@ -12,14 +12,10 @@ import threading
 
 import numpy as np
 
-from plait.errors import PlaitError
+from plait.errors import PlaitError, XlaUnavailableError
 
 _STATE: dict = {}
 _LOCK = threading.Lock()
-
-
-class XlaUnavailableError(PlaitError, ImportError):
-    """jaxlib (the XLA runtime) is not installed."""
 
 
 def _jaxlib():

@@ -1,35 +1,54 @@
-"""``to_stablehlo`` rules of the elementwise primitives (plait.lax.elementwise)."""
+"""``to_stablehlo`` rules of the elementwise primitives: from each descriptor's spelling
+(or ``composite``), and custom rules for the ops StableHLO spells differently."""
 from __future__ import annotations
 
 import numpy as np
 
 from plait.backends.xla.rules import RULE, binary, compare, convert, select, unary
 from plait.backends.xla.emitter import tensor_type
+from plait.core.staging import trace_to_graph
 from plait.lax import elementwise as E
+from plait.lax.elementwise_spec import ElementwiseOp, on_define
 
 
-def _simple_unary(name):
-    def rule(ctx, x):
+def _spelled(op: ElementwiseOp):
+    """The rule of an op from its StableHLO spelling (``"compare EQ"``: a comparison)."""
+    if op.stablehlo.startswith("compare "):
+        direction = op.stablehlo.split()[1]
+        return lambda ctx, x, y: compare(ctx, x, y, ctx.in_avals[0].shape,
+                                         ctx.in_avals[0].dtype, direction)
+
+    def rule(ctx, *xs):
         a, o = ctx.in_avals[0], ctx.out_avals[0]
-        return unary(ctx, name, x, a.shape, a.dtype, o.dtype)
+        if len(xs) == 1:
+            return unary(ctx, op.stablehlo, xs[0], a.shape, a.dtype, o.dtype)
+        return binary(ctx, op.stablehlo, *xs, a.shape, a.dtype, o.dtype)
     return rule
 
 
-_UNARY = {
-    E.neg_p: "stablehlo.negate", E.floor_p: "stablehlo.floor", E.ceil_p: "stablehlo.ceil",
-    E.round_p: "stablehlo.round_nearest_even", E.is_finite_p: "stablehlo.is_finite",
-    E.exp_p: "stablehlo.exponential", E.log_p: "stablehlo.log",
-    E.log1p_p: "stablehlo.log_plus_one", E.expm1_p: "stablehlo.exponential_minus_one",
-    E.tanh_p: "stablehlo.tanh", E.logistic_p: "stablehlo.logistic", E.sin_p: "stablehlo.sine",
-    E.cos_p: "stablehlo.cosine", E.tan_p: "stablehlo.tan", E.asin_p: "chlo.asin",
-    E.acos_p: "chlo.acos", E.atan_p: "chlo.atan", E.sinh_p: "chlo.sinh", E.cosh_p: "chlo.cosh",
-    E.asinh_p: "chlo.asinh", E.acosh_p: "chlo.acosh", E.atanh_p: "chlo.atanh",
-    E.sqrt_p: "stablehlo.sqrt", E.rsqrt_p: "stablehlo.rsqrt", E.cbrt_p: "stablehlo.cbrt",
-    E.not_p: "stablehlo.not", E.real_p: "stablehlo.real", E.imag_p: "stablehlo.imag",
-    E.population_count_p: "stablehlo.popcnt",
-}
-for _p, _n in _UNARY.items():
-    _p.def_rule(RULE, _simple_unary(_n))
+def _composite(op: ElementwiseOp):
+    """The rule of an op without a spelling: its ``composite`` staged and emitted inline."""
+    def rule(ctx, *xs):
+        closed, _ = trace_to_graph(lambda *a: [op.composite(*a)], ctx.in_avals,
+                                   description=f"the StableHLO lowering of {op.name}")
+        g = closed.graph
+        env = dict(zip(g.invars, xs))
+        for v, c in zip(g.constvars, closed.consts):
+            env[v] = ctx.const(np.asarray(c), v.aval.dtype)
+        ctx.em.emit_eqns(g, env, ctx.lines)
+        return ctx.em.read(g.outvars[0], env, ctx.lines)
+    return rule
+
+
+def _register(op: ElementwiseOp, prim) -> None:
+    if prim is not None and op.stablehlo:
+        prim.def_rule(RULE, _spelled(op))
+    elif prim is not None and op.composite is not None:
+        prim.def_rule(RULE, _composite(op))
+
+
+# descriptor-defined ops with a spelling or a composite; the custom rules follow
+on_define(_register)
 
 
 def _abs(ctx, x):
@@ -88,26 +107,6 @@ def _integer_pow(ctx, x, *, y):
 
 
 E.integer_pow_p.def_rule(RULE, _integer_pow)
-
-
-def _simple_binary(name):
-    def rule(ctx, x, y):
-        a, o = ctx.in_avals[0], ctx.out_avals[0]
-        return binary(ctx, name, x, y, a.shape, a.dtype, o.dtype)
-    return rule
-
-
-_BINARY = {
-    E.add_p: "stablehlo.add", E.sub_p: "stablehlo.subtract", E.mul_p: "stablehlo.multiply",
-    E.pow_p: "stablehlo.power", E.max_p: "stablehlo.maximum", E.min_p: "stablehlo.minimum",
-    E.atan2_p: "stablehlo.atan2", E.nextafter_p: "chlo.next_after",
-    E.and_p: "stablehlo.and", E.or_p: "stablehlo.or", E.xor_p: "stablehlo.xor",
-    E.shift_left_p: "stablehlo.shift_left",
-    E.shift_right_arithmetic_p: "stablehlo.shift_right_arithmetic",
-    E.shift_right_logical_p: "stablehlo.shift_right_logical",
-}
-for _p, _n in _BINARY.items():
-    _p.def_rule(RULE, _simple_binary(_n))
 
 
 def _complex(ctx, x, y):
@@ -184,12 +183,6 @@ def _complex_extremum(direction, name):
 
 E.max_p.def_rule(RULE, _complex_extremum("GT", "stablehlo.maximum"))
 E.min_p.def_rule(RULE, _complex_extremum("LT", "stablehlo.minimum"))
-
-for _p, _d in ((E.eq_p, "EQ"), (E.ne_p, "NE"), (E.lt_p, "LT"), (E.le_p, "LE"),
-               (E.gt_p, "GT"), (E.ge_p, "GE")):
-    _p.def_rule(RULE, lambda ctx, x, y, _d=_d: compare(
-        ctx, x, y, ctx.in_avals[0].shape, ctx.in_avals[0].dtype, _d))
-
 
 def _select(ctx, p, t, f):
     a = ctx.out_avals[0]

@@ -1,20 +1,14 @@
-"""``to_stablehlo`` rules of primitives outside plait.lax's core modules: special
-functions, linear algebra that StableHLO has ops for, and remat markers. The other
-linalg primitives are in :data:`plait.backends.xla.rules.REFUSED`."""
+"""``to_stablehlo`` rules of primitives outside plait.lax's core modules: linear algebra
+that StableHLO has ops for, and remat markers (the special functions lower from their
+descriptors). The other linalg primitives are in :data:`plait.backends.xla.rules.REFUSED`."""
 from __future__ import annotations
 
 import numpy as np
 
 from plait.backends.xla.emitter import aval_type, i64_array, tensor_type
-from plait.backends.xla.rules import REFUSED, RULE, binary, compare, select, unary
+from plait.backends.xla.rules import REFUSED, RULE, binary, compare, select
 from plait.core import remat as RM
 from plait.lax import linalg as LA
-from plait.lax import special as SP
-
-for _p, _n in ((SP.erf_p, "chlo.erf"), (SP.erfc_p, "chlo.erfc"), (SP.lgamma_p, "chlo.lgamma"),
-               (SP.digamma_p, "chlo.digamma")):
-    _p.def_rule(RULE, lambda ctx, x, _n=_n: unary(ctx, _n, x, ctx.in_avals[0].shape,
-                                                   ctx.in_avals[0].dtype))
 
 RM.remat_p.def_rule(RULE, lambda ctx, *args, graph, **_: ctx.call_graph(
     graph, list(args), [aval_type(a) for a in ctx.in_avals]))

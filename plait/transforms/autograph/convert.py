@@ -21,7 +21,8 @@ from typing import Callable
 
 from plait.errors import PlaitTypeError, ControlFlowError
 from plait.transforms.autograph.info import StmtInfo
-from plait.transforms.autograph.rewrite import convert_function_def, NotConvertible
+from plait.errors import NotConvertible
+from plait.transforms.autograph.rewrite import convert_function_def
 
 _LIBRARY_TOPS = {"plait", "numpy"}
 _LIB_DIRS = tuple({p for k in ("stdlib", "platstdlib", "purelib", "platlib")

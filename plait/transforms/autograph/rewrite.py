@@ -32,12 +32,9 @@ from plait.transforms.autograph.analysis import (Analysis, assigned, first_assig
                                                  declared_nonlocal)
 from plait.transforms.autograph.info import StmtInfo
 from plait.transforms.autograph.jumps import JumpLowering, RETVAL, DO_RETURN
+from plait.errors import NotConvertible
 
 _NO_WRAP_CALLS = {"super", "locals", "globals", "vars", "eval", "exec", "dir"}
-
-
-class NotConvertible(Exception):
-    """The function uses a construct autograph does not rewrite (generators, async)."""
 
 
 def _load(n: str) -> ast.Name:
