@@ -27,6 +27,7 @@ import numpy as np
 import plait
 from benchmarks.common import Config, Row, markdown
 from benchmarks.harness import optional_import
+from plait.runtime.progress import bar
 
 WORKLOADS = [
     ("w1", "benchmarks.w1_mlp", "run"),
@@ -56,6 +57,12 @@ def _run_one(key: str, module: str, fn: str, cfg: Config):
     if isinstance(out, tuple):
         return out
     return out, ""
+
+
+def _note(text: str) -> None:
+    """A line on stderr (over the progress bar's line on a terminal)."""
+    sys.stderr.write(("\r\033[K" if sys.stderr.isatty() else "") + text + "\n")
+    sys.stderr.flush()
 
 
 def header(cfg: Config) -> str:
@@ -93,9 +100,10 @@ def main(argv=None) -> int:
     print(header(cfg), flush=True)
     rows, extras, failures = [], [], []
     t_all = time.perf_counter()
-    for key, module, fn in WORKLOADS:
-        if (only and key not in only) or (not only and cfg.quick and key in FULL_ONLY):
-            continue
+    chosen = [w for w in WORKLOADS if not ((only and w[0] not in only)
+                                           or (not only and cfg.quick and w[0] in FULL_ONLY))]
+    for n, (key, module, fn) in enumerate(chosen):
+        bar(n, len(chosen), f"running {key}")        # on a terminal only
         t0 = time.perf_counter()
         try:
             r, text = _run_one(key, module, fn, cfg)
@@ -103,14 +111,15 @@ def main(argv=None) -> int:
             msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
             failures.append(key)
             rows.append(Row(f"{key.upper()} FAILED", check=f"{type(e).__name__}: {msg}"[:200]))
-            print(f"{key}: FAILED ({type(e).__name__}: {msg})", file=sys.stderr, flush=True)
+            _note(f"{key}: FAILED ({type(e).__name__}: {msg})")
             continue
         rows += r
         if any(row.failed for row in r):
             failures.append(key)
         if text:
             extras.append(text)
-        print(f"{key}: done in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
+        _note(f"{key}: done in {time.perf_counter() - t0:.1f} s")
+    bar(len(chosen), len(chosen), "workloads done")
     print("\n" + markdown(rows))
     for text in extras:
         print("\n```\n" + text + "\n```")

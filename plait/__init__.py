@@ -27,6 +27,8 @@ from plait.core.graph import check_graph
 from plait import debug, experimental
 from plait.lax.callbacks import pure_callback
 from plait.exporting import export
+from plait import profiler
+from plait.explorer import explore
 from plait import distributed
 from plait.distributed import (pmap, process_index, process_count, local_devices,
                                device_count, local_device_count)
@@ -36,9 +38,9 @@ __all__ = ["Array", "ShapeDtypeStruct", "ad_checkpoint", "ad_residuals", "autogr
            "check_graph", "checkpoint", "checkpoint_policies", "config",
            "custom_batching", "custom_jvp", "custom_vjp", "custom_vmap", "debug",
            "device_put", "devices", "disable_jit", "errors", "eval_shape",
-           "example_libraries", "experimental", "export", "grad", "hessian", "jacfwd",
+           "example_libraries", "experimental", "explore", "export", "grad", "hessian", "jacfwd",
            "jacrev", "jit", "jvp", "lax", "lazy", "linearize", "make_graph", "metrics",
-           "nn", "numpy", "pure_callback", "random", "remat", "stop_gradient", "tree",
+           "nn", "numpy", "profiler", "pure_callback", "random", "remat", "stop_gradient", "tree",
            "tree_util", "value_and_grad", "vjp", "vmap",
            "pmap", "process_index", "process_count", "local_devices", "device_count",
            "local_device_count"]

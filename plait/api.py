@@ -31,6 +31,7 @@ from plait.core.staging import trace_to_graph
 from plait.core.trace import Tracer, get_aval, concrete_value
 from plait.errors import StaticArgumentError, PlaitTypeError
 from plait.lru import LRUCache
+from plait.profiler import events as _events
 from plait.runtime import metrics, nan_check
 from plait.runtime.array import Array
 from plait.runtime.once import Once
@@ -273,12 +274,14 @@ class Jitted:
         if config.log_compiles:
             log.warning("plait: tracing %s: %s", self._name, self._miss_reason(key, in_tree))
         t0 = time.perf_counter()
-        closed, _ = trace_to_graph(flat_fun, avals, description=f"jit of {self._name}",
-                                   name=getattr(self.fun, "__name__", ""))
+        with _events.span(f"trace {self._name}", "trace"):
+            closed, _ = trace_to_graph(flat_fun, avals, description=f"jit of {self._name}",
+                                       name=getattr(self.fun, "__name__", ""))
         metrics.bump("traces")
         metrics.bump("trace_time_s", time.perf_counter() - t0)
         from plait.passes import optimize
-        closed = optimize(closed)
+        with _events.span("graph passes", "compile"):
+            closed = optimize(closed)
         if config.checks:
             from plait.core.graph import check_graph
             check_graph(closed.graph)

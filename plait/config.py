@@ -36,6 +36,26 @@ def _parse_int(text: str, name: str, default: int) -> int:
         return default
 
 
+def parse_size(text: str) -> int:
+    """Bytes of a size such as ``500M``, ``2G``, ``1.5GiB`` or ``4096`` (ValueError if not one)."""
+    t = text.strip().upper().removesuffix("IB").removesuffix("B")
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(t[-1:], 1)
+    n = float(t[:-1] if scale > 1 else t)
+    if n < 0:
+        raise ValueError(text)
+    return int(n * scale)
+
+
+def _parse_size(text: str, name: str, default: int) -> int:
+    try:
+        return parse_size(text) if text.strip() else default
+    except ValueError:
+        import warnings
+        warnings.warn(f"plait: ${name}={text!r} is not a size such as 500M or 2G; using "
+                      f"{default} bytes", stacklevel=4)
+        return default
+
+
 def _parse_float(text: str, name: str, default: float) -> float:
     text = text.strip()
     try:
@@ -84,6 +104,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("cache_dir", "PLAIT_CACHE_DIR", _read_at_use, None,
             "directory of the on-disk kernel cache; unset: $PLAIT_CACHE_DIR as it is at "
             "each compile, else $XDG_CACHE_HOME/plait or ~/.cache/plait"),
+    Setting("cache_max_size", "PLAIT_CACHE_MAX_SIZE", _parse_size, 2 << 30,
+            "bytes the on-disk kernel cache may hold (suffixes K, M, G); after a build "
+            "past it the least recently used entries are removed (also: plait cache "
+            "prune)"),
     Setting("kernel_cache_size", "PLAIT_KERNEL_CACHE_SIZE", _parse_int, 256,
             "loaded kernel libraries the in-memory index keeps, least recently used "
             "dropped first"),

@@ -111,8 +111,14 @@ def register_cost_rules() -> None:
 
 def graph_cost(graph: Graph) -> dict:
     """``{"flops", "transcendentals", "bytes accessed"}`` of one run of ``graph``."""
+    return eqns_cost(graph.eqns)
+
+
+def eqns_cost(eqns) -> dict:
+    """:func:`graph_cost` of a sequence of equations (a fused kernel's, say)."""
+    register_cost_rules()
     flops = trans = nbytes = 0
-    for eqn in graph.eqns:
+    for eqn in eqns:
         subs = list(subgraphs_of(eqn.params))
         if subs:
             reps = int(eqn.params.get("length", 1) or 1)

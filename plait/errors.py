@@ -17,7 +17,7 @@ __all__ = ["BuildEnvironmentError", "CacheFallbackWarning", "CallbackError", "Co
            "StripeVerifyError", "TileError", "TileLowerError", "ToolchainWarning",
            "TracerArrayConversionError", "TracerBoolConversionError",
            "TracerIntegerConversionError", "UnboundAxisNameError", "UnexpectedTracerError",
-           "UnsupportedOptionError", "XlaUnavailableError", "format_site",
+           "UnsupportedOptionError", "UsageError", "XlaUnavailableError", "format_site",
            "replay_sources", "user_frame", "user_site", "warn_user"]
 
 _PLAIT_DIR = _os.path.dirname(_os.path.abspath(__file__))
@@ -83,6 +83,9 @@ def user_frame() -> str:
     return format_site(user_site())
 
 
+_ERROR_REFERENCE = "docs/errors.md"   # one section per class below, anchored by its name
+
+
 class PlaitError(Exception):
     """Base class of every error plait raises on purpose.
 
@@ -93,6 +96,8 @@ class PlaitError(Exception):
         if locate:
             msg = f"{msg}\n  (at {user_frame()})"
         super().__init__(msg)
+        if hasattr(self, "add_note"):      # Python 3.11+: printed under the message
+            self.add_note(f"error reference: {_ERROR_REFERENCE}#{type(self).__name__.lower()}")
 
 
 class PlaitTypeError(PlaitError, TypeError):
@@ -242,6 +247,15 @@ class NotConvertible(Exception):
     autograph then leaves the function as written."""
 
 
+class UsageError(PlaitError, ValueError):
+    """A command-line argument of the ``plait`` command that names nothing usable (a
+    missing file or function, a malformed argument spec); the command exits with
+    status 2."""
+
+    def __init__(self, msg: str = ""):
+        super().__init__(msg, locate=False)
+
+
 class UnboundAxisNameError(PlaitError, NameError):
     """A collective names an axis that no enclosing ``vmap(axis_name=)`` or ``pmap``
     binds."""
@@ -271,3 +285,4 @@ def warn_user(msg: str, category: type) -> None:
     while f is not None and _is_internal(f.f_code.co_filename):
         f, level = f.f_back, level + 1
     warnings.warn(msg, category, stacklevel=level)
+

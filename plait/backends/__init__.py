@@ -7,6 +7,13 @@ from plait.core.graph import ClosedGraph
 
 def compile(closed: ClosedGraph, backend: str = "interp"):
     """Compile a closed graph with the named backend."""
+    from plait.profiler import events
+    with events.span(f"compile {closed.graph.name or 'graph'} ({backend})", "compile",
+                     {"equations": len(closed.graph.eqns)}):
+        return _compile(closed, backend)
+
+
+def _compile(closed: ClosedGraph, backend: str):
     if backend == "interp":
         from plait.backends.interp import compile_interp
         return compile_interp(closed)

@@ -3,8 +3,10 @@
 The 1797 8x8 images ship inside scikit-learn (``pip install plait[examples]``).
 A ``plait.example_libraries.stax`` CNN (conv 16 - pool - conv 32 - pool - dense 64 -
 dense 10, NHWC) is trained with Adam by a ``plait.jit``-compiled update step.
-Prints a progress bar (stderr), the test accuracy, the compile time of the step
-and its speed jitted versus eager (op by op).
+Prints a progress bar (stderr, on a terminal), the test accuracy, the compile time of
+the step and its speed jitted versus eager (op by op), and writes two pictures into
+``--out`` (default ``digits-out``): the training curve and a grid of misclassified test
+digits (with matplotlib; without it, a note says how to get them).
 
 ``--replicas N`` trains data-parallel instead: ``plait.pmap`` over N CPU devices
 (groups of cores), each replica taking its share of the global batch, gradients
@@ -114,12 +116,15 @@ def _train(steps, batch, lr, seed, backend, eager_steps, progress) -> dict:
     loss, state = step(0, state, x0, y0)
     float(loss)
     compile_s = time.perf_counter() - t0
+    curve = [(1, float(loss))]
     t0 = time.perf_counter()
     for i in range(1, steps):
         x, y = next(data)
         loss, state = step(i, state, x, y)
-        if progress and (i % 10 == 0 or i == steps - 1):
-            _progress(i + 1, steps, float(loss))
+        if i % 10 == 0 or i == steps - 1:
+            curve.append((i + 1, float(loss)))
+            if progress:
+                _progress(i + 1, steps, curve[-1][1])
     float(loss)
     jit_s = (time.perf_counter() - t0) / max(steps - 1, 1)
 
@@ -133,7 +138,9 @@ def _train(steps, batch, lr, seed, backend, eager_steps, progress) -> dict:
 
     final = opt.get_params(state)
     pred = np.asarray(predict(final, x_te))
+    wrong = np.flatnonzero(pred != y_te)
     return {"accuracy": float(np.mean(pred == y_te)), "compile_s": compile_s,
+            "curve": curve, "misclassified": (x_te[wrong, ..., 0], y_te[wrong], pred[wrong]),
             "jit_steps_per_s": 1.0 / jit_s, "eager_steps_per_s": 1.0 / eager_s,
             "final_loss": float(loss), "steps": steps,
             "backend": backend or plait.config.resolved_backend()}
@@ -200,6 +207,46 @@ def main_replicas(args) -> dict:
     return r
 
 
+def write_pictures(r: dict, out_dir: str) -> list[str]:
+    """Write ``training_curve.png`` and ``misclassified.png`` of a :func:`train` result
+    into ``out_dir``; returns the paths (none, after printing a note, without matplotlib)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("  (pictures: pip install matplotlib to get the training curve and the "
+              "misclassified digits as PNG files)")
+        return []
+    import os
+    os.makedirs(out_dir, exist_ok=True)
+    steps, losses = zip(*r["curve"])
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot(steps, losses)
+    ax.set(xlabel="step", ylabel="training loss (batch)", yscale="log",
+           title=f"digits CNN: test accuracy {100 * r['accuracy']:.1f}%")
+    curve = os.path.join(out_dir, "training_curve.png")
+    fig.tight_layout()
+    fig.savefig(curve, dpi=100)
+    plt.close(fig)
+    images, truth, pred = r["misclassified"]
+    n = min(len(truth), 25)
+    cols = 5
+    rows = max((n + cols - 1) // cols, 1)
+    fig, axes = plt.subplots(rows, cols, figsize=(cols * 1.3, rows * 1.5), squeeze=False)
+    for k, ax in enumerate(axes.flat):
+        ax.axis("off")
+        if k < n:
+            ax.imshow(images[k], cmap="gray_r")
+            ax.set_title(f"{truth[k]} as {pred[k]}", fontsize=9)
+    fig.suptitle(f"{len(truth)} misclassified test digits (true as predicted)", fontsize=10)
+    grid = os.path.join(out_dir, "misclassified.png")
+    fig.tight_layout()
+    fig.savefig(grid, dpi=100)
+    plt.close(fig)
+    return [curve, grid]
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=300)
@@ -211,6 +258,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     ap.add_argument("--replicas", type=int, default=0,
                     help="data-parallel over this many CPU devices per process (pmap)")
+    ap.add_argument("--out", default="digits-out",
+                    help="folder for the training curve and misclassified digits pictures")
     args = ap.parse_args(argv)
     if args.replicas:
         return main_replicas(args)
@@ -224,6 +273,8 @@ def main(argv=None) -> dict:
     print(f"  eager (op by op)   {r['eager_steps_per_s']:.1f} steps/s  "
           f"(jit is {r['jit_steps_per_s'] / r['eager_steps_per_s']:.1f}x faster)")
     print(f"  total              {time.perf_counter() - t0:.1f} s")
+    for path in write_pictures(r, args.out):
+        print(f"  wrote {path}")
     return r
 
 

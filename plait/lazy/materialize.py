@@ -15,6 +15,7 @@ from plait.errors import format_site, user_site
 from plait.lazy.array import Const, LazyArray, graph_lock, is_recording, live_arrays
 from plait.lazy.cache import lookup
 from plait.lazy.extract import extract
+from plait.profiler import events
 
 
 def materialize(arrays: list[LazyArray]) -> None:
@@ -34,9 +35,10 @@ def materialize(arrays: list[LazyArray]) -> None:
 def _materialize(arrays: list[LazyArray], site: str) -> None:
     modes.bump("lazy_materializations")
     modes.SITES[site] += 1
-    ex = extract(arrays)
-    modes.bump("lazy_traces")
-    entry = lookup(ex)
+    with events.span("lazy: cut trace", "trace", {"site": site}):
+        ex = extract(arrays)
+        modes.bump("lazy_traces")
+        entry = lookup(ex)
     t0 = time.perf_counter()
     launched = None
     if not modes.is_sync():

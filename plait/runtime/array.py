@@ -10,6 +10,7 @@ from plait.core.dtypes import canonical_dtype, narrow_value
 from plait.core.device import Device, devices, register_devices  # noqa: F401 (re-exported)
 from plait.core.trace import register_runtime
 from plait.errors import PlaitTypeError
+from plait.profiler import events as _events
 
 
 _CPU = Device("cpu", 0)
@@ -179,10 +180,11 @@ def device_put(x, device: Device | None = None):
     lazy runtime is available.
     """
     from plait.core.pytree import tree_map
-    put = getattr(device, "put", None)
-    if put is not None:
-        return tree_map(put, x)
-    return tree_map(_to_array, x)
+    put = getattr(device, "put", None) or _to_array
+    if _events.ACTIVE:                          # plait.profiler: a transfer event
+        with _events.span("device_put", "transfer"):
+            return tree_map(put, x)
+    return tree_map(put, x)
 
 
 def _to_array(x) -> Array:

@@ -17,6 +17,11 @@ unusable ``HOME``, a ``noexec`` mount), kernels are built in a private temporary
 directory instead, and one :class:`~plait.errors.CacheFallbackWarning` names the cause
 and ``PLAIT_CACHE_DIR``.
 
+Beside each entry, ``<key>.use`` records its use: one byte appended per load from disk
+(its size is the entry's hit count) and its time of last change (the last use). After
+a build the cache is pruned to ``plait.config.cache_max_size`` bytes, least recently
+used entries first (``plait.runtime.cache_admin``; ``plait cache``).
+
 Loaded libraries are indexed in memory by key, least recently used dropped first
 beyond ``plait.config.kernel_cache_size`` entries (executables keep what they use).
 Within a process one thread builds a key while the others wait for it.
@@ -265,6 +270,7 @@ def _load_from_disk(key: str, build, open_):
             try:
                 obj = open_(path)
                 metrics.bump("kernel_cache_hits")
+                note_use(path, hit=True)
                 return obj
             except (OSError, ImportError):   # loadable-looking but not loadable: rebuild
                 metrics.bump("kernel_cache_discarded")
@@ -299,4 +305,23 @@ def _build_and_publish(d: str, path: str, build: Callable[[str], None]) -> None:
         os.replace(obj, path)         # the one step that publishes the entry
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+    note_use(path, hit=False)
+    from plait.runtime import cache_admin
+    cache_admin.prune_if_over(d, keep=path)
+
+
+def note_use(path: str, hit: bool) -> None:
+    """Record a use of the entry at ``path`` in its ``.use`` file (one byte per hit; the
+    file's time is the last use). Best effort: a read-only cache is still usable."""
+    try:
+        fd = os.open(path[:-3] + ".use", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            if hit:
+                os.write(fd, b"+")
+            else:
+                os.utime(fd)
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
 

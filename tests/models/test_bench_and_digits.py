@@ -47,3 +47,9 @@ def test_digits_example_accuracy():
     r = digits.train(steps=300, eager_steps=1, progress=False)
     assert r["accuracy"] >= 0.95, r
     assert r["compile_s"] > 0 and r["jit_steps_per_s"] > 0 and r["eager_steps_per_s"] > 0
+    # what the pictures show: the loss curve falls; the misclassified are the test errors
+    steps, losses = zip(*r["curve"])
+    assert steps[0] == 1 and steps[-1] == 300 and losses[-1] < losses[0] / 4
+    images, truth, pred = r["misclassified"]
+    assert len(truth) == round(360 * (1 - r["accuracy"])) and (truth != pred).all()
+    assert images.shape == (len(truth), 8, 8)

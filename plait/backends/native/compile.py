@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import time
 import weakref
@@ -23,7 +24,8 @@ from plait.core.graph import (ClosedGraph, Literal, closure_convert, reset_graph
 from plait.core.printer import pp_graph
 from plait.errors import PlaitMemoryError
 from plait.passes.inline import inline
-from plait.runtime import kernel_cache, metrics
+from plait.profiler import events
+from plait.runtime import kernel_cache, metrics, progress
 from plait.runtime.cpuinfo import cpu_info
 from plait.backends.native.target import host_target
 from plait.config import config, set_openmp_wait_defaults
@@ -132,6 +134,9 @@ class NativeExecutable:
         return sum(1 for s in self.prepared.steps if isinstance(s, KernelStep))
 
     def __call__(self, *args) -> list:
+        if events.ACTIVE:                  # plait.profiler.trace(): time every step
+            from plait.profiler.record import run_recorded
+            return run_recorded(self, args)
         return self._run(args, None)
 
     def launch(self, *args, deps: tuple = ()) -> tuple[list, Launch] | None:
@@ -147,6 +152,10 @@ class NativeExecutable:
         ins = [_c_order(a) for a in self.consts + list(args)]
         outs = [_alloc(shape, dt, "an output buffer") for shape, dt in self._out_buffers]
         job = launch(self.entry, ins, outs, self.pymod, deps, self._describe)
+        if events.ACTIVE and job is not None:   # plait.profiler: queued on the C worker
+            t = events.now()
+            events.complete(f"launch {self.closed.graph.name or 'graph'}", "call", t, t,
+                            {"kernels": self.kernel_count()})
         return None if job is None else (outs, job)
 
     def _describe(self, status: int) -> str:
@@ -165,8 +174,9 @@ class NativeExecutable:
         """Best-of-``repeat`` seconds of every step: ``[(step, what it computes, s)]``."""
         best: list[float] = []
         for _ in range(repeat):
-            times: list[float] = []
-            self._run(args, times)
+            stamps: list[tuple[float, float]] = []
+            self._run(args, stamps)
+            times = [t1 - t0 for t0, t1 in stamps]
             best = times if not best else [min(a, b) for a, b in zip(best, times)]
         return [(name, what, t) for (name, what), t in zip(self._step_names(), best)]
 
@@ -208,6 +218,7 @@ class NativeExecutable:
         return out
 
     def _run(self, args, times: list | None, alias: dict[int, int] | None = None) -> list:
+        """Run every step; ``times`` (when a list) gets each step's (start, end) seconds."""
         if len(args) != self.n_in:
             raise TypeError(f"executable takes {self.n_in} arguments, got {len(args)}")
         env = [None] * self.n_slots
@@ -261,7 +272,7 @@ class NativeExecutable:
             for s in free:
                 env[s] = None
             if times is not None:
-                times.append(time.perf_counter() - t0)
+                times.append((t0, time.perf_counter()))
         return [env[i] if k == "var" else i for k, i in self.out]
 
     def memory_analysis(self, donated: Sequence[int] = ()) -> dict:
@@ -390,9 +401,15 @@ _MODULE_NAME = "plait_k_MODULE"
 
 def compile_native(closed: ClosedGraph) -> NativeExecutable:
     """Compile ``closed`` to native code (raises CompileError without a C compiler)."""
+    with progress.compiling(closed.graph.name or "a graph"):
+        return _compile_native(closed)
+
+
+def _compile_native(closed: ClosedGraph) -> NativeExecutable:
     tc = require_toolchain()
     t0 = time.perf_counter()
-    prep = Prepared(closed)
+    with events.span("partition, Tile, Stripe passes, C", "compile"):
+        prep = Prepared(closed)
     loaded = None
     if prep.native:
         # the key covers the module wrapper too (its name, which is the key, left out)
@@ -405,10 +422,23 @@ def compile_native(closed: ClosedGraph) -> NativeExecutable:
         if wrapper:
             module = f"plait_k_{key}"
             full += "\n\n" + wrapper.replace(_MODULE_NAME, module)
-        loaded = kernel_cache.load(key, lambda out: build_shared_object(full, out, tc),
+        loaded = kernel_cache.load(key, lambda out: _build(full, out, tc),
                                    lambda path: _open_library(path, module))
     metrics.bump("native_compile_s", time.perf_counter() - t0)
     return prep.executable(loaded)
+
+
+def _build(source: str, out: str, tc) -> None:
+    """Run the C compiler (a profiler event when a trace is active; its time is logged
+    with ``log_compiles``)."""
+    progress.phase("C compiler")
+    t0 = time.perf_counter()
+    with events.span("C compiler", "compile", {"source_bytes": len(source)}):
+        build_shared_object(source, out, tc)
+    if config.log_compiles:
+        logging.getLogger("plait").warning(
+            "plait: C compiler built %d KiB of C into one shared object in %.2f s",
+            len(source) // 1024, time.perf_counter() - t0)
 
 
 _ADVICE = ("Free memory or raise the process's memory limit (ulimit -v, RLIMIT_AS), use "

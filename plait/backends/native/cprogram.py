@@ -15,8 +15,10 @@ A sub-graph with a host step is not native; its equation stays a host step.
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import os
+import time
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -28,6 +30,8 @@ from plait.codegen.toolchain import find_toolchain
 from plait.config import config, omp_num_threads
 from plait.core.graph import Graph, Literal, Var
 from plait.passes.inline import inline_graph
+from plait.profiler import events
+from plait.runtime import progress
 from plait.stripe import lower as stripe_lower
 from plait.stripe.passes import run_passes
 from plait.tile.lowering import STRIPE_DTYPES
@@ -104,7 +108,8 @@ class CProgram:
             self.parts.append(f"PLAIT_KERNEL int64_t {st.name}(void **bufs) "
                               f"{{ return {same}(bufs); }}")
             return
-        before = stripe_lower(st.program)
+        with events.span(f"{st.name}: Tile -> Stripe", "compile"):
+            before = stripe_lower(st.program)
         after = run_passes(before, self.target, self.dump_dir, verify=config.checks)
         self.stripe[st.name] = (before, after)
         self.functions.append((st.name, ", ".join(e.prim.name for e in st.eqns)))
@@ -117,9 +122,17 @@ class CProgram:
     def native_steps(self, steps: list) -> list:
         """Render kernels; turn host steps with a ``native`` rule into call steps."""
         out = []
+        progress.phase("Tile -> Stripe -> C", total=sum(isinstance(s, KernelStep) for s in steps))
         for st in steps:
             if isinstance(st, KernelStep):
+                t0 = time.perf_counter()
                 self.kernel(st)
+                progress.kernel_done()
+                if config.log_compiles:
+                    logging.getLogger("plait").warning(
+                        "plait: kernel %s (%s): lowered, optimized and rendered in %.1f ms",
+                        st.name, ", ".join(e.prim.name for e in st.eqns)[:80],
+                        1e3 * (time.perf_counter() - t0))
                 out.append(st)
                 continue
             rule = st.eqn.prim.rules.get("native")

@@ -31,6 +31,7 @@ import numpy as np
 
 from plait.codegen.toolchain import build_shared_object, require_toolchain
 from plait.errors import CompileError, PlaitMemoryError
+from plait.profiler import events
 from plait.runtime import kernel_cache
 
 MAX_IN_FLIGHT = 2
@@ -156,8 +157,11 @@ class Launch:
     def join(self) -> None:
         """Block (without the GIL) until this launch has completed."""
         if not self.done:
+            t0 = events.now() if events.ACTIVE else 0.0
             _runtime().plait_rt_wait(self.ticket)
             _reap()
+            if events.ACTIVE:               # plait.profiler: the caller waited this long
+                events.complete("wait for launch", "call", t0, events.now())
 
     def wait(self) -> None:
         """Block until this launch has completed; raise ``PlaitMemoryError`` if it (or

@@ -33,6 +33,7 @@ class KernelStep:
     inputs: dict          # Tile input name -> graph Var
     outputs: dict         # Tile output name -> graph Var
     eqns: list = field(default_factory=list)
+    stmt_ends: list = field(default_factory=list)   # Tile statements made up to each eqn
 
 
 @dataclass
@@ -61,6 +62,7 @@ class _KernelBuilder:
         self.env: dict[Var, TVal] = {}
         self.inputs: dict[str, Var] = {}
         self.eqns: list = []
+        self.stmt_ends: list = []
 
     def value(self, a) -> TVal:
         if isinstance(a, Literal):
@@ -95,6 +97,7 @@ class _KernelBuilder:
         for v, o in zip(eqn.outputs, outs):
             self.env[v] = o
         self.eqns.append(eqn)
+        self.stmt_ends.append(len(b.stmts))
         return True
 
     def finish(self, live_after) -> KernelStep | None:
@@ -114,7 +117,8 @@ class _KernelBuilder:
             seen.add(t.name)
             b.output(t)
             out_names[t.name] = v
-        return KernelStep(self.name, self.ctx.build(), dict(self.inputs), out_names, self.eqns)
+        return KernelStep(self.name, self.ctx.build(), dict(self.inputs), out_names, self.eqns,
+                          self.stmt_ends)
 
 
 # A kernel is one C function, and the C compiler's time grows faster than linearly with

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+from plait.profiler import events
 from plait.stripe.ir import Program
 from plait.stripe.passes.autotile import autotile_pass
 from plait.stripe.passes.boundary import boundary_pass
@@ -40,7 +41,8 @@ def run_passes(program: Program, target, dump_dir: str | None = None,
         os.makedirs(dump, exist_ok=True)
         _dump(dump, program, 0, "lowered")
     for n, (name, params) in enumerate(target.passes, start=1):
-        program = PASSES[name](program, target, **dict(params))
+        with events.span(f"pass {name}", "stripe-pass", {"kernel": program.name}):
+            program = PASSES[name](program, target, **dict(params))
         if verify:
             from plait.stripe.verify import verify as check
             check(program)
