@@ -31,6 +31,9 @@ from plait.lax.callbacks import pure_callback
 from plait.exporting import export
 from plait import profiler
 from plait.explorer import explore
+from plait import distributed
+from plait.distributed import (pmap, process_index, process_count, local_devices,
+                               device_count, local_device_count)
 
 # The public names (tests/namespaces/plait.txt is the reviewed list).
 __all__ = ["Array", "ShapeDtypeStruct", "ad_checkpoint", "ad_residuals", "autograph",
@@ -40,6 +43,8 @@ __all__ = ["Array", "ShapeDtypeStruct", "ad_checkpoint", "ad_residuals", "autogr
            "example_libraries", "experimental", "explore", "export", "grad", "hessian", "jacfwd",
            "jacrev", "jit", "jvp", "lax", "lazy", "linearize", "make_graph", "metrics",
            "nn", "numpy", "onnx", "profiler", "pure_callback", "random", "remat", "stop_gradient", "tile",
-           "tree", "tree_util", "value_and_grad", "vjp", "vmap"]
+           "tree", "tree_util", "value_and_grad", "vjp", "vmap",
+           "pmap", "process_index", "process_count", "local_devices", "device_count",
+           "local_device_count"]
 
 __version__ = "0.1.0"

@@ -21,6 +21,7 @@ import numpy as np
 
 from plait.config import config
 from plait.core import trace as _trace
+from plait.core import named_axes as _named_axes
 from plait.core.aval import ShapedArray
 from plait.core.call import jit_call_p
 from plait.core.graph import ClosedGraph, Graph, closure_convert
@@ -308,6 +309,7 @@ class Jitted:
         return "cache miss"
 
     def _entry(self, avals, in_tree, static_info, key) -> _Entry:
+        key = key + _named_axes.env_key()    # collectives stage the bound axis sizes
         entry = self._cache.get(key)
         if entry is None:
             def build():

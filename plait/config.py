@@ -56,6 +56,17 @@ def _parse_size(text: str, name: str, default: int) -> int:
         return default
 
 
+def _parse_float(text: str, name: str, default: float) -> float:
+    text = text.strip()
+    try:
+        return float(text) if text else default
+    except ValueError:
+        import warnings
+        warnings.warn(f"plait: ${name}={text!r} is not a number; using {default}",
+                      stacklevel=4)
+        return default
+
+
 def _parse_str(text: str, name: str, default):
     return text.strip() or default
 
@@ -119,6 +130,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("extra_cflags", "PLAIT_EXTRA_CFLAGS", _parse_str, "",
             "extra C compiler flags (e.g. -fsanitize=address), read when the compiler is "
             "first probed"),
+    Setting("cpu_devices", "PLAIT_CPU_DEVICES", _parse_int, 1,
+            "how many devices pmap splits this process's cores into (plait.distributed)"),
+    Setting("collective_timeout", "PLAIT_COLLECTIVE_TIMEOUT", _parse_float, 120.0,
+            "seconds a pmap replica waits at a collective for the others (local replicas "
+            "or MPI processes) before raising DistributedError"),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}
@@ -209,6 +225,12 @@ def set_openmp_wait_defaults(policy: str, spincount: int) -> None:
     (libgomp reads them when the first kernel library loads it)."""
     os.environ.setdefault("OMP_WAIT_POLICY", policy)
     os.environ.setdefault("GOMP_SPINCOUNT", str(spincount))
+
+
+def launched_by_mpirun() -> bool:
+    """Whether an MPI launcher (``mpirun``/``mpiexec`` of Open MPI, MPICH, PMIx) started
+    this process: the variables it gives its ranks."""
+    return any(v in os.environ for v in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"))
 
 
 def subprocess_env(**overrides: str) -> dict[str, str]:

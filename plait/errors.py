@@ -8,7 +8,7 @@ import sys as _sys
 import threading as _threading
 
 __all__ = ["BuildEnvironmentError", "CacheFallbackWarning", "CallbackError", "CompileError",
-           "ConcretizationError", "ControlFlowError", "GraphTypeError", "LinAlgError",
+           "ConcretizationError", "ControlFlowError", "DistributedError", "GraphTypeError", "LinAlgError",
            "MaterializationForbiddenError", "MissingRuleError",
            "NonConcreteBooleanIndexError", "NotConvertible", "NotLowerable", "OnnxImportError",
            "PlaitError", "PlaitFloatingPointError", "PlaitIndexError",
@@ -17,7 +17,7 @@ __all__ = ["BuildEnvironmentError", "CacheFallbackWarning", "CallbackError", "Co
            "StripeVerifyError", "TileError", "TileLowerError", "TileSyntaxError",
            "ToolchainWarning",
            "TracerArrayConversionError", "TracerBoolConversionError",
-           "TracerIntegerConversionError", "UnexpectedTracerError",
+           "TracerIntegerConversionError", "UnboundAxisNameError", "UnexpectedTracerError",
            "UnsupportedOnnxOperatorError", "UnsupportedOptionError", "UsageError", "XlaUnavailableError", "format_site",
            "replay_sources", "user_frame", "user_site", "warn_user"]
 
@@ -270,6 +270,20 @@ class UsageError(PlaitError, ValueError):
 
     def __init__(self, msg: str = ""):
         super().__init__(msg, locate=False)
+
+
+class UnboundAxisNameError(PlaitError, NameError):
+    """A collective names an axis that no enclosing ``vmap(axis_name=)`` or ``pmap``
+    binds."""
+
+
+class DistributedError(PlaitError, RuntimeError):
+    """Replicas disagree or cannot talk: a program that differs between processes, a
+    replica or process that died or timed out, MPI missing or misconfigured. (Raised in
+    replica threads, where no user line is on the stack: the message names the replica.)"""
+
+    def __init__(self, msg: str = "", *, locate: bool = False):
+        super().__init__(msg, locate=locate)
 
 
 class CacheFallbackWarning(UserWarning):

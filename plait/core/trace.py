@@ -491,3 +491,17 @@ def bind(prim, args, params) -> Any:
         return [full_lower(o) for o in outs]
     return full_lower(outs[0])
 
+
+def bind_at_least(prim, args, params, floor: MainTrace | None) -> Any:
+    """``bind``, processed by the trace of ``floor`` when no argument or dynamic main is
+    above it (collectives over a vmapped axis name: the vmap that binds the name gives
+    them meaning even when no operand is batched)."""
+    stack = _LOCAL.stack
+    trace = _top_trace(args, stack)
+    if floor is not None and floor.alive and floor.level > trace.main.level:
+        trace = floor.with_trace()
+    tracers = [full_raise(trace, a) for a in args]
+    outs = trace.process_primitive(prim, tracers, params)
+    if prim.multiple_results:
+        return [full_lower(o) for o in outs]
+    return full_lower(outs[0])

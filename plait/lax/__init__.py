@@ -34,6 +34,8 @@ from plait.lax.convenience import (slice_in_dim, index_in_dim, dynamic_slice_in_
                                   reduce, reduce_window, optimization_barrier, square,
                                   reciprocal, collapse, full_like, broadcast_to_rank,
                                   conv_transpose, conv_transpose_padding)
+from plait.lax.parallel import (psum, pmean, pmax, pmin, all_gather, psum_scatter, all_to_all,
+                                ppermute, pshuffle, axis_index, axis_size)
 
 
 # The star import above also brings the helpers elementwise.py is written with; they
@@ -49,7 +51,9 @@ for _name in ("annotations", "ALL", "BOOL", "COMPLEX", "FLOAT", "INEXACT", "INT"
     globals().pop(_name, None)
 del _name
 
-__all__ = ["logaddexp", "logaddexp_p", "ConvDimensionNumbers", "FftType", "GatherDimensionNumbers", "ScatterDimensionNumbers",
+__all__ = ["logaddexp", "logaddexp_p",
+           "all_gather", "all_to_all", "axis_index", "axis_size", "pmax", "pmean", "pmin",
+           "ppermute", "pshuffle", "psum", "psum_scatter", "ConvDimensionNumbers", "FftType", "GatherDimensionNumbers", "ScatterDimensionNumbers",
            "abs", "abs_p", "acos", "acos_p", "acosh", "acosh_p", "add", "add_p",
            "and_p", "argmax", "argmin", "asin", "asin_p", "asinh", "asinh_p",
            "associative_scan", "atan", "atan2", "atan2_p", "atan_p", "atanh", "atanh_p",

@@ -9,9 +9,11 @@ their sub-graphs with :func:`batch_graph` (cached per graph and batch dims).
 """
 from __future__ import annotations
 
+import contextlib
 import weakref
 from typing import Any, Callable, Sequence
 
+from plait.core import named_axes
 from plait.core.graph import Graph, closure_convert, eval_graph
 from plait.core.pytree import tree_flatten, tree_unflatten
 from plait.core.staging import trace_to_graph
@@ -55,11 +57,21 @@ class BatchTrace(Trace):
     def process_primitive(self, prim, tracers, params):
         vals = [t.val for t in tracers]
         dims = [t.batch_dim for t in tracers]
-        if all(d is None for d in dims):
+        rule = "batch"
+        if getattr(prim, "collective", False):
+            frame = named_axes.lookup(params["axis_name"])
+            if frame is not None and frame.main is self.main:
+                rule = "named_batch"     # a collective over this vmap's own axis name
+        if rule == "batch" and all(d is None for d in dims):
             out = prim.bind(*vals, **params)
             outs = out if prim.multiple_results else [out]
             return [BatchTracer(self, o, None) for o in outs]
-        out, out_dim = prim.rule("batch")(vals, dims, **params)
+        if named_axes.has_frames():      # sub-graphs batched by the rule bind our name
+            own = named_axes.frame_of_main(self.main)
+            with named_axes.batching_axis(None if own is None else own.name):
+                out, out_dim = prim.rule(rule)(vals, dims, **params)
+        else:
+            out, out_dim = prim.rule(rule)(vals, dims, **params)
         if prim.multiple_results:
             return [BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
         return [BatchTracer(self, out, out_dim)]
@@ -67,15 +79,18 @@ class BatchTrace(Trace):
 
 def batch_flat(fun: Callable, axis_size: int, vals: Sequence, in_dims: Sequence[int | None],
                want_out_dims: int | Sequence[int | None] | None = None,
-               description: str = "vmap") -> tuple[list, list[int | None]]:
+               description: str = "vmap", axis_name: Any = None
+               ) -> tuple[list, list[int | None]]:
     """Run ``fun(*vals)`` (a flat list of results) with ``vals[i]`` batched along
     ``in_dims[i]``. Returns ``(outputs, their batch dims)``.
 
     ``want_out_dims`` moves output batch dims: an int applies to every output, a
     list gives one entry per output (``None`` keeps whatever the rules produced).
     A requested dim is always present (unbatched outputs are broadcast).
+    ``axis_name`` (not None) names the mapped axis for collectives inside ``fun``.
     """
-    with new_main(BatchTrace, axis_size, description=description) as main:
+    with new_main(BatchTrace, axis_size, description=description) as main, \
+            _named(axis_name, axis_size, main):
         trace = BatchTrace(main)
         outs = fun(*[BatchTracer(trace, v, d) for v, d in zip(vals, in_dims)])
         res, dims = [], []
@@ -90,6 +105,12 @@ def batch_flat(fun: Callable, axis_size: int, vals: Sequence, in_dims: Sequence[
                 res.append(move_batch_dim(t.val, t.batch_dim, want, axis_size))
                 dims.append(want)
     return res, dims
+
+
+def _named(axis_name, axis_size: int, main):
+    if axis_name is None:
+        return contextlib.nullcontext()
+    return named_axes.bind_axis(axis_name, axis_size, main)
 
 
 def _broadcast_prefix(prefix, tree, what: str) -> list:
@@ -126,7 +147,7 @@ def _check_spec(spec, what: str) -> None:
 
 
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0,
-         axis_size: int | None = None) -> Callable:
+         axis_size: int | None = None, axis_name: Any = None) -> Callable:
     """Vectorize ``fun`` over a new axis of its arguments (``in_axes``) and results.
 
     ``in_axes`` is an int (every argument is mapped along that axis; negative counts
@@ -134,7 +155,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0,
     arguments (a tuple with one entry per argument, nested as deep as needed).
     Keyword arguments are mapped along axis 0. ``out_axes`` likewise for the
     results (``None``: the result must not depend on the mapped axis).
-    ``axis_size`` is needed only when no argument is mapped.
+    ``axis_size`` is needed only when no argument is mapped. ``axis_name`` (any
+    hashable) names the mapped axis for collectives (``plait.lax.psum`` etc.) in ``fun``.
     """
     _check_spec(in_axes, "in_axes")
     _check_spec(out_axes, "out_axes")
@@ -178,7 +200,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0,
 
         name = getattr(fun, "__name__", "a function")
         outs, out_dims = batch_flat(flat_fun, size, leaves, norm_dims,
-                                    description=f"vmap of {name}")
+                                    description=f"vmap of {name}", axis_name=axis_name)
         otd, out_obj = out_box[0]
         want = _broadcast_prefix(out_axes, out_obj, "out_axes")
         results = []
@@ -215,9 +237,13 @@ def batch_graph(graph: Graph, axis_size: int, in_dims: Sequence[int | None],
     leading inputs, then the original inputs with batch dims at ``in_dims``.
     Outputs keep whatever batch dim the rules produced unless ``want_out_dims``
     gives one (an int moves the dim there; the output is then always batched).
-    Results are cached per graph, axis size and dims.
+    Results are cached per graph, axis size and dims, and the axis name when a named
+    vmap's rule batches the graph (its collectives over that name then get meaning).
     """
+    axis_name = named_axes.current_batching_axis()
     key = (axis_size, tuple(in_dims), None if want_out_dims is None else tuple(want_out_dims))
+    if axis_name is not None:
+        key += (("axis_name", axis_name) + named_axes.env_key(),)
     per_graph = _GRAPH_CACHE.setdefault(graph, {})
     hit = per_graph.get(key)
     if hit is not None:
@@ -232,7 +258,8 @@ def batch_graph(graph: Graph, axis_size: int, in_dims: Sequence[int | None],
 
     def flat(*xs):
         outs, dims = batch_flat(lambda *ts: eval_graph(graph, [], *ts), axis_size, xs,
-                                in_dims, want_out_dims, description="vmap of a sub-graph")
+                                in_dims, want_out_dims, description="vmap of a sub-graph",
+                                axis_name=axis_name)
         out_dims_box.append(dims)
         return outs
     closed, _ = trace_to_graph(flat, in_avals, description="vmap of a sub-graph",

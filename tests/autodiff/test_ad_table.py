@@ -14,7 +14,8 @@ LINEAR = {"neg", "add", "sub", "mul", "div", "real", "imag", "conj", "complex", 
           "expand_dims", "rev", "slice", "dynamic_slice", "dynamic_update_slice",
           "concatenate", "pad", "reduce_sum", "cumsum", "dot_general",
           "conv_general_dilated", "reduce_window_sum", "gather", "scatter", "scatter_add",
-          "scatter_mul", "jit_call", "custom_lin", "fft"}
+          "scatter_mul", "jit_call", "custom_lin", "fft",
+          "psum", "all_gather", "psum_scatter", "all_to_all", "ppermute"}
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -54,7 +55,11 @@ def test_every_differentiable_primitive_is_in_the_table():
                  "debug_callback", "pure_callback", "io_callback",
                  "schur",   # no derivative, as in JAX: its jvp rule raises (test_lax_linalg)
                  "remat", "checkpoint_name", "optimization_barrier",   # tests/core/test_core_remat.py
-                 "tile_op"}   # user Tile ops: tests/tile/test_tile_user.py
+                 "tile_op",   # user Tile ops: tests/tile/test_tile_user.py
+                 # collectives need a named axis: check_grads under vmap/pmap in
+                 # tests/distributed/test_collectives.py
+                 "psum", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all",
+                 "ppermute", "axis_index"}
     untested = sorted(n for n in ALL_PRIMITIVES
                       if n not in tested | ZERO_DERIVATIVE | elsewhere)
     assert not untested, f"differentiable primitives with no check_grads row: {untested}"

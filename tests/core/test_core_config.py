@@ -62,7 +62,7 @@ def test_settings_are_documented_and_unique():
         assert f"{s.name} (${s.env})" in text
 
 
-_SAMPLE = {bool: ("1", True), int: ("7", 7), str: ("xyz", "xyz")}
+_SAMPLE = {bool: ("1", True), int: ("7", 7), float: ("2.5", 2.5), str: ("xyz", "xyz")}
 
 
 @pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: s.name)

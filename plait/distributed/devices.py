@@ -1,0 +1,76 @@
+"""CPU devices: the machine's cores split into groups, one replica per group.
+
+``plait.config.cpu_devices`` (``PLAIT_CPU_DEVICES``) sets how many devices each
+process has. Device ``k`` of a process owns cores ``k::n`` of the process's
+affinity set (or shares cores round-robin when there are more devices than cores).
+Global device ids run over processes: process ``p`` owns ids ``p*L .. p*L+L-1``
+(``L`` local devices each), as ``jax.devices()`` lists them.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+import os
+from dataclasses import dataclass
+
+from plait.config import config
+
+
+@dataclass(frozen=True)
+class CpuDevice:
+    """One CPU device: its global id, owning process and the cores its replica uses."""
+
+    id: int
+    process_index: int
+    cores: tuple[int, ...]
+    platform: str = "cpu"
+
+    def __repr__(self):
+        return f"CpuDevice(id={self.id}, process_index={self.process_index}, cores={self.cores})"
+
+
+def _all_cores() -> list[int]:
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return list(range(os.cpu_count() or 1))
+
+
+def make_devices(count: int, process_index: int = 0) -> list[CpuDevice]:
+    """``count`` devices over this process's cores."""
+    cores = _all_cores()
+    if count <= len(cores):
+        groups = [tuple(cores[k::count]) for k in range(count)]
+    else:
+        groups = [(cores[k % len(cores)],) for k in range(count)]
+    return [CpuDevice(process_index * count + k, process_index, g)
+            for k, g in enumerate(groups)]
+
+
+def local_device_count() -> int:
+    return max(int(config.cpu_devices), 1)
+
+
+@functools.lru_cache(maxsize=None)
+def _omp_set_num_threads():
+    """libgomp's ``omp_set_num_threads`` (the library the kernels load), or None."""
+    name = ctypes.util.find_library("gomp")
+    for lib in ([name] if name else []) + ["libgomp.so.1"]:
+        try:
+            return ctypes.CDLL(lib).omp_set_num_threads
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
+def pin_current_thread(device: CpuDevice) -> None:
+    """Run this thread (and the OpenMP threads it starts) on ``device``'s cores, with
+    one OpenMP thread per core."""
+    try:
+        os.sched_setaffinity(0, set(device.cores))   # 0: the calling thread on Linux
+    except (AttributeError, OSError):
+        pass
+    fn = _omp_set_num_threads()
+    if fn is not None:
+        fn(len(device.cores))     # this thread's ICV: its parallel regions use its cores

@@ -1,0 +1,82 @@
+"""Collectives between the replicas of one process: shared memory and a barrier.
+
+Each replica thread puts a reference to its (contiguous NumPy) buffer in its slot,
+waits at the barrier, and reads the others' buffers directly: no copy through Python
+objects. Every replica combines the slots in the same order, so all get bitwise
+equal results. A second barrier keeps slots alive until everyone has read them.
+A replica that fails or stops answering breaks the barrier: the others raise
+``DistributedError`` instead of waiting forever.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from plait.errors import DistributedError
+
+_COMBINE = {"sum": np.add, "max": np.maximum, "min": np.minimum}
+
+
+class LocalGroup:
+    """The shared state of ``size`` replica threads."""
+
+    def __init__(self, size: int, timeout: float):
+        self.size = size
+        self.timeout = timeout
+        self.slots: list = [None] * size
+        self.barrier = threading.Barrier(size, timeout=timeout)
+
+    def member(self, index: int) -> "LocalComm":
+        return LocalComm(self, index)
+
+    def abort(self) -> None:
+        """A replica failed: wake the others (they raise ``DistributedError``)."""
+        self.barrier.abort()
+
+
+class LocalComm:
+    """Replica ``index``'s view of a :class:`LocalGroup` (what collectives call)."""
+
+    def __init__(self, group: LocalGroup, index: int):
+        self.group = group
+        self.index = index
+        self.size = group.size
+
+    def _sync(self, what: str) -> None:
+        try:
+            self.group.barrier.wait()
+        except threading.BrokenBarrierError:
+            raise DistributedError(
+                f"replica {self.index} of {self.size}: another replica failed or did not "
+                f"reach the {what} within {self.group.timeout:g} s (a collective inside "
+                f"a branch only some replicas take, or an error in another replica; "
+                f"config.collective_timeout sets the wait)") from None
+
+    def _publish(self, x: np.ndarray, what: str) -> list:
+        self.group.slots[self.index] = np.ascontiguousarray(x)
+        self._sync(what)
+        return self.group.slots
+
+    def allreduce(self, x: np.ndarray, op: str) -> np.ndarray:
+        """``op`` ("sum", "max", "min") of every replica's ``x``."""
+        slots = self._publish(x, f"p{op}")
+        out = np.array(slots[0], copy=True)
+        combine = _COMBINE[op]
+        for s in slots[1:]:
+            combine(out, s, out=out)
+        self._sync(f"p{op}")
+        return out
+
+    def all_gather(self, x: np.ndarray) -> np.ndarray:
+        """Every replica's ``x`` stacked along a new leading axis."""
+        out = np.stack(self._publish(x, "all_gather"))
+        self._sync("all_gather")
+        return out
+
+    def broadcast(self, x: np.ndarray | None, root: int = 0) -> np.ndarray:
+        """Replica ``root``'s ``x`` on every replica."""
+        slots = self._publish(x if self.index == root else np.empty(0), "broadcast")
+        out = np.array(slots[root], copy=True)
+        self._sync("broadcast")
+        return out

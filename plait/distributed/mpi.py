@@ -1,0 +1,173 @@
+"""Collectives across processes with MPI (mpi4py's buffer API: contiguous NumPy
+buffers in place, never pickled).
+
+After :func:`initialize` a pmap spans the devices of every process. A collective
+runs in two levels: the replicas of a process combine through shared memory
+(:mod:`.local`), replica 0 of each process runs the MPI collective on the combined
+buffer, and the result is shared back to the local replicas.
+
+Safety: every MPI call is non-blocking and polled against
+``config.collective_timeout``, so a process that died or took another path makes
+the others raise :class:`DistributedError` instead of hanging (a world broken this
+way ends the process with exit status 1 at exit, since MPI cannot finalize with a
+pending request). The first time a process runs a replica program, the processes
+compare a fingerprint of it: different programs are an error that names the
+processes, raised before any data is exchanged.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import time
+
+import numpy as np
+
+from plait.config import config
+from plait.errors import DistributedError
+from plait.distributed import runtime
+
+_INSTALL = ('MPI is not available: {err}. Install the optional extra with '
+            '`pip install "plait[mpi]"` (mpi4py and the Open MPI wheel, which puts '
+            '`mpirun` next to python), or mpi4py built against the system MPI.')
+
+
+def _mpi():
+    try:
+        from mpi4py import MPI
+    except Exception as e:         # ImportError, or mpi4py without a loadable libmpi
+        raise DistributedError(_INSTALL.format(err=f"{type(e).__name__}: {e}")) from None
+    return MPI
+
+
+class World:
+    """The processes of the MPI job (``COMM_WORLD`` duplicated for plait's own use)."""
+
+    def __init__(self, comm, timeout: float | None):
+        self.comm = comm
+        self.rank = comm.Get_rank()
+        self.size = comm.Get_size()
+        self._timeout = timeout
+        self.verified: set[int] = set()
+        self.broken = False
+
+    @property
+    def timeout(self) -> float:
+        return float(self._timeout if self._timeout is not None
+                     else config.collective_timeout)
+
+    def _wait(self, req, what: str) -> None:
+        deadline = time.monotonic() + self.timeout
+        pause = 1e-6
+        while not req.Test():
+            if time.monotonic() > deadline:
+                self.broken = True
+                raise DistributedError(
+                    f"process {self.rank} of {self.size}: the other processes did not reach "
+                    f"the {what} within {self.timeout:g} s (a process died, or runs a "
+                    f"different program or branch); config.collective_timeout sets the wait")
+            time.sleep(pause)
+            pause = min(pause * 2, 1e-3)
+
+    def allreduce(self, buf: np.ndarray, op: str) -> np.ndarray:
+        MPI = _mpi()
+        buf = np.ascontiguousarray(buf)
+        mop = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}[op]
+        self._wait(self.comm.Iallreduce(MPI.IN_PLACE, buf, op=mop), f"p{op}")
+        return buf
+
+    def allgather(self, buf: np.ndarray, what: str = "all_gather") -> np.ndarray:
+        buf = np.ascontiguousarray(buf)
+        out = np.empty((self.size,) + buf.shape, buf.dtype)
+        self._wait(self.comm.Iallgather(buf, out), what)
+        return out
+
+    def verify(self, fingerprint: int, what: str) -> None:
+        """Raise unless every process runs the replica program ``fingerprint`` (checked
+        at its first collective, ``what``)."""
+        if fingerprint in self.verified:
+            return
+        got = self.allgather(np.array([fingerprint], np.int64), what)[:, 0]
+        if np.any(got != fingerprint):
+            groups: dict[int, list[int]] = {}
+            for p, f in enumerate(got.tolist()):
+                groups.setdefault(f, []).append(p)
+            raise DistributedError(
+                f"process {self.rank}: the processes run different pmap programs at this "
+                f"collective (processes grouped by program: {sorted(groups.values())}); "
+                f"every process must call the same pmapped functions with the same shapes "
+                f"in the same order")
+        self.verified.add(fingerprint)
+
+    def replica_comm(self, local, fingerprint: int) -> "GlobalComm":
+        return GlobalComm(local, self, fingerprint)
+
+
+class GlobalComm:
+    """A replica's communicator over all processes' replicas (global index)."""
+
+    def __init__(self, local, world: World, fingerprint: int):
+        self.local = local
+        self.world = world
+        self.fingerprint = fingerprint
+        self.index = world.rank * local.size + local.index
+        self.size = world.size * local.size
+
+    def _across(self, value: np.ndarray, op, what: str) -> np.ndarray:
+        """``op(value)`` run by local replica 0 with MPI; the result on every replica."""
+        if self.local.size == 1:
+            self.world.verify(self.fingerprint, what)
+            return op(value)
+        if self.local.index == 0:
+            try:
+                self.world.verify(self.fingerprint, what)
+                value = op(value)
+            except BaseException:
+                self.local.group.abort()
+                raise
+        return self.local.broadcast(value if self.local.index == 0 else None, root=0)
+
+    def allreduce(self, x: np.ndarray, op: str) -> np.ndarray:
+        part = self.local.allreduce(x, op) if self.local.size > 1 else np.array(x, copy=True)
+        return self._across(part, lambda b: self.world.allreduce(b, op), f"p{op}")
+
+    def all_gather(self, x: np.ndarray) -> np.ndarray:
+        part = (self.local.all_gather(x) if self.local.size > 1
+                else np.ascontiguousarray(x)[None])
+        out = self._across(part, self.world.allgather, "all_gather")   # (P, L, ...)
+        return out.reshape((self.size,) + np.shape(x))
+
+
+def _exit_if_broken() -> None:
+    w = runtime.world()
+    if w is not None and w.broken:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)      # MPI_Finalize would wait for the request the dead peer never ends
+
+
+def initialize(timeout: float | None = None) -> None:
+    """Join the MPI job; a job of one process leaves plait single-process."""
+    if runtime.world() is not None:
+        return
+    MPI = _mpi()
+    try:
+        if not MPI.Is_initialized():
+            MPI.Init_thread(MPI.THREAD_MULTIPLE)
+        level = MPI.Query_thread()
+        comm = MPI.COMM_WORLD.Dup()
+    except Exception as e:
+        raise DistributedError(_INSTALL.format(err=f"{type(e).__name__}: {e}")) from None
+    if comm.Get_size() == 1:
+        return
+    if level < MPI.THREAD_SERIALIZED:
+        raise DistributedError(
+            f"this MPI library provides thread level {level}; plait's replica threads need "
+            f"MPI_THREAD_SERIALIZED or better (use an MPI built with thread support)")
+    runtime.set_world(World(comm, timeout))
+    atexit.register(_exit_if_broken)
+
+
+def shutdown() -> None:
+    """Leave the job: later pmaps run within this process only."""
+    runtime.set_world(None)

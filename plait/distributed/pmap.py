@@ -1,0 +1,239 @@
+"""``pmap``: compile a function once and run one replica per device, concurrently.
+
+The replica program is traced with the axis name bound (``named_axes``, no batch
+trace), so its collectives are staged as primitives and compiled like any other
+host step; at run time each replica thread carries its communicator
+(``named_axes.replica_scope``) and the collectives' ``impl`` exchange buffers:
+through shared memory between the replicas of this process (:mod:`.local`), and
+with MPI across processes (:mod:`.mpi`) when ``plait.distributed.initialize()``
+joined a job. Each device has one long-lived worker thread pinned to its cores
+(:func:`.devices.pin_current_thread`), so a replica's OpenMP threads stay there.
+
+A pmapped function called under a transformation (``grad``, ``jit``, ``vmap``, an
+enclosing ``pmap``) runs as ``vmap(f, axis_name=...)`` of the replica function in
+the caller's trace: the same values and derivatives (collectives over a vmapped axis
+are the reference semantics), on the enclosing device.
+"""
+from __future__ import annotations
+
+import hashlib
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Hashable, Sequence
+
+import numpy as np
+
+from plait.config import config
+from plait.core import named_axes
+from plait.core import trace as _trace
+from plait.core.graph_transforms import graph_transform
+from plait.core.pytree import tree_flatten, tree_unflatten
+from plait.core.staging import trace_to_graph
+from plait.core.trace import Tracer, concrete_value, get_aval
+from plait.errors import DistributedError, PlaitValueError
+from plait.runtime.array import Array
+
+from plait.distributed import runtime
+from plait.distributed.devices import CpuDevice, pin_current_thread
+from plait.distributed.local import LocalGroup
+
+_POOLS: dict[tuple, ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _pool(device: CpuDevice) -> ThreadPoolExecutor:
+    key = (device.id, device.cores)
+    with _POOLS_LOCK:
+        pool = _POOLS.get(key)
+        if pool is None:
+            pool = _POOLS[key] = ThreadPoolExecutor(
+                1, thread_name_prefix=f"plait-replica-{device.id}",
+                initializer=pin_current_thread, initargs=(device,))
+    return pool
+
+
+class _Anonymous:
+    """The axis name of a pmap given ``axis_name=None`` (no collective can name it)."""
+
+    def __repr__(self):
+        return "<unnamed pmap axis>"
+
+
+def _statics(argnums) -> tuple[int, ...]:
+    if isinstance(argnums, int):
+        return (argnums,)
+    return tuple(int(i) for i in argnums)
+
+
+def _spec_leaves(spec, tree, what: str) -> list:
+    """One axis (int or None) per leaf of ``tree`` from the pytree prefix ``spec``."""
+    if spec is None or isinstance(spec, int):
+        return [spec] * len(tree_flatten(tree)[0])
+    if isinstance(spec, (tuple, list)) and isinstance(tree, (tuple, list)) \
+            and len(spec) == len(tree):
+        return [d for p, t in zip(spec, tree) for d in _spec_leaves(p, t, what)]
+    if isinstance(spec, dict) and isinstance(tree, dict) and set(spec) == set(tree):
+        return [d for k in sorted(tree) for d in _spec_leaves(spec[k], tree[k], what)]
+    raise PlaitValueError(f"pmap {what} {spec!r} is not a prefix of the arguments' "
+                          f"structure {tree_flatten(tree)[1]}: give an int or None, or a "
+                          f"tuple, list or dict matching the structure")
+
+
+class _Compiled:
+    __slots__ = ("exe", "out_tree", "out_weak", "fingerprint")
+
+    def __init__(self, exe, out_tree, out_weak, fingerprint):
+        self.exe, self.out_tree, self.out_weak = exe, out_tree, out_weak
+        self.fingerprint = fingerprint
+
+
+def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0,
+         out_axes: Any = 0, static_broadcasted_argnums: int | Sequence[int] = (),
+         devices: Sequence[CpuDevice] | None = None, backend: str | None = None
+         ) -> Callable:
+    """Map ``fun`` over the leading axis (``in_axes``) of its arguments, one replica per
+    device, running concurrently; results are stacked along ``out_axes``.
+
+    ``axis_name`` names the mapped axis for collectives (``plait.lax.psum`` etc.).
+    ``static_broadcasted_argnums`` are passed unmapped to every replica and must be
+    hashable (a new value compiles anew). ``devices`` defaults to this process's
+    devices (``plait.distributed.local_devices()``; ``PLAIT_CPU_DEVICES`` sets how
+    many); after ``plait.distributed.initialize()``, each process maps over its local
+    devices and the collectives span all processes' devices.
+    """
+    name = axis_name if axis_name is not None else _Anonymous()
+    statics = _statics(static_broadcasted_argnums)
+    cache: dict = {}
+    fname = getattr(fun, "__name__", "fn")
+
+    def split(args):
+        dyn = [a for i, a in enumerate(args) if i not in statics]
+        st = tuple((i, args[i]) for i in statics if i < len(args))
+        return dyn, st
+
+    def bound(st):
+        def f(*dyn):
+            full, it = [], iter(dyn)
+            for i in range(len(dyn) + len(st)):
+                full.append(dict(st)[i] if i in dict(st) else next(it))
+            return fun(*full)
+        return f
+
+    def mapped(*args, **kwargs):
+        if kwargs:
+            raise PlaitValueError(f"pmap of {fname}: pass arguments positionally (keyword "
+                                  f"arguments are not mapped)")
+        dyn, st = split(args)
+        try:
+            hash(st)
+        except TypeError:
+            raise PlaitValueError(f"pmap of {fname}: static_broadcasted_argnums={statics} "
+                                  f"need hashable values (a new value compiles anew)") from None
+        spec = in_axes
+        if isinstance(spec, (tuple, list)) and statics:
+            spec = tuple(a for i, a in enumerate(spec) if i not in statics)
+        if isinstance(spec, list):
+            spec = tuple(spec)
+        leaves, in_tree = tree_flatten(tuple(dyn))
+        if not _trace.at_top_level() or any(isinstance(x, Tracer) for x in leaves):
+            vmap = graph_transform("vmap")
+            return vmap(bound(st), in_axes=spec, out_axes=out_axes,
+                        axis_name=name)(*dyn)
+        dims = _spec_leaves(spec if isinstance(spec, tuple) or spec is None
+                            or isinstance(spec, int) else spec, tuple(dyn), "in_axes")
+        vals = [concrete_value(x) for x in leaves]
+        sizes = {v.shape[d] for v, d in zip(vals, dims) if d is not None}
+        if len(sizes) != 1:
+            raise PlaitValueError(f"pmap of {fname}: the mapped axes have sizes "
+                                  f"{sorted(sizes)}; they must all be equal" if sizes else
+                                  f"pmap of {fname} needs at least one mapped argument")
+        n = sizes.pop()
+        devs = list(devices) if devices is not None else runtime.local_devices()
+        if n > len(devs):
+            raise PlaitValueError(
+                f"pmap of {fname}: the mapped axis has size {n} but only {len(devs)} "
+                f"device(s) are available ({devs}); set PLAIT_CPU_DEVICES (or "
+                f"plait.config.cpu_devices) or map a smaller axis")
+        devs = devs[:n]
+        world = runtime.world()
+        if world is not None and n != len(runtime.local_devices()):
+            raise PlaitValueError(
+                f"pmap of {fname} across {world.size} processes maps each process's "
+                f"{len(runtime.local_devices())} local devices; the mapped axis has "
+                f"size {n}")
+        global_size = n * (world.size if world is not None else 1)
+        dims = [None if d is None else d % vals[i].ndim for i, d in enumerate(dims)]
+        avals = []
+        for v, d, x in zip(vals, dims, leaves):
+            a = get_aval(x)
+            avals.append(a if d is None else a.update(shape=a.shape[:d] + a.shape[d + 1:]))
+        key = (in_tree, tuple(avals), tuple(dims), st, global_size, named_axes.env_key())
+        comp = cache.get(key)
+        if comp is None:
+            comp = cache[key] = _compile(bound(st), in_tree, avals, name, global_size,
+                                         backend, f"pmap of {fname}")
+        outs = _run(comp, vals, dims, devs, name, world)
+        want = _spec_leaves(out_axes, tree_unflatten(comp.out_tree, list(outs[0])),
+                            "out_axes")
+        results = []
+        for i, (w, weak) in enumerate(zip(want, comp.out_weak)):
+            per = [o[i] for o in outs]
+            if w is None:
+                results.append(Array(np.asarray(per[0]), weak))
+            else:
+                nd = per[0].ndim + 1
+                results.append(Array(np.stack(per, axis=w % nd), weak))
+        return tree_unflatten(comp.out_tree, results)
+
+    mapped.__name__ = f"pmap_{fname}"
+    mapped.__doc__ = getattr(fun, "__doc__", None)
+    return mapped
+
+
+def _compile(fun, in_tree, avals, name, size: int, backend, description: str) -> _Compiled:
+    from plait.backends import compile as backend_compile
+    from plait.passes import optimize
+    box: list = []
+
+    def flat(*xs):
+        out = fun(*tree_unflatten(in_tree, list(xs)))
+        ol, otd = tree_flatten(out)
+        box.append(otd)
+        return ol
+
+    with named_axes.bind_axis(name, size, None):
+        closed, _ = trace_to_graph(flat, avals, description=description)
+    closed = optimize(closed)
+    exe = backend_compile(closed, backend or config.resolved_backend())
+    text = str(closed.graph) if hasattr(closed, "graph") else repr(closed)
+    fp = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little", signed=True)
+    return _Compiled(exe, box[-1], [a.weak_type for a in closed.out_avals], fp)
+
+
+def _run(comp: _Compiled, vals, dims, devs, name, world) -> list:
+    n = len(devs)
+    group = LocalGroup(n, float(config.collective_timeout))
+
+    def one(k: int):
+        comm = group.member(k)
+        if world is not None:
+            comm = world.replica_comm(comm, comp.fingerprint)
+        args = [v if d is None else np.take(v, k, axis=d) for v, d in zip(vals, dims)]
+        try:
+            with named_axes.replica_scope({name: comm}):
+                return comp.exe(*args)
+        except BaseException:
+            group.abort()
+            raise
+
+    futures = [_pool(d).submit(one, k) for k, d in enumerate(devs)]
+    outs, errors = [], []
+    for f in futures:
+        try:
+            outs.append(f.result())
+        except BaseException as e:       # noqa: BLE001  (re-raised below)
+            errors.append(e)
+    if errors:
+        first = next((e for e in errors if not isinstance(e, DistributedError)), errors[0])
+        raise first
+    return outs
