@@ -312,8 +312,9 @@ class Prepared:
         dump = _dump_dir(self.closed)
         from plait.config import config
         self.timed = config.profile
-        cprog = CProgram(host_target(), dump, self.timed)
-        self.steps = cprog.native_steps(partition(self.closed.graph))
+        target = host_target()
+        cprog = CProgram(target, dump, self.timed)
+        self.steps = cprog.native_steps(partition(self.closed.graph, target))
         self.stripe = cprog.stripe
         self.functions = cprog.functions     # numbered kernels, for failure messages
         self.scratch = cprog.scratch         # name -> peak bytes a C function allocates

@@ -146,7 +146,7 @@ class CProgram:
         if hit is not None:
             return hit[1]
         name = self.fresh("g")
-        steps = self.native_steps(partition(inline_graph(graph), prefix=f"{name}_"))
+        steps = self.native_steps(partition(inline_graph(graph), self.target, prefix=f"{name}_"))
         if any(isinstance(s, HostStep) for s in steps):
             self._graphs[id(graph)] = (graph, None)
             return None
