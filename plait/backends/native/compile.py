@@ -15,7 +15,8 @@ from plait.backends.native.cprogram import CProgram, CallStep, step_buffers, dri
 from plait.backends.native.launch import Launch, launch
 from plait.backends.native.partition import KernelStep, partition
 from plait.codegen.c_pymodule import module_source
-from plait.codegen.c_stripe import PRELUDE, decode_status
+from plait.codegen.c_cpu import PRELUDE
+from plait.codegen.c_stripe import decode_status
 from plait.codegen.toolchain import build_shared_object, require_toolchain
 from plait.core.graph import (ClosedGraph, Literal, closure_convert, reset_graph_runner,
                               set_graph_runner)

@@ -22,7 +22,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from plait.backends.native.partition import HostStep, KernelStep, partition
-from plait.codegen.c_stripe import C_TYPES, oom_status, render_program, temp_bytes
+from plait.codegen.c_cpu import render_program, temp_bytes
+from plait.codegen.c_stripe import C_TYPES, oom_status
 from plait.codegen.toolchain import find_toolchain
 from plait.config import config
 from plait.core.graph import Graph, Literal, Var
