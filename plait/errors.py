@@ -108,6 +108,11 @@ class CompileError(PlaitError):
     """A backend failed to compile a graph (no C compiler, compiler error, ...)."""
 
 
+class DeviceUnavailableError(CompileError):
+    """A backend's device runtime is missing (no pyopencl, no OpenCL platform or
+    device); the message says how to install one."""
+
+
 class UnsupportedOptionError(PlaitError, NotImplementedError):
     """An option of a NumPy/SciPy/JAX function that plait does not implement (the message
     names the option and what is supported)."""

@@ -72,7 +72,7 @@ def test_target_configs_load_and_name_known_passes():
     from plait.stripe.passes import PASSES
     from plait.stripe.targets import config_names, load_target
     facts = {"cores": 2, "line_bytes": 64, "L1_bytes": 32768, "L2_bytes": 1 << 20,
-             "L3_bytes": 1 << 25, "compute_units": 4, "max_workgroup": 256,
+             "L3_bytes": 1 << 25, "max_workgroup": 256, "unsupported_dtypes": ["f16"],
              "local_bytes": 65536, "global_bytes": 1 << 30}
     names = config_names()
     assert {"cpu-avx512", "cpu-avx2", "cpu-generic"} <= set(names)

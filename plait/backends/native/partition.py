@@ -40,8 +40,10 @@ class HostStep:
     eqn: object
 
 
-def _dtype_ok(aval) -> bool:
-    return np.dtype(aval.dtype) in STRIPE_DTYPES and 0 not in aval.shape
+def _dtype_ok(aval, target) -> bool:
+    dt = np.dtype(aval.dtype)
+    return (dt in STRIPE_DTYPES and STRIPE_DTYPES[dt] not in target.unsupported_dtypes
+            and 0 not in aval.shape)
 
 
 def lowerable(eqn, target) -> bool:
@@ -49,7 +51,7 @@ def lowerable(eqn, target) -> bool:
     if not eqn.prim.has_rule("to_tile") or use_library(eqn, target):
         return False
     avals = [a.aval for a in eqn.inputs] + [v.aval for v in eqn.outputs]
-    return all(_dtype_ok(a) for a in avals)
+    return all(_dtype_ok(a, target) for a in avals)
 
 
 class _KernelBuilder:

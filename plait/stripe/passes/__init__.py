@@ -19,6 +19,7 @@ from plait.stripe.passes.localize import localize_pass
 from plait.stripe.passes.partition import partition_pass
 from plait.stripe.passes.scalarize import scalarize_pass
 from plait.stripe.passes.stencil import stencil_pass
+from plait.stripe.passes.threads import threads_pass
 
 PASSES = {
     "elide_init": elide_init_pass,
@@ -29,6 +30,7 @@ PASSES = {
     "scalarize": scalarize_pass,
     "boundary": boundary_pass,
     "partition": partition_pass,
+    "threads": threads_pass,
 }
 
 

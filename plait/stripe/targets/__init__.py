@@ -60,6 +60,7 @@ class Target:
     subgroup: int = 1                  # work-items that run in lock step (GPU)
     max_workgroup: int = 1             # work-items per work-group at most (GPU)
     local_bytes: int = 0               # local (work-group shared) memory per group (GPU)
+    unsupported_dtypes: tuple = ()     # Stripe dtypes its kernels cannot compute
 
     def level(self, name: str) -> MemoryLevel | None:
         """The memory level called ``name``, or None."""
@@ -73,6 +74,7 @@ class Target:
                 "library_matvec_macs": self.library_matvec_macs,
                 "registers": self.registers, "subgroup": self.subgroup,
                 "max_workgroup": self.max_workgroup, "local_bytes": self.local_bytes,
+                "unsupported_dtypes": list(self.unsupported_dtypes),
                 "memory": [[m.name, m.bytes, m.bandwidth_gbs] for m in self.memory],
                 "passes": [[n, dict(p)] for n, p in self.passes]}
 
@@ -133,4 +135,5 @@ def load_target(name: str, detected: dict | None = None) -> Target:
         sizes.get("L3", 0), sizes.get("L2", 0) // 2, passes,
         int(facts.get("library_matvec_macs", 0)), raw.get("kind", "cpu"), memory,
         int(facts.get("registers", 16)), int(facts.get("subgroup", 1)),
-        int(facts.get("max_workgroup", 1)), sizes.get("local", 0))
+        int(facts.get("max_workgroup", 1)), sizes.get("local", 0),
+        tuple(facts.get("unsupported_dtypes", ())))

@@ -1,0 +1,174 @@
+"""Render a Stripe program as OpenCL C kernels, one per top-level block.
+
+A program becomes :class:`KernelSet`: ``<name>_fill`` (fills the non-input buffers
+with their aggregation identity, grid-stride over elements) and ``<name>_<k>`` for
+each top-level block of the entry, enqueued in order on one in-order queue. Every
+kernel takes the same arguments: the program's buffers, then its entry-level
+temporaries (the runtime allocates those as device buffers), all ``__global``.
+Indexes the ``threads`` pass chose (``threads_<n>``) become grid-stride loops over
+``get_global_id(d)``/``get_global_size(d)``, so any NDRange covers the block;
+other loops run inside a work-item. Temporaries inside a block are private arrays.
+Expressions, loops and views come from the C-family base; this prelude supplies the
+names it uses (``int64_t``, ``expf``, ``plait_maxf``...) in OpenCL C.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from plait.codegen.c_stripe import (C_TYPES, CFamilyRenderer, _FMATH, _identity, _Scope,
+                                    temp_elements)
+from plait.errors import CompileError
+from plait.stripe import ir
+from plait.stripe.passes.threads import launch_shape
+
+# OpenCL C has no _Bool buffers: booleans are stored as bytes
+CL_TYPES = dict(C_TYPES, bool="uchar")
+
+_DIGAMMA = r"""
+static inline double plait_digamma(double x) {
+  double r = 0.0;
+  if (isnan(x) || x == INFINITY) return x;
+  if (x <= 0.0) {
+    double fl = floor(x);
+    if (x == fl) return x == 0.0 ? (signbit(x) ? INFINITY : -INFINITY) : NAN;
+    r = -M_PI / tan(M_PI * (x - fl));
+    x = 1.0 - x;
+  }
+  while (x < 10.0) { r -= 1.0 / x; x += 1.0; }
+  double f = 1.0 / (x * x);
+  double t = f * (-1.0 / 12 + f * (1.0 / 120 + f * (-1.0 / 252 + f * (1.0 / 240 + f * (
+      -1.0 / 132 + f * (691.0 / 32760 + f * (-1.0 / 12)))))));
+  return r + log(x) - 0.5 / x + t;
+}
+static inline float plait_digammaf(float x) { return (float)plait_digamma((double)x); }
+"""
+
+PRELUDE = ("""#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+typedef char int8_t; typedef short int16_t; typedef int int32_t; typedef long int64_t;
+typedef uchar uint8_t; typedef ushort uint16_t; typedef uint uint32_t; typedef ulong uint64_t;
+#define INT64_MIN (-0x7fffffffffffffffL - 1)
+#define F32(x) ((float)(x))
+""" + "".join(f"#define {f} {d}\n" for f, d in sorted(_FMATH.values())
+              if f != d and not f.startswith("plait_"))
+    + """static inline float plait_maxf(float a, float b) { return (a != a || a >= b) ? a : b; }
+static inline float plait_minf(float a, float b) { return (a != a || a <= b) ? a : b; }
+static inline double plait_max(double a, double b) { return (a != a || a >= b) ? a : b; }
+static inline double plait_min(double a, double b) { return (a != a || a <= b) ? a : b; }
+static inline long plait_floordiv(long a, long b) { long q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
+static inline long plait_ceildiv(long a, long b) { return -plait_floordiv(-a, b); }
+static inline long plait_imax(long a, long b) { return a > b ? a : b; }
+static inline long plait_imin(long a, long b) { return a < b ? a : b; }
+""" + _DIGAMMA)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel of a program: its name, work-item ranges and work-group shape."""
+
+    name: str
+    ranges: tuple
+    group: tuple
+
+
+@dataclass(frozen=True)
+class KernelSet:
+    """A program's OpenCL C: ``source``; ``temps`` (name, dtype, elements) are device
+    buffers the caller allocates after the program's own; ``launches`` in order."""
+
+    source: str
+    temps: tuple
+    launches: tuple
+
+
+class OpenCLRenderer(CFamilyRenderer):
+    """Renders one Stripe program as OpenCL C kernels."""
+
+    def __init__(self, program: ir.Program, fn_name: str):
+        super().__init__(program, fn_name)
+        self.types = CL_TYPES
+        self.kernel_block: ir.Block | None = None   # the top-level block being rendered
+        self.threads = 0          # its work-item dimensions
+
+    def open_loop(self, blk: ir.Block, loops: list, k: int, cv: str, rng: tuple,
+                  scope: _Scope) -> None:
+        """A thread index is a grid-stride loop over its NDRange dimension."""
+        if blk is self.kernel_block and k < self.threads:
+            lo, hi = rng
+            self.emit(f"for (int64_t {cv} = {lo} + get_global_id({k}); {cv} < {hi}; "
+                      f"{cv} += get_global_size({k})) {{")
+        else:
+            super().open_loop(blk, loops, k, cv, rng, scope)
+
+    def render(self) -> KernelSet:
+        """The kernels' source, the temporaries to allocate and the launches."""
+        entry = self.p.entry
+        if not all(isinstance(s, ir.Block) for s in entry.stmts):
+            raise CompileError(f"Stripe program {self.p.name}: top-level statements other "
+                               f"than blocks have no OpenCL rendering", locate=False)
+        temps = tuple((r.into, r.dtype, temp_elements(r)) for r in entry.refs
+                      if r.from_ is None)
+        args = [(f"b_{k}", b.dtype) for k, b in enumerate(self.p.buffers)]
+        args += [(f"t_{k}", dt) for k, (_, dt, _) in enumerate(temps)]
+        params = ", ".join(f"__global {CL_TYPES[dt]} *restrict {n}" for n, dt in args)
+        launches = [self._fill(params, temps)]
+        for k, blk in enumerate(entry.stmts):
+            name = f"{self.fn}_{k}"
+            self.emit(f"__kernel void {name}({params}) {{")
+            self.depth += 1
+            scope = self._entry_scope(temps)
+            self.kernel_block = blk
+            ranges, group = launch_shape(blk)
+            self.threads = len(ranges)
+            self.block(blk, scope)
+            self.depth -= 1
+            self.emit("}")
+            launches.append(Launch(name, ranges, group))
+        return KernelSet("\n".join(self.lines), temps, tuple(x for x in launches if x))
+
+    def _entry_scope(self, temps: tuple) -> _Scope:
+        """Views of the entry block: its refinements of the buffers and its temporaries."""
+        scope = _Scope()
+        for k, b in enumerate(self.p.buffers):
+            scope.views[b.name] = (f"b_{k}", b.dtype, b.init)
+            scope.quals[b.name] = "__global "
+        inner = _Scope(scope)
+        names = [t[0] for t in temps]
+        for r in self.p.entry.refs:
+            if r.from_ is None:
+                inner.views[r.into] = (f"t_{names.index(r.into)}", r.dtype, r.agg)
+                inner.quals[r.into] = "__global "
+        self.refinements(ir.Block(refs=tuple(r for r in self.p.entry.refs
+                                             if r.from_ is not None)), inner)
+        return inner
+
+    def _fill(self, params: str, temps: tuple) -> Launch | None:
+        """The kernel filling each non-input buffer (and temporary) with its identity."""
+        dead = {r.from_ for r in self.p.entry.refs if "overwritten" in r.tags}
+        fills = [(f"b_{k}", math.prod(b.shape), _identity(b.init, b.dtype))
+                 for k, b in enumerate(self.p.buffers) if b.kind != "in" and b.name not in dead]
+        aggs = {r.into: r for r in self.p.entry.refs if r.from_ is None}
+        fills += [(f"t_{k}", n, _identity(aggs[name].agg, dt))
+                  for k, (name, dt, n) in enumerate(temps) if "overwritten" not in aggs[name].tags]
+        if not fills:
+            return None
+        name = f"{self.fn}_fill"
+        self.emit(f"__kernel void {name}({params}) {{")
+        for cv, n, ident in fills:
+            self.emit(f"  for (int64_t z = get_global_id(0); z < {n}; z += get_global_size(0)) "
+                      f"{cv}[z] = {ident};")
+        self.emit("}")
+        return Launch(name, (max(n for _, n, _ in fills),), (256,))
+
+
+def render_kernels(program: ir.Program, name: str) -> KernelSet:
+    """OpenCL C kernels computing ``program`` (after the target's passes)."""
+    if any(b.dtype == "f16" for b in program.buffers):
+        raise CompileError("float16 has no OpenCL rendering here", locate=False)
+    return OpenCLRenderer(program, name).render()
+
+
+def needs_fp64(program: ir.Program) -> bool:
+    """Whether the program computes in double precision."""
+    return any(b.dtype == "f64" for b in program.buffers)
+
