@@ -78,6 +78,9 @@ class OpenCLExecutable:
             except dev.cl.Error as e:
                 raise CompileError(f"the OpenCL compiler of {dev.device.name!r} rejected the "
                                    f"generated kernels: {e}") from None
+        # one kernel object per kernel (pyopencl makes a new one per attribute lookup)
+        self.cl_kernels = {la.name: dev.cl.Kernel(self.program, la.name) for k in kernels
+                           for la in k.kernels.launches}
         self.consts = [np.asarray(getattr(c, "_value", c)) for c in self.closed.consts]
         self.transfers = {"to_device": 0, "to_host": 0}     # counts, for tests and tuning
         self._last = self._last_uses()
@@ -150,7 +153,7 @@ class OpenCLExecutable:
             group = tuple(launch.group) or None
             size = (tuple(-(-r // s) * s for r, s in zip(launch.ranges, launch.group))
                     if launch.ranges else (1,))
-            getattr(self.program, launch.name)(self.dev.queue, size, group, *bufs)
+            self.cl_kernels[launch.name](self.dev.queue, size, group, *bufs)
 
     def _run_host(self, st: HostStep, env: dict) -> None:
         e = st.eqn
