@@ -74,7 +74,8 @@ class OpenCLExecutable:
             cache = os.path.join(kernel_cache.cache_dir(), "opencl")
             os.makedirs(cache, exist_ok=True)
             try:
-                self.program = dev.cl.Program(dev.context, self.source).build(cache_dir=cache)
+                self.program = dev.cl.Program(dev.context, self.source).build(
+                    options=["-w"], cache_dir=cache)   # -w: NaN self-tests are intended
             except dev.cl.Error as e:
                 raise CompileError(f"the OpenCL compiler of {dev.device.name!r} rejected the "
                                    f"generated kernels: {e}") from None
