@@ -7,7 +7,9 @@ kernel takes the same arguments: the program's buffers, then its entry-level
 temporaries (the runtime allocates those as device buffers), all ``__global``.
 Indexes the ``threads`` pass chose (``threads_<n>``) become grid-stride loops over
 ``get_global_id(d)``/``get_global_size(d)``, so any NDRange covers the block;
-other loops run inside a work-item. Temporaries inside a block are private arrays.
+other loops run inside a work-item. Temporaries inside a block are private arrays,
+or, where the ``place`` pass put them in ``global`` memory, each work-item's slice of
+a scratch buffer the kernel takes after the shared arguments.
 Expressions, loops and views come from the C-family base; this prelude supplies the
 names it uses (``int64_t``, ``expf``, ``plait_maxf``...) in OpenCL C.
 """
@@ -64,11 +66,19 @@ static inline long plait_imin(long a, long b) { return a < b ? a : b; }
 
 @dataclass(frozen=True)
 class Launch:
-    """One kernel of a program: its name, work-item ranges and work-group shape."""
+    """One kernel of a program: its name, work-item ranges, work-group shape, and the
+    per-work-item scratch buffers ``(dtype, elements)`` it takes after the shared
+    arguments (``global`` temporaries, one slice per work-item)."""
 
     name: str
     ranges: tuple
     group: tuple
+    scratch: tuple = ()
+
+    @property
+    def global_size(self) -> tuple:
+        """The NDRange: each range rounded up to a whole number of groups."""
+        return tuple(-(-r // g) * g for r, g in zip(self.ranges, self.group)) or (1,)
 
 
 @dataclass(frozen=True)
@@ -89,6 +99,7 @@ class OpenCLRenderer(CFamilyRenderer):
         self.types = CL_TYPES
         self.kernel_block: ir.Block | None = None   # the top-level block being rendered
         self.threads = 0          # its work-item dimensions
+        self.scratch: list = []   # its global temporaries: (argument, dtype, elements)
 
     def open_loop(self, blk: ir.Block, loops: list, k: int, cv: str, rng: tuple,
                   scope: _Scope) -> None:
@@ -113,18 +124,39 @@ class OpenCLRenderer(CFamilyRenderer):
         params = ", ".join(f"__global {CL_TYPES[dt]} *restrict {n}" for n, dt in args)
         launches = [self._fill(params, temps)]
         for k, blk in enumerate(entry.stmts):
-            name = f"{self.fn}_{k}"
-            self.emit(f"__kernel void {name}({params}) {{")
-            self.depth += 1
-            scope = self._entry_scope(temps)
-            self.kernel_block = blk
-            ranges, group = launch_shape(blk)
-            self.threads = len(ranges)
-            self.block(blk, scope)
-            self.depth -= 1
-            self.emit("}")
-            launches.append(Launch(name, ranges, group))
+            launches.append(self._kernel(f"{self.fn}_{k}", blk, params, temps))
         return KernelSet("\n".join(self.lines), temps, tuple(x for x in launches if x))
+
+    def _kernel(self, name: str, blk: ir.Block, params: str, temps: tuple) -> Launch:
+        """Render top-level block ``blk`` as kernel ``name``."""
+        start = len(self.lines)
+        self.depth += 1
+        self.kernel_block, self.scratch = blk, []
+        ranges, group = launch_shape(blk)
+        self.threads = len(ranges)
+        self.block(blk, self._entry_scope(temps))
+        self.depth -= 1
+        body = self.lines[start:]
+        del self.lines[start:]
+        extra = "".join(f", __global {CL_TYPES[dt]} *restrict {n}" for n, dt, _ in self.scratch)
+        self.emit(f"__kernel void {name}({params}{extra}) {{")
+        if self.scratch:
+            self.emit("  const int64_t plait_item = get_global_id(0) + get_global_size(0) * "
+                      "(get_global_id(1) + get_global_size(1) * get_global_id(2));")
+        self.lines += body
+        self.emit("}")
+        launch = Launch(name, ranges, group)
+        items = math.prod(launch.global_size)
+        return Launch(name, ranges, group, tuple((dt, n * items) for _, dt, n in self.scratch))
+
+    def alloc_temp(self, r: ir.Refinement, cv: str, size: int, frees: list) -> str:
+        """A ``global`` temporary is this work-item's slice of a scratch buffer."""
+        if r.location != "global":
+            return super().alloc_temp(r, cv, size, frees)
+        arg = f"w_{len(self.scratch)}"
+        self.scratch.append((arg, r.dtype, size))
+        self.emit(f"__global {CL_TYPES[r.dtype]} *restrict {cv} = {arg} + plait_item * {size};")
+        return "__global "
 
     def _entry_scope(self, temps: tuple) -> _Scope:
         """Views of the entry block: its refinements of the buffers and its temporaries."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ import plait  # noqa: E402
 from plait.backends.opencl import device as cl_device  # noqa: E402
 from plait.codegen.opencl_c import PRELUDE, render_kernels  # noqa: E402
 from plait.errors import DeviceUnavailableError  # noqa: E402
-from plait.stripe import lower, run, verify  # noqa: E402
+from plait.stripe import lower, run, verify, walk_blocks  # noqa: E402
 from plait.stripe.ir import np_dtype  # noqa: E402
 from plait.stripe.passes import run_passes  # noqa: E402
 from sp_helpers import random_inputs  # noqa: E402
@@ -42,8 +43,10 @@ def _run_on_device(program, inputs):
     for _, dt, n in ks.temps:
         bufs.append(cl.Buffer(dev.context, cl.mem_flags.READ_WRITE, size=n * np_dtype(dt).itemsize))
     for la in ks.launches:
-        size = tuple(-(-r // g) * g for r, g in zip(la.ranges, la.group)) or (1,)
-        cl.Kernel(prg, la.name)(dev.queue, size, tuple(la.group) or None, *bufs)
+        scratch = [cl.Buffer(dev.context, cl.mem_flags.READ_WRITE, size=n * np_dtype(dt).itemsize)
+                   for dt, n in la.scratch]
+        cl.Kernel(prg, la.name)(dev.queue, la.global_size, tuple(la.group) or None, *bufs,
+                                *scratch)
     out = {}
     for b, buf in zip(program.buffers, bufs):
         if b.kind == "out":
@@ -52,8 +55,15 @@ def _run_on_device(program, inputs):
     return out
 
 
-def test_kernels_match_the_interpreter():
+@pytest.mark.parametrize("private_bytes", [None, 0], ids=["device", "no-private"])
+def test_kernels_match_the_interpreter(private_bytes):
+    """With the device's config, and with no private memory (every temporary a
+    work-item's slice of a global scratch buffer)."""
     target = cl_device.opencl_device().target
+    if private_bytes is not None:
+        memory = tuple(replace(m, bytes=private_bytes) if m.name == "private" else m
+                       for m in target.memory)
+        target = replace(target, memory=memory)
     programs = [mm_epilogue(50, 70, 90), matmul(64, 130, 96)[0], row_sum(33, 20, "f64"),
                 conv2d(n=2, h=9, w=10, ci=8, co=24)[0], softmax(40, 70), chain(3000),
                 row_max(30, 50)]
@@ -61,6 +71,9 @@ def test_kernels_match_the_interpreter():
         before = lower(prog)
         after = run_passes(before, target)
         verify(after)
+        if private_bytes == 0:
+            assert all(r.location == "global" for b in walk_blocks(after.entry)
+                       for r in b.refs if r.from_ is None)
         ins = random_inputs(before)
         want = run(before, ins)
         got = _run_on_device(after, ins)

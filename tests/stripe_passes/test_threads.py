@@ -52,3 +52,22 @@ def test_group_shape_respects_the_device_limit_and_small_ranges():
     p = check_passes(mm_epilogue(5, 7, 90), [("fuse", {}), ("threads", {})], small, c=False)
     (k,) = blocks(p, "threads_2")
     assert launch_shape(k) == ((90, 5), (8, 8))
+
+
+def test_place_puts_allocations_in_the_first_level_that_holds_them():
+    from dataclasses import replace
+    from plait.stripe import walk_blocks
+    # a private level of 8 bytes: the softmax row temporaries (70 floats) go global,
+    # single-element accumulators stay private; entry-level temporaries are global
+    memory = tuple(replace(m, bytes=8) if m.name == "private" else m for m in GPU.memory)
+    tiny = replace(GPU, memory=memory)
+    p = check_passes(softmax(40, 70), [(n, dict(ps)) for n, ps in GPU.passes], tiny, c=False)
+    locs = {(r.into, r.location) for b in walk_blocks(p.entry) for r in b.refs
+            if r.from_ is None}
+    assert locs and all(loc in ("private", "global") for _, loc in locs)
+    for b in walk_blocks(p.entry):
+        for r in b.refs:
+            if r.from_ is None:
+                n = 1 + sum((s - 1) * st for s, st in zip(r.shape, r.strides) if s > 0)
+                want = "global" if b is p.entry or n * 4 > 8 else "private"
+                assert r.location == want, (r.into, n)

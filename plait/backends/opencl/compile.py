@@ -151,10 +151,9 @@ class OpenCLExecutable:
         for _, dt, n in k.kernels.temps:
             bufs.append(self._new_buffer(n * np_dtype(dt).itemsize))
         for launch in k.kernels.launches:
-            group = tuple(launch.group) or None
-            size = (tuple(-(-r // s) * s for r, s in zip(launch.ranges, launch.group))
-                    if launch.ranges else (1,))
-            self.cl_kernels[launch.name](self.dev.queue, size, group, *bufs)
+            scratch = [self._new_buffer(n * np_dtype(dt).itemsize) for dt, n in launch.scratch]
+            self.cl_kernels[launch.name](self.dev.queue, launch.global_size,
+                                         tuple(launch.group) or None, *bufs, *scratch)
 
     def _run_host(self, st: HostStep, env: dict) -> None:
         e = st.eqn

@@ -17,6 +17,7 @@ from plait.stripe.passes.elide_init import elide_init_pass
 from plait.stripe.passes.fuse import fuse_pass
 from plait.stripe.passes.localize import localize_pass
 from plait.stripe.passes.partition import partition_pass
+from plait.stripe.passes.place import place_pass
 from plait.stripe.passes.scalarize import scalarize_pass
 from plait.stripe.passes.stencil import stencil_pass
 from plait.stripe.passes.threads import threads_pass
@@ -31,6 +32,7 @@ PASSES = {
     "boundary": boundary_pass,
     "partition": partition_pass,
     "threads": threads_pass,
+    "place": place_pass,
 }
 
 
