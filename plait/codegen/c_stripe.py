@@ -355,7 +355,65 @@ class CFamilyRenderer:
         self.emit(f"for (int64_t {cv} = {rng[0]}; {cv} < {rng[1]}; ++{cv}) {{")
 
     def close_loop(self, k: int, scope: _Scope) -> None:
-        """After closing a loop (``k`` = 0 is the innermost)."""
+        """After closing a loop (``k`` = 0 is the innermost): store register reductions."""
+        if k == 0 and scope.reductions:
+            self.reduction_epilogue(scope)
+
+    def reduction_pragma(self, clauses: list) -> None:
+        """Annotate the reduction loop (``clauses``: OpenMP-style reduction clauses)."""
+
+    def reduction_prologue(self, blk: ir.Block, v: str, scope: _Scope) -> None:
+        """Before the innermost loop ``v``: accumulate views that ``v`` does not address in
+        registers (any order is legal: the block's iterations are unordered and the
+        aggregation is commutative); :meth:`reduction_pragma` may vectorize the loop."""
+        if any(isinstance(st, (ir.Block, ir.Special)) for st in blk.stmts):
+            return
+        loaded = {st.from_ for st in blk.stmts if isinstance(st, ir.Load)}
+        stored = [st.into for st in blk.stmts if isinstance(st, ir.Store)]
+        clauses = []
+        for r in blk.refs:
+            if (r.dir not in ("out", "inout") or r.agg not in ("add", "max", "min", "mul")
+                    or r.from_ is None or r.into in loaded or stored.count(r.into) != 1
+                    or any(a.coeff(v) for a in r.access) or r.dtype in ("bool", "f16")):
+                continue
+            if any(n not in scope.idxs for a in r.access for n in a.vars):
+                continue
+            cv = _cname(r.into, self.depth, "v_")
+            qual = scope.quals.get(r.from_, "")
+            pv = scope.outer[r.from_][0]
+            off = " + ".join(f"{self.affine(a, scope)}*{st}" for a, st in zip(r.access, r.strides)) or "0"
+            self.emit(f"{qual}{self.types[r.dtype]} *restrict {cv} = {pv} + {off};")
+            scope.views[r.into] = (cv, r.dtype, r.agg)
+            scope.quals[r.into] = qual
+            acc = _cname(r.into, self.depth, "racc_")
+            # a float sum's register accumulator starts at -0.0, the identity of IEEE
+            # addition, so the memory value it is added to decides the sign of zero
+            init = _lit(-0.0, r.dtype) if r.agg == "add" and r.dtype in _FLOAT else \
+                _identity(r.agg, r.dtype)
+            self.emit(f"{COMPUTE_TYPES[r.dtype]} {acc} = {init};")
+            nan = None
+            op = {"add": "+", "mul": "*", "max": "max", "min": "min"}[r.agg]
+            if r.agg == "add" and r.dtype in ("f32", "f64"):
+                op = "plait_addf" if r.dtype == "f32" else "plait_addd"
+            clauses.append(f"reduction({op}:{acc})")
+            if r.agg in ("max", "min") and r.dtype in _FLOAT:
+                nan = _cname(r.into, self.depth, "rnan_")
+                self.emit(f"int {nan} = 0;")
+                clauses.append(f"reduction(|:{nan})")
+            scope.reductions[r.into] = (acc, nan)
+        if clauses:
+            self.reduction_pragma(clauses)
+
+    def reduction_epilogue(self, scope: _Scope) -> None:
+        """After the innermost loop: combine each register accumulator into memory once."""
+        for name, (acc, nan) in scope.reductions.items():
+            cv, dt, agg = scope.views[name]
+            val = f"({nan} ? NAN : {acc})" if nan else acc
+            if agg in ("add", "mul"):
+                op = "+" if agg == "add" else "*"
+                self.emit(f"{cv}[0] = {cv}[0] {op} {val};")
+            else:
+                self.emit(f"{cv}[0] = {self._arith(agg, [cv + '[0]', val], dt)};")
 
     def alloc_temp(self, r: ir.Refinement, cv: str, size: int, frees: list) -> str:
         """Declare the fresh allocation ``cv`` of ``size`` elements for ``r`` (append its

@@ -103,13 +103,16 @@ class OpenCLRenderer(CFamilyRenderer):
 
     def open_loop(self, blk: ir.Block, loops: list, k: int, cv: str, rng: tuple,
                   scope: _Scope) -> None:
-        """A thread index is a grid-stride loop over its NDRange dimension."""
+        """A thread index is a grid-stride loop over its NDRange dimension; an innermost
+        loop reducing into views it does not address accumulates in registers."""
         if blk is self.kernel_block and k < self.threads:
             lo, hi = rng
             self.emit(f"for (int64_t {cv} = {lo} + get_global_id({k}); {cv} < {hi}; "
                       f"{cv} += get_global_size({k})) {{")
-        else:
-            super().open_loop(blk, loops, k, cv, rng, scope)
+            return
+        if k == len(loops) - 1:
+            self.reduction_prologue(blk, loops[k].name, scope)
+        super().open_loop(blk, loops, k, cv, rng, scope)
 
     def render(self) -> KernelSet:
         """The kernels' source, the temporaries to allocate and the launches."""
