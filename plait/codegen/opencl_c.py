@@ -77,8 +77,11 @@ class Launch:
 
     @property
     def global_size(self) -> tuple:
-        """The NDRange: each range rounded up to a whole number of groups."""
-        return tuple(-(-r // g) * g for r, g in zip(self.ranges, self.group)) or (1,)
+        """The NDRange: each range rounded up to a whole number of groups (no group
+        shape: the ranges, the driver choosing groups)."""
+        if not self.group:
+            return tuple(self.ranges) or (1,)
+        return tuple(-(-r // g) * g for r, g in zip(self.ranges, self.group))
 
 
 @dataclass(frozen=True)
@@ -193,7 +196,8 @@ class OpenCLRenderer(CFamilyRenderer):
             self.emit(f"  for (int64_t z = get_global_id(0); z < {n}; z += get_global_size(0)) "
                       f"{cv}[z] = {ident};")
         self.emit("}")
-        return Launch(name, (max(n for _, n, _ in fills),), (256,))
+        # grid-stride: at most 64Ki work-items, in groups the driver picks
+        return Launch(name, (min(max(n for _, n, _ in fills), 1 << 16),), ())
 
 
 def render_kernels(program: ir.Program, name: str) -> KernelSet:
