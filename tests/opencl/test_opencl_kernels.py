@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.join(_TESTS, "stripe_passes"))
 sys.path.insert(0, os.path.join(_TESTS, "stripe"))
 
 import plait  # noqa: E402
+import plait.numpy  # noqa: E402,F401
 from plait.backends.opencl import device as cl_device  # noqa: E402
 from plait.codegen.opencl_c import PRELUDE, render_kernels  # noqa: E402
 from plait.errors import DeviceUnavailableError  # noqa: E402
@@ -94,3 +95,22 @@ def test_no_device_is_a_clear_error(monkeypatch):
             plait.jit(lambda x: x * 2, backend="opencl")(np.ones(3))
     finally:
         cl_device.opencl_device.cache_clear()
+
+
+def test_program_binaries_are_cached_on_disk(monkeypatch, tmp_path):
+    monkeypatch.setenv("PLAIT_CACHE_DIR", str(tmp_path))
+    f = plait.jit(lambda x: plait.numpy.tanh(x) * 3.0 + 1.0, backend="opencl")
+    x = np.linspace(-2, 2, 37).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(f(x)), np.tanh(x) * 3 + 1, rtol=1e-6)
+    cached = [p for p in (tmp_path / "opencl").rglob("*") if p.is_file()]
+    assert cached, "no program binary was written to <cache>/opencl"
+    # a second executable of the same program loads the binary; a corrupt entry is rebuilt
+    (entry,) = cached
+    written = entry.stat().st_mtime_ns
+    g = plait.jit(lambda x: plait.numpy.tanh(x) * 3.0 + 1.0, backend="opencl")
+    np.testing.assert_allclose(np.asarray(g(x)), np.tanh(x) * 3 + 1, rtol=1e-6)
+    assert entry.stat().st_mtime_ns == written      # loaded, not rebuilt
+    entry.write_bytes(b"not a binary")
+    h = plait.jit(lambda x: plait.numpy.tanh(x) * 3.0 + 1.0, backend="opencl")
+    np.testing.assert_allclose(np.asarray(h(x)), np.tanh(x) * 3 + 1, rtol=1e-6)
+    assert entry.read_bytes() != b"not a binary"

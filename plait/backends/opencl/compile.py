@@ -3,8 +3,8 @@
 The graph is partitioned as for the native backend, with the device's target config
 (``opencl-gpu``): kernel steps lower to Stripe, go through the config's passes and
 render as OpenCL C (:mod:`plait.codegen.opencl_c`); all kernels of an executable form
-one OpenCL program, whose binary pyopencl caches on disk per device under the kernel
-cache directory (``<cache>/opencl``). Equations without a lowering run on the host
+one OpenCL program, whose binary is cached on disk per device and source under the
+kernel cache directory (``<cache>/opencl/<sha256>.bin``). Equations without a lowering run on the host
 with their ``impl``. Values move lazily: a value lives where it was made (device
 buffer or host array) and is copied only when a step on the other side reads it, so
 consecutive kernels never leave the device; ``as_text("kernels")`` says which host
@@ -13,7 +13,9 @@ end of the call.
 """
 from __future__ import annotations
 
+import hashlib
 import os
+import tempfile
 import weakref
 
 import numpy as np
@@ -71,11 +73,8 @@ class OpenCLExecutable:
         self.source = PRELUDE + "\n\n" + "\n\n".join(k.kernels.source for k in kernels)
         self.program = None
         if kernels:
-            cache = os.path.join(kernel_cache.cache_dir(), "opencl")
-            os.makedirs(cache, exist_ok=True)
             try:
-                self.program = dev.cl.Program(dev.context, self.source).build(
-                    options=["-w"], cache_dir=cache)   # -w: NaN self-tests are intended
+                self.program = _build(dev, self.source)
             except dev.cl.Error as e:
                 raise CompileError(f"the OpenCL compiler of {dev.device.name!r} rejected the "
                                    f"generated kernels: {e}") from None
@@ -196,6 +195,36 @@ class OpenCLExecutable:
         moves = (f"copies {back} input{'s' if back != 1 else ''} device->host"
                  if back else "no copy in")
         return f"host: {st.eqn.prim.name} ({moves}; results copied to the device when a kernel reads them)"
+
+
+_OPTIONS = ["-w"]     # no warnings: the NaN self-comparisons are intended
+
+
+def _build(dev: Device, source: str):
+    """The built program of ``source``: from the binary cached for this device and
+    source under ``<kernel cache>/opencl`` when there is one, else compiled and its
+    binary cached (written to a private file, then renamed into place). An entry that
+    does not load is rebuilt; a cache that cannot be written is skipped."""
+    cl = dev.cl
+    key = hashlib.sha256(f"{dev.key}\0{_OPTIONS}\0{source}".encode()).hexdigest()
+    d = os.path.join(kernel_cache.cache_dir(), "opencl")
+    path = os.path.join(d, key + ".bin")
+    if os.path.isfile(path):
+        try:
+            with open(path, "rb") as f:
+                return cl.Program(dev.context, [dev.device], [f.read()]).build(options=_OPTIONS)
+        except (OSError, cl.Error):
+            pass
+    prg = cl.Program(dev.context, source).build(options=_OPTIONS)
+    try:
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=d, prefix=".stage-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(prg.binaries[0])
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return prg
 
 
 def compile_opencl(closed: ClosedGraph) -> OpenCLExecutable:
