@@ -150,3 +150,18 @@ def test_values_stay_on_the_device_between_kernels():
     exe(x)
     # uploads: the argument, the sort's result; downloads: the sort's input, the output
     assert {k: exe.transfers[k] - before[k] for k in before} == {"to_device": 2, "to_host": 2}
+
+
+def test_a_repeated_kernel_is_compiled_once():
+    """Two equal kernels separated by a host step: the second calls the first's."""
+    def g(a, b):
+        return pnp.tanh(a * b) - a
+
+    def f(x, y):
+        return g(pnp.sort(g(x, y)), y)
+    x, y = np.random.default_rng(4).standard_normal((2, 50)).astype(np.float32)
+    _both(f, x, y)
+    exe = plait.jit(f, backend="opencl").lower(x, y).compile().executable
+    text = exe.as_text("kernels").splitlines()
+    assert text[0].startswith("k0:") and text[2].endswith("[device: k0's kernels]"), text
+    assert exe.as_text("opencl").count("__kernel") == len(exe.steps[0].kernels.launches)

@@ -17,6 +17,7 @@ import hashlib
 import os
 import tempfile
 import weakref
+from dataclasses import replace
 
 import numpy as np
 
@@ -35,10 +36,17 @@ from plait.stripe.passes import run_passes
 
 
 class _DeviceKernel:
-    """A kernel step rendered for the device: buffer atoms in argument order, its kernels."""
+    """A kernel step rendered for the device: buffer atoms in argument order, its kernels
+    (``same``: an earlier kernel with an equal Tile program, whose kernels it calls)."""
 
-    def __init__(self, st: KernelStep, dev: Device):
+    def __init__(self, st: KernelStep, dev: Device, same: "_DeviceKernel | None" = None):
         self.step = st
+        self.same = same
+        if same is not None:
+            self.stripe, self.kernels = same.stripe, same.kernels
+            self.args = [("in", st.inputs[b.name]) if b.kind == "in"
+                         else ("out", st.outputs[b.name]) for b in self.stripe[1].buffers]
+            return
         before = stripe_lower(st.program)
         self.stripe = (before, run_passes(before, dev.target, verify=config.checks))
         after = self.stripe[1]
@@ -49,6 +57,20 @@ class _DeviceKernel:
         self.kernels: KernelSet = render_kernels(after, st.name)
         self.args = [("in", st.inputs[b.name]) if b.kind == "in" else ("out", st.outputs[b.name])
                      for b in after.buffers]
+
+
+def _device_steps(steps: list, dev: Device) -> list:
+    """Kernel steps rendered for ``dev``; a kernel whose Tile program equals an earlier
+    one's (up to its name: a repeated layer, an unrolled loop's step) reuses its kernels."""
+    seen: dict = {}
+    out = []
+    for st in steps:
+        if isinstance(st, KernelStep):
+            key = replace(st.program, name="")
+            st = _DeviceKernel(st, dev, seen.get(key))
+            seen.setdefault(key, st)
+        out.append(st)
+    return out
 
 
 class _Value:
@@ -67,9 +89,8 @@ class OpenCLExecutable:
         self.closed = inline(closed)
         self.dev = dev = opencl_device()
         g = self.closed.graph
-        self.steps = [_DeviceKernel(st, dev) if isinstance(st, KernelStep) else st
-                      for st in partition(g, dev.target)]
-        kernels = [s for s in self.steps if isinstance(s, _DeviceKernel)]
+        self.steps = _device_steps(partition(g, dev.target), dev)
+        kernels = [s for s in self.steps if isinstance(s, _DeviceKernel) and s.same is None]
         self.source = PRELUDE + "\n\n" + "\n\n".join(k.kernels.source for k in kernels)
         self.program = None
         if kernels:
@@ -190,7 +211,9 @@ class OpenCLExecutable:
                           for d, a in s.args if d == "out"}
         if isinstance(st, _DeviceKernel):
             ops = ", ".join(e.prim.name for e in st.step.eqns)
-            return f"{st.step.name}: {ops} [device: {len(st.kernels.launches)} kernels]"
+            runs = (f"{st.same.step.name}'s kernels" if st.same is not None
+                    else f"{len(st.kernels.launches)} kernels")
+            return f"{st.step.name}: {ops} [device: {runs}]"
         back = sum(1 for a in st.eqn.inputs if a in made_on_device)
         moves = (f"copies {back} input{'s' if back != 1 else ''} device->host"
                  if back else "no copy in")
