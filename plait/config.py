@@ -135,6 +135,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("collective_timeout", "PLAIT_COLLECTIVE_TIMEOUT", _parse_float, 120.0,
             "seconds a pmap replica waits at a collective for the others (local replicas "
             "or MPI processes) before raising DistributedError"),
+    Setting("opencl_device", "PLAIT_OPENCL_DEVICE", _parse_str, "",
+            "the OpenCL device the opencl backend uses: a case-insensitive part of "
+            "'<platform> <device>' (default: the first GPU, else the first device)"),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}

@@ -8,7 +8,7 @@ import sys as _sys
 import threading as _threading
 
 __all__ = ["BuildEnvironmentError", "CacheFallbackWarning", "CallbackError", "CompileError",
-           "ConcretizationError", "ControlFlowError", "DistributedError", "GraphTypeError", "LinAlgError",
+           "ConcretizationError", "ControlFlowError", "DeviceUnavailableError", "DistributedError", "GraphTypeError", "LinAlgError",
            "MaterializationForbiddenError", "MissingRuleError",
            "NonConcreteBooleanIndexError", "NotConvertible", "NotLowerable", "OnnxImportError",
            "PlaitError", "PlaitFloatingPointError", "PlaitIndexError",
@@ -160,6 +160,11 @@ class NonConcreteBooleanIndexError(PlaitError, IndexError):
 
 class CompileError(PlaitError):
     """A backend failed to compile a graph (no C compiler, compiler error, ...)."""
+
+
+class DeviceUnavailableError(CompileError):
+    """A backend's device runtime is missing (no pyopencl, no OpenCL platform or
+    device); the message says how to install one."""
 
 
 class UnsupportedOptionError(PlaitError, NotImplementedError):

@@ -1,27 +1,31 @@
-"""Backends: ``compile(closed_graph) -> Executable``: ``interp`` (reference), ``native``,
-``xla`` (StableHLO compiled by XLA through PJRT; needs jaxlib)."""
+"""Backends: ``compile(closed_graph) -> Executable``, looked up in :data:`BACKENDS`:
+``interp`` (reference), ``native`` (C/OpenMP on the host CPU), ``xla`` (StableHLO
+compiled by XLA through PJRT; needs jaxlib), ``opencl`` (OpenCL C on an OpenCL device
+through pyopencl)."""
 from __future__ import annotations
 
+import importlib
+
 from plait.core.graph import ClosedGraph
+
+# backend name -> (module, compile function taking a ClosedGraph)
+BACKENDS = {
+    "interp": ("plait.backends.interp", "compile_interp"),
+    "native": ("plait.backends.native", "compile_native"),
+    "xla": ("plait.backends.xla", "compile_xla"),
+    "opencl": ("plait.backends.opencl", "compile_opencl"),
+}
 
 
 def compile(closed: ClosedGraph, backend: str = "interp"):
     """Compile a closed graph with the named backend."""
     from plait.profiler import events
+    entry = BACKENDS.get(backend)
+    if entry is None:
+        from plait.errors import PlaitValueError
+        raise PlaitValueError(f"unknown backend {backend!r}; available: "
+                              f"{', '.join(repr(b) for b in BACKENDS)}")
+    module, fn = entry
     with events.span(f"compile {closed.graph.name or 'graph'} ({backend})", "compile",
                      {"equations": len(closed.graph.eqns)}):
-        return _compile(closed, backend)
-
-
-def _compile(closed: ClosedGraph, backend: str):
-    if backend == "interp":
-        from plait.backends.interp import compile_interp
-        return compile_interp(closed)
-    if backend == "native":
-        from plait.backends.native import compile_native
-        return compile_native(closed)
-    if backend == "xla":
-        from plait.backends.xla import compile_xla
-        return compile_xla(closed)
-    from plait.errors import PlaitValueError
-    raise PlaitValueError(f"unknown backend {backend!r}; available: 'interp', 'native', 'xla'")
+        return getattr(importlib.import_module(module), fn)(closed)

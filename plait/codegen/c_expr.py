@@ -83,20 +83,24 @@ def intrinsic(name: str, args: list[str], dts: list[str], out: str | None) -> tu
     return expr, dt
 
 
+def op_helpers() -> str:
+    """The C helper functions the ops defined so far bring (plain C99 that OpenCL C also
+    compiles)."""
+    return "".join(op.c_helper for op in ops() if op.c_helper)
+
+
 def op_prelude() -> str:
     """C for the ops defined so far: their helpers, and libmvec SIMD declarations (so gcc
     vectorizes loops calling them at plain -O3; glibc documents their accuracy, a few
     ulp, and they keep NaN/inf semantics)."""
-    all_ops = ops()
-    helpers = "".join(op.c_helper for op in all_ops if op.c_helper)
     decls = []
-    for op in all_ops:
+    for op in ops():
         if op.vecmath and op.libm:
             for ctype, fn in (("float", op.libm + "f"), ("double", op.libm)):
                 params = ", ".join([ctype] * op.arity)
                 decls.append(f'__attribute__((simd("notinbranch"))) '
                              f'extern {ctype} {fn}({params});\n')
-    return (helpers
+    return (op_helpers()
             + "#if defined(__x86_64__) && defined(__GLIBC__) && "
             "(__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35)) && "
             "!defined(PLAIT_NO_VECMATH)\n" + "".join(decls) + "#endif\n")

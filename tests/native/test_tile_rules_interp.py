@@ -7,6 +7,7 @@ import pytest
 
 import plait
 from plait.backends.native.partition import KernelStep, partition
+from plait.backends.native.target import host_target
 from plait.core.graph import Literal, eval_graph_impl
 from plait.stripe import interp, lower
 from prim_table import CASES
@@ -19,7 +20,7 @@ def _run_with_stripe(closed, args):
     env = dict(zip(g.constvars, [np.asarray(c) for c in closed.consts]))
     env.update(zip(g.invars, [np.asarray(a) for a in args]))
     kernels = 0
-    for st in partition(g):
+    for st in partition(g, host_target()):
         if isinstance(st, KernelStep):
             kernels += 1
             outs = interp.run(lower(st.program), {n: env[v] for n, v in st.inputs.items()})

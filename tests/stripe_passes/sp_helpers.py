@@ -7,8 +7,8 @@ import tempfile
 
 import numpy as np
 
+from plait.codegen.c_cpu import PRELUDE, render_program
 from plait.codegen.c_expr import op_prelude
-from plait.codegen.c_stripe import PRELUDE, render_program
 from plait.codegen.toolchain import build_shared_object, find_toolchain
 from plait.stripe import lower, run, verify
 from plait.stripe.ir import np_dtype

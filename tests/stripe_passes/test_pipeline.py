@@ -64,3 +64,29 @@ def test_scalarize_keeps_view_names_unique_when_flattening_siblings():
     for b in walk_blocks(out):
         names = [r.into for r in b.refs]
         assert len(names) == len(set(names)), names
+
+
+def test_target_configs_load_and_name_known_passes():
+    """Every shipped config loads (its detected facts given), names registered passes,
+    and a CPU config's register blocks fit its register file."""
+    from plait.stripe.passes import PASSES
+    from plait.stripe.targets import config_names, load_target
+    facts = {"cores": 2, "line_bytes": 64, "L1_bytes": 32768, "L2_bytes": 1 << 20,
+             "L3_bytes": 1 << 25, "max_workgroup": 256, "unsupported_dtypes": ["f16"],
+             "local_bytes": 65536, "global_bytes": 1 << 30}
+    names = config_names()
+    assert {"cpu-avx512", "cpu-avx2", "cpu-generic"} <= set(names)
+    for name in names:
+        t = load_target(name, facts)
+        assert t.passes and all(p in PASSES for p, _ in t.passes), name
+        if t.kind == "cpu":
+            assert dict(dict(t.passes)["stencil"])["shapes"] == register_blocks(t.vector_bytes)
+
+
+def test_a_missing_detected_fact_is_a_clear_error():
+    from plait.errors import PlaitValueError
+    from plait.stripe.targets import load_target
+    with pytest.raises(PlaitValueError, match="cores"):
+        load_target("cpu-avx2", {})
+    with pytest.raises(PlaitValueError, match="no target config"):
+        load_target("tpu-v9")

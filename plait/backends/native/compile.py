@@ -17,8 +17,9 @@ from plait.backends.native.launch import Launch, launch
 from plait.backends.native.partition import KernelStep, partition
 from plait.backends.native.plan import HostCall, Plan, build_plan, describe
 from plait.codegen.c_pymodule import module_source
+from plait.codegen.c_cpu import PRELUDE
 from plait.codegen.c_expr import op_prelude
-from plait.codegen.c_stripe import PRELUDE, decode_status
+from plait.codegen.c_stripe import decode_status
 from plait.codegen.toolchain import build_shared_object, require_toolchain
 from plait.core.graph import ClosedGraph, closure_convert, reset_graph_runner, set_graph_runner
 from plait.core.printer import pp_graph
@@ -224,8 +225,9 @@ class Prepared:
         self.closed = inline(closed)
         dump = _dump_dir(self.closed)
         self.timed = config.profile
-        cprog = CProgram(host_target(), dump, self.timed)
-        self.steps = cprog.native_steps(partition(self.closed.graph))
+        target = host_target()
+        cprog = CProgram(target, dump, self.timed)
+        self.steps = cprog.native_steps(partition(self.closed.graph, target))
         self.stripe = cprog.stripe
         self.functions = cprog.functions     # numbered kernels, for failure messages
         self.scratch = cprog.scratch         # name -> peak bytes a C function allocates

@@ -25,8 +25,9 @@ import numpy as np
 
 from plait.backends.liveness import Lifetimes, lifetimes, peak_bytes
 from plait.backends.native.partition import HostStep, KernelStep, partition
+from plait.codegen.c_cpu import render_program, temp_bytes
 from plait.codegen.c_expr import C_TYPES, literal
-from plait.codegen.c_stripe import oom_status, render_program, temp_bytes
+from plait.codegen.c_stripe import oom_status
 from plait.codegen.toolchain import find_toolchain
 from plait.config import config, omp_num_threads
 from plait.core.graph import Graph, Literal, Var
@@ -151,7 +152,7 @@ class CProgram:
         if hit is not None:
             return hit[1]
         name = self.fresh("g")
-        steps = self.native_steps(partition(inline_graph(graph), prefix=f"{name}_"))
+        steps = self.native_steps(partition(inline_graph(graph), self.target, prefix=f"{name}_"))
         if any(isinstance(s, HostStep) for s in steps):
             self._graphs[id(graph)] = (graph, None)
             return None

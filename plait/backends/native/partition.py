@@ -22,7 +22,6 @@ from plait.errors import NotLowerable
 from plait.tile.lowering import LowerCtx, STRIPE_DTYPES, TVal
 import plait.tile.rules  # noqa: F401  (registers the to_tile rules)
 from plait.backends.native.library import use_library
-from plait.backends.native.target import host_target
 
 
 @dataclass
@@ -44,16 +43,18 @@ class HostStep:
     eqn: object
 
 
-def _dtype_ok(aval) -> bool:
-    return np.dtype(aval.dtype) in STRIPE_DTYPES and 0 not in aval.shape
+def _dtype_ok(aval, target) -> bool:
+    dt = np.dtype(aval.dtype)
+    return (dt in STRIPE_DTYPES and STRIPE_DTYPES[dt] not in target.unsupported_dtypes
+            and 0 not in aval.shape)
 
 
-def lowerable(eqn) -> bool:
-    """Whether an equation can go into a native kernel (and the target wants it there)."""
-    if not eqn.prim.has_rule("to_tile") or use_library(eqn, host_target()):
+def lowerable(eqn, target) -> bool:
+    """Whether an equation can go into a native kernel (and ``target`` wants it there)."""
+    if not eqn.prim.has_rule("to_tile") or use_library(eqn, target):
         return False
     avals = [a.aval for a in eqn.inputs] + [v.aval for v in eqn.outputs]
-    return all(_dtype_ok(a) for a in avals)
+    return all(_dtype_ok(a, target) for a in avals)
 
 
 class _KernelBuilder:
@@ -183,11 +184,11 @@ def _cut_here(i: int, n_stmts: int, live: list[int]) -> bool:
     return n_stmts >= SOFT_STMTS and live[i] <= min(live[i + 1:i + 1 + LOOKAHEAD], default=0)
 
 
-def partition(graph: Graph, prefix: str = "") -> list:
-    """Steps (``KernelStep``/``HostStep``) that compute ``graph`` in order; kernel
-    names start with ``prefix``."""
+def partition(graph: Graph, target, prefix: str = "") -> list:
+    """Steps (``KernelStep``/``HostStep``) that compute ``graph`` on ``target`` (a
+    ``stripe.targets.Target``) in order; kernel names start with ``prefix``."""
     last = _last_uses(graph)
-    kernel_ok = [lowerable(e) for e in graph.eqns]
+    kernel_ok = [lowerable(e, target) for e in graph.eqns]
     long_run = _long_runs(kernel_ok)
     if any(long_run):
         steps = _partition(graph, prefix, last, kernel_ok, long_run, _live_counts(graph, last))

@@ -18,8 +18,10 @@ from plait.stripe.passes.elide_init import elide_init_pass
 from plait.stripe.passes.fuse import fuse_pass
 from plait.stripe.passes.localize import localize_pass
 from plait.stripe.passes.partition import partition_pass
+from plait.stripe.passes.place import place_pass
 from plait.stripe.passes.scalarize import scalarize_pass
 from plait.stripe.passes.stencil import stencil_pass
+from plait.stripe.passes.threads import threads_pass
 
 PASSES = {
     "elide_init": elide_init_pass,
@@ -30,6 +32,8 @@ PASSES = {
     "scalarize": scalarize_pass,
     "boundary": boundary_pass,
     "partition": partition_pass,
+    "threads": threads_pass,
+    "place": place_pass,
 }
 
 

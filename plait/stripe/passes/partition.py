@@ -22,7 +22,9 @@ from typing import Optional
 from plait.stripe.ir import Block, Program
 
 
-def _disjoint(block: Block, name: str) -> bool:
+def disjoint(block: Block, name: str) -> bool:
+    """Whether iterations of ``block`` with different values of index ``name`` write
+    disjoint output elements."""
     outs = [r for r in block.refs if r.dir in ("out", "inout")]
     if not outs:
         return False
@@ -45,7 +47,7 @@ def _disjoint(block: Block, name: str) -> bool:
 def _best_index(block: Block, cores: int) -> Optional[str]:
     best, key = None, None
     for idx in block.idxs:
-        if idx.range < 2 or idx.affine is not None or not _disjoint(block, idx.name):
+        if idx.range < 2 or idx.affine is not None or not disjoint(block, idx.name):
             continue
         waste = math.ceil(idx.range / cores) * cores / idx.range
         k = (round(waste, 3), -min(idx.range, 64 * cores))

@@ -1,0 +1,267 @@
+"""Compile a closed graph for an OpenCL device and run it there.
+
+The graph is partitioned as for the native backend, with the device's target config
+(``opencl-gpu``): kernel steps lower to Stripe, go through the config's passes and
+render as OpenCL C (:mod:`plait.codegen.opencl_c`); all kernels of an executable form
+one OpenCL program, whose binary is cached on disk per device and source under the
+kernel cache directory (``<cache>/opencl/<sha256>.bin``). Equations without a lowering run on the host
+with their ``impl``. Values move lazily: a value lives where it was made (device
+buffer or host array) and is copied only when a step on the other side reads it, so
+consecutive kernels never leave the device; ``as_text("kernels")`` says which host
+steps copy what. Arguments are uploaded once per call and outputs downloaded at the
+end of the call.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import weakref
+from dataclasses import replace
+
+import numpy as np
+
+from plait.backends.native.partition import HostStep, KernelStep, partition
+from plait.backends.opencl.device import Device, opencl_device
+from plait.codegen.opencl_c import KernelSet, needs_fp64, prelude, render_kernels
+from plait.config import config
+from plait.core.graph import (ClosedGraph, Literal, reset_graph_runner, set_graph_runner)
+from plait.core.printer import pp_graph
+from plait.errors import CompileError, PlaitValueError
+from plait.passes.inline import inline
+from plait.runtime import kernel_cache
+from plait.stripe import lower as stripe_lower
+from plait.stripe.ir import np_dtype
+from plait.stripe.passes import run_passes
+
+
+class _DeviceKernel:
+    """A kernel step rendered for the device: buffer atoms in argument order, its kernels
+    (``same``: an earlier kernel with an equal Tile program, whose kernels it calls)."""
+
+    def __init__(self, st: KernelStep, dev: Device, same: "_DeviceKernel | None" = None):
+        self.step = st
+        self.same = same
+        if same is not None:
+            self.stripe, self.kernels = same.stripe, same.kernels
+            self.args = [("in", st.inputs[b.name]) if b.kind == "in"
+                         else ("out", st.outputs[b.name]) for b in self.stripe[1].buffers]
+            return
+        before = stripe_lower(st.program)
+        self.stripe = (before, run_passes(before, dev.target, verify=config.checks))
+        after = self.stripe[1]
+        if needs_fp64(after) and not dev.fp64:
+            raise CompileError(f"kernel {st.name} computes in float64, which OpenCL device "
+                               f"{dev.device.name!r} does not support (no cl_khr_fp64); use "
+                               f"float32 or another device")
+        self.kernels: KernelSet = render_kernels(after, st.name)
+        self.args = [("in", st.inputs[b.name]) if b.kind == "in" else ("out", st.outputs[b.name])
+                     for b in after.buffers]
+
+
+def _device_steps(steps: list, dev: Device) -> list:
+    """Kernel steps rendered for ``dev``; a kernel whose Tile program equals an earlier
+    one's (up to its name: a repeated layer, an unrolled loop's step) reuses its kernels."""
+    seen: dict = {}
+    out = []
+    for st in steps:
+        if isinstance(st, KernelStep):
+            key = replace(st.program, name="")
+            st = _DeviceKernel(st, dev, seen.get(key))
+            seen.setdefault(key, st)
+        out.append(st)
+    return out
+
+
+class _Value:
+    """A value on the host, on the device, or both."""
+
+    __slots__ = ("host", "dev", "aval")
+
+    def __init__(self, aval, host=None, dev=None):
+        self.aval, self.host, self.dev = aval, host, dev
+
+
+class OpenCLExecutable:
+    """Runs device kernels and host steps in order, moving values only when needed."""
+
+    def __init__(self, closed: ClosedGraph):
+        self.closed = inline(closed)
+        self.dev = dev = opencl_device()
+        g = self.closed.graph
+        self.steps = _device_steps(partition(g, dev.target), dev)
+        kernels = [s for s in self.steps if isinstance(s, _DeviceKernel) and s.same is None]
+        self.source = prelude() + "\n\n" + "\n\n".join(k.kernels.source for k in kernels)
+        self.program = None
+        if kernels:
+            try:
+                self.program = _build(dev, self.source)
+            except dev.cl.Error as e:
+                raise CompileError(f"the OpenCL compiler of {dev.device.name!r} rejected the "
+                                   f"generated kernels: {e}") from None
+        # one kernel object per kernel (pyopencl makes a new one per attribute lookup)
+        self.cl_kernels = {la.name: dev.cl.Kernel(self.program, la.name) for k in kernels
+                           for la in k.kernels.launches}
+        self.consts = [np.asarray(getattr(c, "_value", c)) for c in self.closed.consts]
+        self.transfers = {"to_device": 0, "to_host": 0}     # counts, for tests and tuning
+        self._last = self._last_uses()
+
+    def _last_uses(self) -> dict:
+        last = {}
+        for n, st in enumerate(self.steps):
+            atoms = ([a for d, a in st.args if d == "in"] if isinstance(st, _DeviceKernel)
+                     else list(st.eqn.inputs))
+            for a in atoms:
+                if not isinstance(a, Literal):
+                    last[a] = n
+        return last
+
+    # --- moving values ---------------------------------------------------------------
+    def _on_device(self, v: _Value):
+        if v.dev is None:
+            cl = self.dev.cl
+            a = np.ascontiguousarray(v.host)
+            v.dev = cl.Buffer(self.dev.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                              hostbuf=a if a.nbytes else np.zeros(1, np.uint8))
+            self.transfers["to_device"] += 1
+        return v.dev
+
+    def _on_host(self, v: _Value) -> np.ndarray:
+        if v.host is None:
+            out = np.empty(v.aval.shape, v.aval.dtype)
+            if out.nbytes:
+                self.dev.cl.enqueue_copy(self.dev.queue, out, v.dev)
+            v.host = out
+            self.transfers["to_host"] += 1
+        return v.host
+
+    def _new_buffer(self, nbytes: int):
+        cl = self.dev.cl
+        return cl.Buffer(self.dev.context, cl.mem_flags.READ_WRITE, size=max(int(nbytes), 1))
+
+    # --- running ---------------------------------------------------------------------
+    def __call__(self, *args) -> list:
+        g = self.closed.graph
+        if len(args) != len(g.invars):
+            raise TypeError(f"executable takes {len(g.invars)} arguments, got {len(args)}")
+        env = {v: _Value(v.aval, host=np.asarray(x))
+               for v, x in zip(g.constvars + g.invars, self.consts + list(args))}
+        keep = set(g.outvars)
+        for n, st in enumerate(self.steps):
+            if isinstance(st, _DeviceKernel):
+                self._run_kernel(st, env)
+            else:
+                self._run_host(st, env)
+            for v in [v for v, k in self._last.items() if k == n and v not in keep]:
+                env.pop(v, None)
+        return [np.asarray(a.val) if isinstance(a, Literal) else self._on_host(env[a])
+                for a in g.outvars]
+
+    def _run_kernel(self, k: _DeviceKernel, env: dict) -> None:
+        bufs = []
+        for d, a in k.args:
+            if d == "in":
+                v = (_Value(a.aval, host=np.asarray(a.val)) if isinstance(a, Literal)
+                     else env[a])
+                bufs.append(self._on_device(v))
+            else:
+                nbytes = int(np.prod(a.aval.shape)) * np.dtype(a.aval.dtype).itemsize
+                env[a] = _Value(a.aval, dev=self._new_buffer(nbytes))
+                bufs.append(env[a].dev)
+        for _, dt, n in k.kernels.temps:
+            bufs.append(self._new_buffer(n * np_dtype(dt).itemsize))
+        for launch in k.kernels.launches:
+            scratch = [self._new_buffer(n * np_dtype(dt).itemsize) for dt, n in launch.scratch]
+            self.cl_kernels[launch.name](self.dev.queue, launch.global_size,
+                                         tuple(launch.group) or None, *bufs, *scratch)
+
+    def _run_host(self, st: HostStep, env: dict) -> None:
+        e = st.eqn
+        ins = [a.val if isinstance(a, Literal) else self._on_host(env[a]) for a in e.inputs]
+        token = set_graph_runner(_run_subgraph)      # sub-graphs run on the device too
+        try:
+            r = e.prim.rule("impl")(*ins, **e.params)
+        finally:
+            reset_graph_runner(token)
+        outs = r if e.prim.multiple_results else [r]
+        for v, x in zip(e.outputs, outs):
+            env[v] = _Value(v.aval, host=np.asarray(x))
+
+    def kernel_count(self) -> int:
+        return sum(len(s.kernels.launches) for s in self.steps if isinstance(s, _DeviceKernel))
+
+    def as_text(self, stage: str = "opencl") -> str:
+        """``opencl`` (kernel source), ``kernels`` (steps and their transfers), ``stripe``/
+        ``stripe-opt``, ``graph``."""
+        if stage in ("opencl", "c"):
+            return self.source
+        if stage == "kernels":
+            return "\n".join(self._describe(n, st) for n, st in enumerate(self.steps))
+        if stage in ("stripe", "stripe-opt"):
+            from plait.stripe import to_text
+            return "\n\n".join(to_text(s.stripe[0 if stage == "stripe" else 1])
+                               for s in self.steps if isinstance(s, _DeviceKernel))
+        if stage == "graph":
+            return pp_graph(self.closed)
+        raise PlaitValueError(f"unknown stage {stage!r}: use graph, kernels, stripe, "
+                              f"stripe-opt or opencl")
+
+    def _describe(self, n: int, st) -> str:
+        made_on_device = {a for s in self.steps[:n] if isinstance(s, _DeviceKernel)
+                          for d, a in s.args if d == "out"}
+        if isinstance(st, _DeviceKernel):
+            ops = ", ".join(e.prim.name for e in st.step.eqns)
+            runs = (f"{st.same.step.name}'s kernels" if st.same is not None
+                    else f"{len(st.kernels.launches)} kernels")
+            return f"{st.step.name}: {ops} [device: {runs}]"
+        back = sum(1 for a in st.eqn.inputs if a in made_on_device)
+        moves = (f"copies {back} input{'s' if back != 1 else ''} device->host"
+                 if back else "no copy in")
+        return f"host: {st.eqn.prim.name} ({moves}; results copied to the device when a kernel reads them)"
+
+
+_OPTIONS = "-w"     # no warnings: the NaN self-comparisons are intended
+
+
+def _build(dev: Device, source: str):
+    """The built program of ``source``: from the binary cached for this device and
+    source under ``<kernel cache>/opencl`` when there is one, else compiled and its
+    binary cached (written to a private file, then renamed into place). An entry that
+    does not load is rebuilt; a cache that cannot be written is skipped."""
+    cl = dev.cl
+    key = hashlib.sha256(f"{dev.key}\0{_OPTIONS}\0{source}".encode()).hexdigest()
+    d = os.path.join(kernel_cache.cache_dir(), "opencl")
+    path = os.path.join(d, key + ".bin")
+    if os.path.isfile(path):
+        try:
+            with open(path, "rb") as f:
+                return cl.Program(dev.context, [dev.device], [f.read()]).build(options=_OPTIONS)
+        except (OSError, cl.Error):
+            pass
+    prg = cl.Program(dev.context, source).build(options=_OPTIONS)
+    try:
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=d, prefix=".stage-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(prg.binaries[0])
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return prg
+
+
+def compile_opencl(closed: ClosedGraph) -> OpenCLExecutable:
+    """Compile ``closed`` for the process's OpenCL device (raises
+    DeviceUnavailableError without pyopencl or a platform)."""
+    return OpenCLExecutable(closed)
+
+
+_SUBGRAPHS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _run_subgraph(graph, args) -> list:
+    """Run a control-flow body or branch with its cached OpenCL executable."""
+    exe = _SUBGRAPHS.get(graph)
+    if exe is None:
+        exe = _SUBGRAPHS[graph] = compile_opencl(ClosedGraph(graph, []))
+    return exe(*[np.asarray(a) for a in args])

@@ -1,0 +1,276 @@
+"""Render a Stripe program as one C function for a CPU (loops, OpenMP, vector code).
+
+The function is ``int64_t <name>(void **bufs)`` with one pointer per program buffer,
+in the program's buffer order. It returns 0, or an allocation-failure status
+(:func:`~plait.codegen.c_stripe.oom_status`) when a temporary could not be allocated:
+every ``malloc`` is checked, a block whose temporaries are missing skips its
+statements, and a failure inside an OpenMP loop is recorded in a shared status word
+(the loop runs to its end and frees what it allocated; the results are then garbage
+and the caller discards them). Blocks tagged ``parallel`` get an OpenMP ``parallel
+for`` on their outermost loop; ``mac_regblock`` blocks become a GNU C vector
+micro-kernel; innermost loops that reduce into a view accumulate in registers.
+Expressions, loops and views come from the C-family base
+(:class:`~plait.codegen.c_stripe.CFamilyRenderer`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from plait.codegen.c_expr import C_TYPES
+from plait.codegen.c_stripe import (CFamilyRenderer, _identity, _Scope, oom_status,
+                                    temp_elements)
+from plait.stripe import ir
+
+# local allocations up to this size live on the stack (OpenMP threads have >= 2 MB)
+STACK_BYTES = 32 * 1024
+
+# _POSIX_C_SOURCE first: clock_gettime needs it under -std=c11 (with -fopenmp, -pthread
+# implied an older value), and it equals what CPython's pyconfig.h defines, so including
+# Python.h after the prelude redefines nothing.
+PRELUDE = r"""
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+static inline double plait_now(void) {
+  struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+#include <math.h>
+#define F32(x) ((float)(x))
+static inline float plait_maxf(float a, float b) { return (a != a || a >= b) ? a : b; }
+static inline float plait_minf(float a, float b) { return (a != a || a <= b) ? a : b; }
+static inline double plait_max(double a, double b) { return (a != a || a >= b) ? a : b; }
+static inline double plait_min(double a, double b) { return (a != a || a <= b) ? a : b; }
+static inline int64_t plait_floordiv(int64_t a, int64_t b) { int64_t q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
+static inline int64_t plait_ceildiv(int64_t a, int64_t b) { return -plait_floordiv(-a, b); }
+static inline int64_t plait_imax(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t plait_imin(int64_t a, int64_t b) { return a < b ? a : b; }
+/* record a failed allocation (any thread, inside or outside an OpenMP region) */
+static inline void plait_oom(int64_t *status, int64_t code) { __atomic_store_n(status, code, __ATOMIC_RELAXED); }
+/* auto-vectorized loops use 256-bit vectors: GCC 12.2 at -O3 -march=native with 512-bit
+   auto-vectorization computed a wrong value in a fused pad/diff/reduce kernel (the jit(grad)
+   case in tests/native/test_native_vector_width.py); explicit vector types still use the
+   target's full width */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define PLAIT_KERNEL __attribute__((target("prefer-vector-width=256")))
+#else
+#define PLAIT_KERNEL
+#endif
+/* float register sums start at -0.0, the identity of IEEE addition (OpenMP's + uses +0.0) */
+#pragma omp declare reduction(plait_addf : float : omp_out = omp_out + omp_in) initializer(omp_priv = -0.0f)
+#pragma omp declare reduction(plait_addd : double : omp_out = omp_out + omp_in) initializer(omp_priv = -0.0)
+"""
+
+
+
+class CpuRenderer(CFamilyRenderer):
+    """Renders one Stripe program as a C function with OpenMP loops."""
+
+    def __init__(self, program: ir.Program, fn_name: str, timed: bool = False,
+                 where: int = 0):
+        super().__init__(program, fn_name)
+        self.timed = timed     # accumulate each top-level block's time in <fn>_t[]
+        self.where = where     # this function's number in allocation-failure statuses
+
+    def open_loop(self, blk: ir.Block, loops: list, k: int, cv: str, rng: tuple,
+                  scope: _Scope) -> None:
+        """The outermost loop of a ``parallel`` block is an OpenMP ``parallel for``; the
+        innermost loop accumulates reductions in registers."""
+        if k == 0 and "parallel" in blk.tags and blk.iterations > 1:
+            self.emit("#pragma omp parallel for schedule(static)")
+        elif k == len(loops) - 1:
+            self.reduction_prologue(blk, loops[k].name, scope)
+        super().open_loop(blk, loops, k, cv, rng, scope)
+
+    def alloc_temp(self, r: ir.Refinement, cv: str, size: int, frees: list) -> str:
+        """Small temporaries live on the stack; others are ``malloc``-ed (checked: a
+        failure is recorded in the status and the block skips its statements)."""
+        nbytes = size * np.dtype(ir.np_dtype(r.dtype)).itemsize
+        if nbytes <= STACK_BYTES:
+            return super().alloc_temp(r, cv, size, frees)
+        ctype = C_TYPES[r.dtype]
+        self.emit(f"{ctype} *{cv} = ({ctype} *)malloc(sizeof({ctype}) * {size});")
+        self.emit(f"if (!{cv}) plait_oom(&plait_status, {oom_status(nbytes, self.where)}LL);")
+        frees.append(cv)
+        return ""
+
+    def body(self, blk: ir.Block, scope: _Scope) -> None:
+        """With ``timed``, each top-level block adds its time to ``<fn>_t[]``."""
+        if not (self.timed and blk is self.p.entry):
+            return super().body(blk, scope)
+        timer = 0
+        for st in blk.stmts:
+            if isinstance(st, ir.Block):
+                self.emit("{ double t_ = plait_now();")
+                self.stmt(st, scope)
+                self.emit(f"{self.fn}_t[{timer}] += plait_now() - t_; }}")
+                timer += 1
+            else:
+                self.stmt(st, scope)
+
+    def reduction_pragma(self, clauses: list) -> None:
+        """An OpenMP ``simd`` reduction over the register accumulators."""
+        self.emit(f"#pragma omp simd {' '.join(clauses)}")
+
+    def special_block(self, blk: ir.Block, parent: _Scope) -> bool:
+        """A ``mac_regblock`` becomes the register-block micro-kernel."""
+        if "mac_regblock" not in blk.tags:
+            return False
+        mac = _mac_layout(blk, parent)
+        if mac is not None:
+            self.micro_kernel(blk.name, mac, parent)
+        return mac is not None
+
+    def micro_kernel(self, name: str, m: "_Mac", parent: _Scope) -> None:
+        """``O[r, c] += A[k, r] * B[k, c]`` with the register block held in GNU C vector
+        variables (``m`` from :func:`_mac_layout`)."""
+        ct, vl, nv = C_TYPES[m.dt], m.vl, m.nr // m.vl
+        vt = f"plait_v{vl}{m.dt}"
+        self.emit(f"{{ /* {name}: {m.mr}x{m.nr} register block, k = {m.kc} */")
+        self.depth += 1
+        self.emit(f"typedef {ct} {vt} __attribute__((vector_size({vl * m.item})));")
+        po, pa, pb = (parent.views[x.from_][0] for x in (m.o, m.a, m.b))
+        accs = [(i, v, f"acc_{i}_{v}", f"{po} + {i * m.so_r + v * vl}")
+                for i in range(m.mr) for v in range(nv)]
+        for _, _, acc, at in accs:
+            self.emit(f"{vt} {acc}; memcpy(&{acc}, {at}, sizeof({vt}));")
+        self.emit(f"for (int64_t kk = 0; kk < {m.kc}; ++kk) {{")
+        self.depth += 1
+        self.emit(f"const {ct} *restrict pa = {pa} + kk*{m.sa_k};")
+        self.emit(f"const {ct} *restrict pb = {pb} + kk*{m.sb_k};")
+        for v in range(nv):
+            self.emit(f"{vt} b_{v}; memcpy(&b_{v}, pb + {v * vl}, sizeof({vt}));")
+        for i in range(m.mr):
+            self.emit(f"{{ const {ct} s = pa[{i * m.sa_r}];")
+            for v in range(nv):
+                self.emit(f"  acc_{i}_{v} += s * b_{v};")
+            self.emit("}")
+        self.depth -= 1
+        self.emit("}")
+        for _, _, acc, at in accs:
+            self.emit(f"memcpy({at}, &{acc}, sizeof({vt}));")
+        self.depth -= 1
+        self.emit("}")
+
+    def render(self) -> str:
+        """The whole function's source."""
+        if self.timed:
+            n = sum(isinstance(st, ir.Block) for st in self.p.entry.stmts)
+            self.emit(f"static double {self.fn}_t[{max(n, 1)}];")
+            self.emit(f"PLAIT_KERNEL double *{self.fn}_times(void) {{ return {self.fn}_t; }}")
+        self.emit(f"PLAIT_KERNEL int64_t {self.fn}(void **bufs) {{")
+        self.depth += 1
+        self.emit("int64_t plait_status = 0;   /* shared by every OpenMP thread */")
+        scope = _Scope()
+        dead_fill = {r.from_ for r in self.p.entry.refs if "overwritten" in r.tags}
+        for k, b in enumerate(self.p.buffers):
+            ctype = C_TYPES[b.dtype]
+            cv = f"b_{k}"
+            self.emit(f"{ctype} *restrict {cv} = ({ctype} *)bufs[{k}];")
+            scope.views[b.name] = (cv, b.dtype, b.init)
+            if b.kind != "in" and b.name not in dead_fill:
+                n = math.prod(b.shape)
+                ident = _identity(b.init, b.dtype)
+                if ident in ("0", "0.0", "0.0f", "0LL", "0ULL"):
+                    self.emit(f"memset({cv}, 0, sizeof({ctype}) * {n});")
+                else:
+                    self.emit(f"for (int64_t z = 0; z < {n}; ++z) {cv}[z] = {ident};")
+        self.block(self.p.entry, scope)
+        self.emit("return plait_status;")
+        self.depth -= 1
+        self.emit("}")
+        return "\n".join(self.lines)
+
+
+@dataclass(frozen=True)
+class _Mac:
+    """A ``mac_regblock``'s roles: output ``o`` and inputs ``a``/``b``, ranges of its
+    ``k``/``r``/``c`` indexes, the strides the micro-kernel steps by, vector length."""
+
+    o: ir.Refinement
+    a: ir.Refinement
+    b: ir.Refinement
+    dt: str
+    item: int
+    vl: int
+    kc: int
+    mr: int
+    nr: int
+    so_r: int
+    sa_k: int
+    sa_r: int
+    sb_k: int
+
+
+def _flat(r: ir.Refinement, n: str) -> int:
+    """Element stride of view ``r`` along index ``n``."""
+    return sum(a.coeff(n) * st for a, st in zip(r.access, r.strides))
+
+
+def _mac_layout(blk: ir.Block, parent: _Scope) -> _Mac | None:
+    """The roles of a ``mac_regblock`` (``[k, r, c]``: ``O[r, c] += A[k, r] * B[k, c]``),
+    or None if the block has another shape."""
+    if len(blk.idxs) != 3 or blk.constraints or any(i.affine is not None for i in blk.idxs):
+        return None
+    simd = [t for t in blk.tags if t.startswith("simd_")]
+    outs = [r for r in blk.refs if r.dir == "out" and r.agg == "add"]
+    ins = [r for r in blk.refs if r.dir == "in"]
+    st = blk.stmts
+    if (len(simd) != 1 or len(outs) != 1 or len(ins) != 2 or len(st) != 4
+            or not (isinstance(st[0], ir.Load) and isinstance(st[1], ir.Load)
+                    and isinstance(st[2], ir.Intrinsic) and st[2].name == "mul"
+                    and isinstance(st[3], ir.Store) and st[3].into == outs[0].into)):
+        return None
+    o, dt = outs[0], outs[0].dtype
+    if dt not in ("f32", "f64") or any(r.dtype != dt for r in blk.refs):
+        return None
+    item = np.dtype(ir.np_dtype(dt)).itemsize
+    names = blk.idx_names
+    ks = [n for n in names if _flat(o, n) == 0]
+    cs = [n for n in names if n not in ks and _flat(o, n) == 1]
+    if len(ks) != 1 or len(cs) != 1:
+        return None
+    k, c = ks[0], cs[0]
+    r = [n for n in names if n not in (k, c)][0]
+    a = [x for x in ins if _flat(x, c) == 0]
+    b = [x for x in ins if _flat(x, c) == 1 and _flat(x, r) == 0]
+    if len(a) != 1 or len(b) != 1 or a[0] is b[0]:
+        return None
+    a, b = a[0], b[0]
+    kc, mr, nr = (blk.idx(n).range for n in (k, r, c))
+    vl = int(simd[0][5:]) // item
+    if nr % vl or vl < 2 or any(any(t.const for t in x.access) or x.from_ not in parent.views
+                                for x in (o, a, b)):
+        return None
+    return _Mac(o, a, b, dt, item, vl, kc, mr, nr, _flat(o, r), _flat(a, k), _flat(a, r),
+                _flat(b, k))
+
+
+def temp_bytes(program: ir.Program, threads: int = 1) -> int:
+    """Peak bytes of the temporaries the rendered function allocates (``none``
+    refinements, on the heap or the stack): a block's own temporaries live while its
+    nested blocks run; the outermost ``parallel`` block holds one set per thread."""
+    def peak(blk: ir.Block, in_parallel: bool) -> int:
+        own = sum(temp_elements(r) * np.dtype(ir.np_dtype(r.dtype)).itemsize
+                  for r in blk.refs if r.from_ is None)
+        loops = [i for i in blk.idxs if not (i.range == 1 and i.affine is not None)]
+        par = ("parallel" in blk.tags and blk.iterations > 1 and not in_parallel
+               and bool(loops))
+        inner = max((peak(st, in_parallel or par) for st in blk.stmts
+                     if isinstance(st, ir.Block)), default=0)
+        return (own + inner) * (min(threads, loops[0].range) if par else 1)
+    return peak(program.entry, False)
+
+
+def render_program(program: ir.Program, fn_name: str, timed: bool = False,
+                   where: int = 0) -> str:
+    """C source (without the prelude) of ``program`` as function ``fn_name``; ``timed``
+    adds per-block timers read through ``double *<fn_name>_times(void)``; ``where`` is
+    the function's number in the allocation-failure status it returns."""
+    return CpuRenderer(program, fn_name, timed, where).render()

@@ -1,0 +1,117 @@
+"""The OpenCL C renderer on Stripe programs after the opencl-gpu pass list, run on the
+device and compared with the Stripe interpreter; and the errors without a device."""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pyopencl")
+
+_TESTS = os.path.dirname(os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(_TESTS, "stripe_passes"))
+sys.path.insert(0, os.path.join(_TESTS, "stripe"))
+
+import plait  # noqa: E402
+import plait.numpy  # noqa: E402,F401
+from plait.backends.opencl import device as cl_device  # noqa: E402
+from plait.config import config  # noqa: E402
+from plait.codegen.opencl_c import prelude, render_kernels  # noqa: E402
+from plait.errors import DeviceUnavailableError  # noqa: E402
+from plait.stripe import lower, run, verify, walk_blocks  # noqa: E402
+from plait.stripe.ir import np_dtype  # noqa: E402
+from plait.stripe.passes import run_passes  # noqa: E402
+from sp_helpers import random_inputs  # noqa: E402
+from sp_programs import chain, mm_epilogue, row_max, row_sum, softmax  # noqa: E402
+from stripe_programs import conv2d, matmul  # noqa: E402
+
+
+def _run_on_device(program, inputs):
+    dev = cl_device.opencl_device()
+    cl = dev.cl
+    ks = render_kernels(program, "t")
+    prg = cl.Program(dev.context, prelude() + ks.source).build()
+    bufs = []
+    for b in program.buffers:
+        if b.kind == "in":
+            bufs.append(cl.Buffer(dev.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                                  hostbuf=np.ascontiguousarray(inputs[b.name])))
+        else:    # garbage first: the fill kernel must run
+            bufs.append(cl.Buffer(dev.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                                  hostbuf=np.full(b.shape, 7, np_dtype(b.dtype))))
+    for _, dt, n in ks.temps:
+        bufs.append(cl.Buffer(dev.context, cl.mem_flags.READ_WRITE, size=n * np_dtype(dt).itemsize))
+    for la in ks.launches:
+        scratch = [cl.Buffer(dev.context, cl.mem_flags.READ_WRITE, size=n * np_dtype(dt).itemsize)
+                   for dt, n in la.scratch]
+        cl.Kernel(prg, la.name)(dev.queue, la.global_size, tuple(la.group) or None, *bufs,
+                                *scratch)
+    out = {}
+    for b, buf in zip(program.buffers, bufs):
+        if b.kind == "out":
+            out[b.name] = np.empty(b.shape, np_dtype(b.dtype))
+            cl.enqueue_copy(dev.queue, out[b.name], buf)
+    return out
+
+
+@pytest.mark.parametrize("private_bytes", [None, 0], ids=["device", "no-private"])
+def test_kernels_match_the_interpreter(private_bytes):
+    """With the device's config, and with no private memory (every temporary a
+    work-item's slice of a global scratch buffer)."""
+    target = cl_device.opencl_device().target
+    if private_bytes is not None:
+        memory = tuple(replace(m, bytes=private_bytes) if m.name == "private" else m
+                       for m in target.memory)
+        target = replace(target, memory=memory)
+    programs = [mm_epilogue(50, 70, 90), matmul(64, 130, 96)[0], row_sum(33, 20, "f64"),
+                conv2d(n=2, h=9, w=10, ci=8, co=24)[0], softmax(40, 70), chain(3000),
+                row_max(30, 50)]
+    for prog in programs:
+        before = lower(prog)
+        after = run_passes(before, target)
+        verify(after)
+        if private_bytes == 0:
+            assert all(r.location == "global" for b in walk_blocks(after.entry)
+                       for r in b.refs if r.from_ is None)
+        ins = random_inputs(before)
+        want = run(before, ins)
+        got = _run_on_device(after, ins)
+        for k in want:
+            np.testing.assert_allclose(got[k], want[k], rtol=1e-5, atol=1e-5, err_msg=prog.name)
+
+
+def test_no_device_is_a_clear_error(monkeypatch):
+    cl_device.opencl_device.cache_clear()
+    try:
+        monkeypatch.setattr(config, "opencl_device", "no-such-device")
+        with pytest.raises(DeviceUnavailableError, match="plait\\[opencl\\]"):
+            plait.jit(lambda x: x + 1, backend="opencl")(np.ones(3))
+        monkeypatch.undo()
+        cl_device.opencl_device.cache_clear()
+        monkeypatch.setitem(sys.modules, "pyopencl", None)
+        with pytest.raises(DeviceUnavailableError, match="pyopencl"):
+            plait.jit(lambda x: x * 2, backend="opencl")(np.ones(3))
+    finally:
+        cl_device.opencl_device.cache_clear()
+
+
+def test_program_binaries_are_cached_on_disk(monkeypatch, tmp_path):
+    monkeypatch.setenv("PLAIT_CACHE_DIR", str(tmp_path))
+    f = plait.jit(lambda x: plait.numpy.tanh(x) * 3.0 + 1.0, backend="opencl")
+    x = np.linspace(-2, 2, 37).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(f(x)), np.tanh(x) * 3 + 1, rtol=1e-6)
+    cached = [p for p in (tmp_path / "opencl").rglob("*") if p.is_file()]
+    assert cached, "no program binary was written to <cache>/opencl"
+    # a second executable of the same program loads the binary; a corrupt entry is rebuilt
+    (entry,) = cached
+    written = entry.stat().st_mtime_ns
+    g = plait.jit(lambda x: plait.numpy.tanh(x) * 3.0 + 1.0, backend="opencl")
+    np.testing.assert_allclose(np.asarray(g(x)), np.tanh(x) * 3 + 1, rtol=1e-6)
+    assert entry.stat().st_mtime_ns == written      # loaded, not rebuilt
+    entry.write_bytes(b"not a binary")
+    h = plait.jit(lambda x: plait.numpy.tanh(x) * 3.0 + 1.0, backend="opencl")
+    np.testing.assert_allclose(np.asarray(h(x)), np.tanh(x) * 3 + 1, rtol=1e-6)
+    assert entry.read_bytes() != b"not a binary"

@@ -1,0 +1,167 @@
+"""Whole programs on the opencl backend against the reference backend: control flow
+(CG while loop, RNN scan and its grad, switch/cond), jit(grad) of an MLP and a small
+CNN, the W1/W2/W4 workloads at small sizes, host steps between kernels, and the
+transfers the executable makes."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pyopencl")
+
+import plait  # noqa: E402
+import plait.numpy as pnp  # noqa: E402
+from plait import lax, nn  # noqa: E402
+
+
+def _both(f, *args, rtol=1e-5):
+    got = plait.jit(f, backend="opencl")(*args)
+    want = plait.jit(f, backend="interp")(*args)
+    for g, w in zip(plait.tree_util.tree_leaves(got), plait.tree_util.tree_leaves(want)):
+        assert np.asarray(g).dtype == np.asarray(w).dtype
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=rtol, atol=rtol)
+    return got
+
+
+def test_cg_while():
+    rng = np.random.default_rng(0)
+    m = rng.normal(size=(6, 6))
+    a = m @ m.T + 6 * np.eye(6)
+    b = rng.normal(size=6)
+
+    def cg(a, b):
+        def cond(s):
+            return (s[4] < 50) & (pnp.dot(s[2], s[2]) > 1e-20)
+
+        def body(s):
+            x, _, r, p, k = s
+            ap = a @ p
+            alpha = pnp.dot(r, r) / pnp.dot(p, ap)
+            x2, r2 = x + alpha * p, r - alpha * ap
+            beta = pnp.dot(r2, r2) / pnp.dot(r, r)
+            return x2, r, r2, r2 + beta * p, k + 1
+        x0 = pnp.zeros_like(b)
+        return lax.while_loop(cond, body, (x0, b, b, b, 0))[0]
+    x = _both(cg, a, b, rtol=1e-8)
+    np.testing.assert_allclose(a @ np.asarray(x), b, atol=1e-8)
+
+
+def test_rnn_scan_and_its_grad_and_switch():
+    rng = np.random.default_rng(1)
+    w = rng.normal(size=(4, 4)).astype(np.float32) * 0.5
+    xs = rng.normal(size=(7, 4)).astype(np.float32)
+
+    def loss(w, xs):
+        def step(h, x):
+            h = pnp.tanh(w @ h + x)
+            return h, h.sum()
+        h, ys = lax.scan(step, pnp.zeros(4, np.float32), xs)
+        return (h ** 2).sum() + ys.sum()
+    _both(loss, w, xs)
+    _both(plait.grad(loss), w, xs, rtol=1e-4)
+
+    def f(i, x):
+        return lax.switch(i, [lambda x: x + 1, lambda x: x * 2, lambda x: -x], x)
+    for i in (-1, 1, 5):
+        _both(f, np.int32(i), np.arange(3.0))
+    _both(lambda p, x: lax.cond(p, lambda x: x.sum(), lambda x: x.prod(), x),
+          np.bool_(False), np.arange(1.0, 4.0))
+
+
+def test_jit_grad_mlp_and_cnn():
+    rng = np.random.default_rng(2)
+    w1, w2 = rng.normal(size=(5, 8)), rng.normal(size=(8, 3))
+    x, y = rng.normal(size=(10, 5)), rng.normal(size=(10, 3))
+
+    def mlp(params, x, y):
+        w1, w2 = params
+        h = pnp.maximum(x @ w1, 0.0)
+        return ((pnp.tanh(h @ w2) - y) ** 2).mean()
+    _both(plait.grad(mlp), (w1, w2), x, y, rtol=1e-9)
+
+    k = rng.normal(size=(4, 2, 3, 3)).astype(np.float32)
+    img = rng.normal(size=(2, 2, 8, 8)).astype(np.float32)
+
+    def cnn(k, img):
+        c = lax.conv_general_dilated(img, k, (1, 1), ((1, 1), (1, 1)))
+        c = pnp.maximum(c, 0)
+        p = lax.reduce_window_max(c, (1, 1, 2, 2), (1, 1, 2, 2), ((0, 0),) * 4)
+        return (p ** 2).sum()
+    _both(plait.value_and_grad(cnn), k, img, rtol=1e-4)
+
+
+def test_w1_w2_workloads():
+    """W1 (MLP gradient, tanh layers) and W2 (SeLU dense layer) at reduced sizes."""
+    rng = np.random.default_rng(0)
+    sizes = (48, 32, 32, 10)
+    params = [((rng.standard_normal((m, n)) * 0.1).astype(np.float32),
+               (rng.standard_normal((n,)) * 0.1).astype(np.float32))
+              for m, n in zip(sizes[:-1], sizes[1:])]
+    x = rng.standard_normal((16, sizes[0])).astype(np.float32)
+    t = rng.standard_normal((16, sizes[-1])).astype(np.float32)
+
+    def loss(params, inputs, targets):
+        outputs = inputs
+        for W, b in params:
+            outputs = pnp.dot(inputs, W) + b
+            inputs = pnp.tanh(outputs)
+        return pnp.sum((outputs - targets) ** 2)
+    _both(plait.grad(loss), params, x, t, rtol=1e-4)
+
+    def selu(x, W, b):
+        y = pnp.dot(x, W) + b
+        return 1.0507009873554805 * pnp.where(y > 0, y, 1.6732632423543772 * (pnp.exp(y) - 1))
+    xs, W, b = (rng.standard_normal(s).astype(np.float32) for s in ((64, 96), (96, 80), (80,)))
+    _both(selu, xs, W, b, rtol=1e-4)
+
+
+def test_w4_allcnn_step():
+    """W4 (All-CNN-C SGD step) on one 16x16 image: convolutions, relu, global average
+    pooling, softmax cross-entropy, their gradients and the update."""
+    from plait.example_libraries import models
+    init_fun, apply_fun = models.AllCNNC()
+    _, params = init_fun(plait.random.key(0), (1, 16, 16, 3))
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, 16, 16, 3)).astype(np.float32)
+    y = np.eye(10, dtype=np.float32)[[3]]
+
+    def update(p, x, y):
+        def loss(p):
+            return -pnp.mean(pnp.sum(nn.log_softmax(apply_fun(p, x)) * y, axis=-1))
+        g = plait.grad(loss)(p)
+        return plait.tree_util.tree_map(lambda a, b: a - 0.01 * b, p, g)
+    _both(update, params, x, y, rtol=1e-3)
+
+
+def test_values_stay_on_the_device_between_kernels():
+    """Kernels feed each other on the device; a host step (sort) copies only its input
+    back, and its result goes up once for the next kernel."""
+    def f(x):
+        y = pnp.tanh(x @ x.T) + 1.0
+        s = pnp.sort(y, axis=1)
+        return pnp.sum(s * 2.0, axis=0)
+    x = np.random.default_rng(3).standard_normal((12, 5)).astype(np.float32)
+    _both(f, x, rtol=1e-5)
+    exe = plait.jit(f, backend="opencl").lower(x).compile().executable
+    text = exe.as_text("kernels").splitlines()
+    assert [line.split(":")[0] for line in text] == ["k0", "host", "k2"]
+    assert "copies 1 input device->host" in text[1]
+    before = dict(exe.transfers)
+    exe(x)
+    # uploads: the argument, the sort's result; downloads: the sort's input, the output
+    assert {k: exe.transfers[k] - before[k] for k in before} == {"to_device": 2, "to_host": 2}
+
+
+def test_a_repeated_kernel_is_compiled_once():
+    """Two equal kernels separated by a host step: the second calls the first's."""
+    def g(a, b):
+        return pnp.tanh(a * b) - a
+
+    def f(x, y):
+        return g(pnp.sort(g(x, y)), y)
+    x, y = np.random.default_rng(4).standard_normal((2, 50)).astype(np.float32)
+    _both(f, x, y)
+    exe = plait.jit(f, backend="opencl").lower(x, y).compile().executable
+    text = exe.as_text("kernels").splitlines()
+    assert text[0].startswith("k0:") and text[2].endswith("[device: k0's kernels]"), text
+    assert exe.as_text("opencl").count("__kernel") == len(exe.steps[0].kernels.launches)
