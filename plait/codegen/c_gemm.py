@@ -1,0 +1,320 @@
+"""C source of plait's shape-generic GEMM library (BLIS-style, sizes at run time).
+
+One function per floating dtype::
+
+    int64_t plait_gemm_<s|d>(int64_t batch, int64_t M, int64_t N, int64_t K,
+                             const T *A, int64_t sab, int64_t sam, int64_t sak,
+                             const T *B, int64_t sbb, int64_t sbk, int64_t sbn,
+                             T *C, int64_t scb, int64_t scm, int64_t scn)
+
+computes ``C[b] = A[b] @ B[b]`` for every batch ``b`` with element strides, so a
+transposed or otherwise strided operand costs nothing extra: the packing routines read
+it in place. Loops follow BLIS with the roles of the operands swapped for row-major
+output (``N`` is the vector dimension): a ``MR x KC`` panel of A stays in L1 while
+``KC x NR`` panels of B stream from an L2-sized ``KC x N2`` block, and A is packed in
+``M3 x KC`` slabs sized for the L3. The micro-kernel holds ``MR x NR`` accumulators
+in explicit GNU vectors (``NR`` a multiple of the vector length). ``M`` or ``N`` of 1
+runs a matrix-vector kernel (no packing); otherwise the output is split into one
+rectangle per OpenMP thread (over N when it is wide enough, else over M), or a batch of
+small products is split over the batch. Each thread packs into its own buffer, kept
+between calls. A function returns 0, or the allocation-failure status of
+``c_stripe.oom_status`` when a pack buffer cannot be allocated.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Blocking:
+    """Register and cache blocking of one dtype's GEMM (elements)."""
+
+    ctype: str        # "float" / "double"
+    suffix: str       # "s" / "d"
+    vlen: int         # elements per vector
+    mr: int           # rows of the micro-tile
+    vecs: int         # vectors per micro-tile row (NR = vecs * vlen)
+    kc: int           # depth of a packed panel
+    n2: int           # columns of a packed B block (multiple of NR)
+    m3: int           # rows of a packed A slab (multiple of MR)
+    par_macs: int     # products of fewer multiply-adds run on one thread
+
+    @property
+    def nr(self) -> int:
+        return self.vecs * self.vlen
+
+
+def _micro_kernel(b: Blocking, vector_bytes: int) -> str:
+    t, x, mr, v, vl = b.ctype, b.suffix, b.mr, b.vecs, b.vlen
+    acc = ", ".join(f"c{i}_{j} = {{0}}" for i in range(mr) for j in range(v))
+    loads = " ".join(f"V{x} b{j} = *(const V{x} *)(bk + {j * vl});" for j in range(v))
+    fmas = "\n".join(
+        f"      {{ {t} s = ak[{i}]; " + " ".join(f"c{i}_{j} += s * b{j};" for j in range(v)) + " }"
+        for i in range(mr))
+    store_first = "\n".join(
+        f"    *(V{x} *)(c + {i} * ldc + {j * vl}) = c{i}_{j};"
+        for i in range(mr) for j in range(v))
+    store_acc = "\n".join(
+        f"    *(V{x} *)(c + {i} * ldc + {j * vl}) += c{i}_{j};"
+        for i in range(mr) for j in range(v))
+    return f"""
+typedef {t} V{x} __attribute__((vector_size({vector_bytes}), aligned(sizeof({t})), may_alias));
+
+/* C[0:MR, 0:NR] (=|+=) Ap[kc x MR] . B[kc x NR] (row stride ldb), C row stride ldc */
+static void uk_{x}(int64_t kc, const {t} *restrict ap, const {t} *restrict b, int64_t ldb,
+                   {t} *restrict c, int64_t ldc, int first) {{
+  V{x} {acc};
+  #pragma GCC unroll 4
+  for (int64_t k = 0; k < kc; ++k) {{
+    const {t} *bk = b + k * ldb; const {t} *ak = ap + k * {mr};
+    {loads}
+{fmas}
+  }}
+  if (first) {{
+{store_first}
+  }} else {{
+{store_acc}
+  }}
+}}
+"""
+
+
+def _dtype_source(b: Blocking, vector_bytes: int, oom_where: int) -> str:
+    t, x, mr, nr, vl = b.ctype, b.suffix, b.mr, b.nr, b.vlen
+    return _micro_kernel(b, vector_bytes) + f"""
+/* rows [0, mr) of A (strides sam, sak), depth kc -> ap[k * MR + i], rows mr..MR zero */
+static void pack_a_{x}(int64_t mr, int64_t kc, const {t} *a, int64_t sam, int64_t sak,
+                       {t} *restrict ap) {{
+  if (mr == {mr} && sam == 1) {{
+    for (int64_t k = 0; k < kc; ++k)
+      for (int64_t i = 0; i < {mr}; ++i) ap[k * {mr} + i] = a[k * sak + i];
+    return;
+  }}
+  for (int64_t i = 0; i < mr; ++i) {{
+    const {t} *ai = a + i * sam;
+    for (int64_t k = 0; k < kc; ++k) ap[k * {mr} + i] = ai[k * sak];
+  }}
+  for (int64_t i = mr; i < {mr}; ++i)
+    for (int64_t k = 0; k < kc; ++k) ap[k * {mr} + i] = 0;
+}}
+
+/* columns [0, nr) of B (strides sbk, sbn), depth kc -> bp[k * NR + j], columns nr..NR zero */
+static void pack_b_{x}(int64_t nr, int64_t kc, const {t} *b, int64_t sbk, int64_t sbn,
+                       {t} *restrict bp) {{
+  if (sbn == 1) {{
+    for (int64_t k = 0; k < kc; ++k) {{
+      {t} *o = bp + k * {nr}; const {t} *r = b + k * sbk;
+      for (int64_t j = 0; j < nr; ++j) o[j] = r[j];
+      for (int64_t j = nr; j < {nr}; ++j) o[j] = 0;
+    }}
+    return;
+  }}
+  for (int64_t j = 0; j < nr; ++j) {{
+    const {t} *bj = b + j * sbn;
+    for (int64_t k = 0; k < kc; ++k) bp[k * {nr} + j] = bj[k * sbk];
+  }}
+  for (int64_t k = 0; k < kc; ++k)
+    for (int64_t j = nr; j < {nr}; ++j) bp[k * {nr} + j] = 0;
+}}
+
+static __thread {t} *buf_{x};
+static __thread int64_t cap_{x};
+
+/* this thread's pack buffer of at least n elements (kept between calls), or NULL */
+static {t} *pack_buffer_{x}(int64_t n) {{
+  if (n > cap_{x}) {{
+    free(buf_{x});
+    size_t bytes = ((size_t)n * sizeof({t}) + 63) / 64 * 64;
+    buf_{x} = aligned_alloc(64, bytes);
+    cap_{x} = buf_{x} ? n : 0;
+  }}
+  return buf_{x};
+}}
+
+static int64_t min_{x}(int64_t a, int64_t b) {{ return a < b ? a : b; }}
+
+/* one output rectangle on this thread */
+static int64_t block_{x}(int64_t M, int64_t N, int64_t K,
+                         const {t} *A, int64_t sam, int64_t sak,
+                         const {t} *B, int64_t sbk, int64_t sbn,
+                         {t} *C, int64_t scm, int64_t scn) {{
+  if (M <= 0 || N <= 0) return 0;
+  if (K == 0) {{
+    for (int64_t i = 0; i < M; ++i) for (int64_t j = 0; j < N; ++j) C[i * scm + j * scn] = 0;
+    return 0;
+  }}
+  int64_t m3max = min_{x}({b.m3}, (M + {mr - 1}) / {mr} * {mr});
+  int64_t kcmax = min_{x}({b.kc}, K);
+  int64_t n2max = min_{x}({b.n2}, (N + {nr - 1}) / {nr} * {nr});
+  {t} *ap = pack_buffer_{x}((m3max + n2max) * kcmax);
+  if (!ap) return (int64_t)((m3max + n2max) * kcmax * sizeof({t})) * {oom_where}LL;
+  {t} *bp = ap + m3max * kcmax;
+  int direct_b = M <= {mr} && sbn == 1;     /* one row panel: B is read once, in place */
+  {t} tile[{mr * nr}] __attribute__((aligned(64)));
+  for (int64_t i3 = 0; i3 < M; i3 += {b.m3}) {{
+    int64_t m3 = min_{x}({b.m3}, M - i3);
+    for (int64_t pc = 0; pc < K; pc += {b.kc}) {{
+      int64_t kc = min_{x}({b.kc}, K - pc);
+      int first = pc == 0;
+      for (int64_t ir = 0; ir < m3; ir += {mr})
+        pack_a_{x}(min_{x}({mr}, m3 - ir), kc, A + (i3 + ir) * sam + pc * sak, sam, sak,
+                   ap + ir * kc);
+      for (int64_t j2 = 0; j2 < N; j2 += {b.n2}) {{
+        int64_t n2 = min_{x}({b.n2}, N - j2);
+        for (int64_t jr = 0; jr < n2; jr += {nr}) {{
+          int64_t nr = min_{x}({nr}, n2 - jr);
+          if (!(direct_b && nr == {nr}))
+            pack_b_{x}(nr, kc, B + pc * sbk + (j2 + jr) * sbn, sbk, sbn, bp + jr * kc);
+        }}
+        for (int64_t ir = 0; ir < m3; ir += {mr}) {{
+          int64_t mr = min_{x}({mr}, m3 - ir);
+          const {t} *a = ap + ir * kc;
+          for (int64_t jr = 0; jr < n2; jr += {nr}) {{
+            int64_t nr = min_{x}({nr}, n2 - jr);
+            const {t} *bb; int64_t ldb;
+            if (direct_b && nr == {nr}) {{ bb = B + pc * sbk + j2 + jr; ldb = sbk; }}
+            else {{ bb = bp + jr * kc; ldb = {nr}; }}
+            {t} *c = C + (i3 + ir) * scm + (j2 + jr) * scn;
+            if (mr == {mr} && nr == {nr} && scn == 1) {{
+              uk_{x}(kc, a, bb, ldb, c, scm, first);
+            }} else {{
+              uk_{x}(kc, a, bb, ldb, tile, {nr}, 1);
+              for (int64_t i = 0; i < mr; ++i)
+                for (int64_t j = 0; j < nr; ++j) {{
+                  {t} *o = c + i * scm + j * scn;
+                  *o = first ? tile[i * {nr} + j] : *o + tile[i * {nr} + j];
+                }}
+            }}
+          }}
+        }}
+      }}
+    }}
+  }}
+  return 0;
+}}
+
+/* y[i] = sum_k Mat[i * si + k * sk] * v[k * sv] for i < L, y stride so */
+static int64_t gemv_{x}(int64_t L, int64_t K, const {t} *mat, int64_t si, int64_t sk,
+                        const {t} *v, int64_t sv, {t} *y, int64_t so, int par) {{
+  if (sk == 1 && sv == 1) {{                   /* dot products along contiguous rows */
+    #pragma omp parallel for schedule(static) if (par)
+    for (int64_t i0 = 0; i0 < L; i0 += 4) {{
+      int64_t n = min_{x}(4, L - i0);
+      V{x} acc[4] = {{{{0}}}};
+      {t} tail[4] = {{0}};
+      int64_t kv = K / {vl} * {vl};
+      for (int64_t r = 0; r < n; ++r) {{
+        const {t} *row = mat + (i0 + r) * si;
+        V{x} s0 = {{0}}, s1 = {{0}};
+        int64_t k = 0;
+        for (; k + {2 * vl} <= kv; k += {2 * vl}) {{
+          s0 += *(const V{x} *)(row + k) * *(const V{x} *)(v + k);
+          s1 += *(const V{x} *)(row + k + {vl}) * *(const V{x} *)(v + k + {vl});
+        }}
+        for (; k < kv; k += {vl}) s0 += *(const V{x} *)(row + k) * *(const V{x} *)(v + k);
+        acc[r] = s0 + s1;
+        for (k = kv; k < K; ++k) tail[r] += row[k] * v[k];
+      }}
+      for (int64_t r = 0; r < n; ++r) {{
+        {t} s = tail[r];
+        for (int l = 0; l < {vl}; ++l) s += acc[r][l];
+        y[(i0 + r) * so] = s;
+      }}
+    }}
+    return 0;
+  }}
+  if (si == 1) {{                              /* axpy over contiguous columns */
+    #pragma omp parallel for schedule(static) if (par)
+    for (int64_t i0 = 0; i0 < L; i0 += 256) {{
+      int64_t n = min_{x}(256, L - i0);
+      {t} acc[256];
+      for (int64_t i = 0; i < n; ++i) acc[i] = 0;
+      for (int64_t k = 0; k < K; ++k) {{
+        {t} s = v[k * sv]; const {t} *row = mat + k * sk + i0;
+        for (int64_t i = 0; i < n; ++i) acc[i] += s * row[i];
+      }}
+      for (int64_t i = 0; i < n; ++i) y[(i0 + i) * so] = acc[i];
+    }}
+    return 0;
+  }}
+  #pragma omp parallel for schedule(static) if (par)
+  for (int64_t i = 0; i < L; ++i) {{
+    {t} s = 0;
+    for (int64_t k = 0; k < K; ++k) s += mat[i * si + k * sk] * v[k * sv];
+    y[i * so] = s;
+  }}
+  return 0;
+}}
+
+static int64_t one_{x}(int64_t M, int64_t N, int64_t K,
+                       const {t} *A, int64_t sam, int64_t sak,
+                       const {t} *B, int64_t sbk, int64_t sbn,
+                       {t} *C, int64_t scm, int64_t scn, int threads) {{
+  int par = threads > 1;
+  if (N == 1) return gemv_{x}(M, K, A, sam, sak, B, sbk, C, scm, par);
+  if (M == 1) return gemv_{x}(N, K, B, sbn, sbk, A, sak, C, scn, par);
+  if (N < {nr} && M > N) {{                     /* narrow: compute the transpose */
+    const {t} *T = A; A = B; B = T;
+    int64_t t = M; M = N; N = t;
+    t = sam; sam = sbn; sbn = t;
+    t = sak; sak = sbk; sbk = t;
+    t = scm; scm = scn; scn = t;
+  }}
+  if (!par) return block_{x}(M, N, K, A, sam, sak, B, sbk, sbn, C, scm, scn);
+  int split_n = N >= threads * {nr} || N >= M;
+  int64_t step = split_n ? ((N + threads - 1) / threads + {nr - 1}) / {nr} * {nr}
+                         : ((M + threads - 1) / threads + {mr - 1}) / {mr} * {mr};
+  int64_t status = 0;
+  #pragma omp parallel for schedule(static) num_threads(threads) reduction(max:status)
+  for (int p = 0; p < threads; ++p) {{
+    int64_t lo = p * step;
+    if (split_n) {{
+      if (lo < N) {{
+        int64_t r = block_{x}(M, min_{x}(step, N - lo), K, A, sam, sak, B + lo * sbn, sbk,
+                              sbn, C + lo * scn, scm, scn);
+        if (r > status) status = r;
+      }}
+    }} else if (lo < M) {{
+      int64_t r = block_{x}(min_{x}(step, M - lo), N, K, A + lo * sam, sam, sak, B, sbk, sbn,
+                            C + lo * scm, scm, scn);
+      if (r > status) status = r;
+    }}
+  }}
+  return status;
+}}
+
+int64_t plait_gemm_{x}(int64_t batch, int64_t M, int64_t N, int64_t K,
+                       const {t} *A, int64_t sab, int64_t sam, int64_t sak,
+                       const {t} *B, int64_t sbb, int64_t sbk, int64_t sbn,
+                       {t} *C, int64_t scb, int64_t scm, int64_t scn) {{
+  int threads = 1;
+#ifdef _OPENMP
+  threads = omp_get_max_threads();
+#endif
+  double macs = (double)M * N * K;
+  if (macs * batch < {b.par_macs}.0) threads = 1;
+  if (threads > 1 && batch >= threads && macs < {b.par_macs * 64}.0) {{
+    int64_t status = 0;                          /* many small products: split the batch */
+    #pragma omp parallel for schedule(static) reduction(max:status)
+    for (int64_t i = 0; i < batch; ++i) {{
+      int64_t r = one_{x}(M, N, K, A + i * sab, sam, sak, B + i * sbb, sbk, sbn,
+                          C + i * scb, scm, scn, 1);
+      if (r > status) status = r;
+    }}
+    return status;
+  }}
+  for (int64_t i = 0; i < batch; ++i) {{
+    int64_t status = one_{x}(M, N, K, A + i * sab, sam, sak, B + i * sbb, sbk, sbn,
+                             C + i * scb, scm, scn, threads);
+    if (status) return status;
+  }}
+  return 0;
+}}
+"""
+
+
+def gemm_source(blockings: tuple[Blocking, ...], vector_bytes: int, oom_where: int) -> str:
+    """The library's C source: one ``plait_gemm_<suffix>`` per blocking."""
+    head = ("#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n"
+            "#ifdef _OPENMP\n#include <omp.h>\n#endif\n")
+    return head + "".join(_dtype_source(b, vector_bytes, oom_where) for b in blockings)
