@@ -30,7 +30,7 @@ class Blocking:
     """Register and cache blocking of one dtype's GEMM (elements)."""
 
     ctype: str        # "float" / "double"
-    suffix: str       # "s" / "d"
+    suffix: str       # names its functions: "s" / "d", "sn" / "dn" for a narrow tile
     vlen: int         # elements per vector
     mr: int           # rows of the micro-tile
     vecs: int         # vectors per micro-tile row (NR = vecs * vlen)
@@ -38,6 +38,7 @@ class Blocking:
     n2: int           # columns of a packed B block (multiple of NR)
     m3: int           # rows of a packed A slab (multiple of MR)
     par_macs: int     # products of fewer multiply-adds run on one thread
+    size: int         # bytes per element
 
     @property
     def nr(self) -> int:
@@ -46,24 +47,25 @@ class Blocking:
 
 def _micro_kernel(b: Blocking, vector_bytes: int) -> str:
     t, x, mr, v, vl = b.ctype, b.suffix, b.mr, b.vecs, b.vlen
+    vt = "VK" + x
     acc = ", ".join(f"c{i}_{j} = {{0}}" for i in range(mr) for j in range(v))
-    loads = " ".join(f"V{x} b{j} = *(const V{x} *)(bk + {j * vl});" for j in range(v))
+    loads = " ".join(f"{vt} b{j} = *(const {vt} *)(bk + {j * vl});" for j in range(v))
     fmas = "\n".join(
         f"      {{ {t} s = ak[{i}]; " + " ".join(f"c{i}_{j} += s * b{j};" for j in range(v)) + " }"
         for i in range(mr))
     store_first = "\n".join(
-        f"    *(V{x} *)(c + {i} * ldc + {j * vl}) = c{i}_{j};"
+        f"    *({vt} *)(c + {i} * ldc + {j * vl}) = c{i}_{j};"
         for i in range(mr) for j in range(v))
     store_acc = "\n".join(
-        f"    *(V{x} *)(c + {i} * ldc + {j * vl}) += c{i}_{j};"
+        f"    *({vt} *)(c + {i} * ldc + {j * vl}) += c{i}_{j};"
         for i in range(mr) for j in range(v))
     return f"""
-typedef {t} V{x} __attribute__((vector_size({vector_bytes}), aligned(sizeof({t})), may_alias));
+typedef {t} {vt} __attribute__((vector_size({vl * b.size}), aligned(sizeof({t})), may_alias));
 
 /* C[0:MR, 0:NR] (=|+=) Ap[kc x MR] . B[kc x NR] (row stride ldb), C row stride ldc */
 static void uk_{x}(int64_t kc, const {t} *restrict ap, const {t} *restrict b, int64_t ldb,
                    {t} *restrict c, int64_t ldc, int first) {{
-  V{x} {acc};
+  {vt} {acc};
   #pragma GCC unroll 4
   for (int64_t k = 0; k < kc; ++k) {{
     const {t} *bk = b + k * ldb; const {t} *ak = ap + k * {mr};
@@ -79,8 +81,10 @@ static void uk_{x}(int64_t kc, const {t} *restrict ap, const {t} *restrict b, in
 """
 
 
-def _dtype_source(b: Blocking, vector_bytes: int, oom_where: int) -> str:
+def _variant_source(b: Blocking, vector_bytes: int, oom_where: int) -> str:
+    """Micro-kernel, packing and the blocked loops of one register tile."""
     t, x, mr, nr, vl = b.ctype, b.suffix, b.mr, b.nr, b.vlen
+    d = x[0]
     return _micro_kernel(b, vector_bytes) + f"""
 /* rows [0, mr) of A (strides sam, sak), depth kc -> ap[k * MR + i], rows mr..MR zero */
 static void pack_a_{x}(int64_t mr, int64_t kc, const {t} *a, int64_t sam, int64_t sak,
@@ -109,29 +113,16 @@ static void pack_b_{x}(int64_t nr, int64_t kc, const {t} *b, int64_t sbk, int64_
     }}
     return;
   }}
-  for (int64_t j = 0; j < nr; ++j) {{
-    const {t} *bj = b + j * sbn;
-    for (int64_t k = 0; k < kc; ++k) bp[k * {nr} + j] = bj[k * sbk];
+  for (int64_t k0 = 0; k0 < kc; k0 += 8) {{    /* transposing: 8 rows of bp at a time */
+    int64_t k1 = min_{d}(k0 + 8, kc);
+    for (int64_t j = 0; j < nr; ++j) {{
+      const {t} *bj = b + j * sbn;
+      for (int64_t k = k0; k < k1; ++k) bp[k * {nr} + j] = bj[k * sbk];
+    }}
   }}
   for (int64_t k = 0; k < kc; ++k)
     for (int64_t j = nr; j < {nr}; ++j) bp[k * {nr} + j] = 0;
 }}
-
-static __thread {t} *buf_{x};
-static __thread int64_t cap_{x};
-
-/* this thread's pack buffer of at least n elements (kept between calls), or NULL */
-static {t} *pack_buffer_{x}(int64_t n) {{
-  if (n > cap_{x}) {{
-    free(buf_{x});
-    size_t bytes = ((size_t)n * sizeof({t}) + 63) / 64 * 64;
-    buf_{x} = aligned_alloc(64, bytes);
-    cap_{x} = buf_{x} ? n : 0;
-  }}
-  return buf_{x};
-}}
-
-static int64_t min_{x}(int64_t a, int64_t b) {{ return a < b ? a : b; }}
 
 /* one output rectangle on this thread */
 static int64_t block_{x}(int64_t M, int64_t N, int64_t K,
@@ -143,34 +134,34 @@ static int64_t block_{x}(int64_t M, int64_t N, int64_t K,
     for (int64_t i = 0; i < M; ++i) for (int64_t j = 0; j < N; ++j) C[i * scm + j * scn] = 0;
     return 0;
   }}
-  int64_t m3max = min_{x}({b.m3}, (M + {mr - 1}) / {mr} * {mr});
-  int64_t kcmax = min_{x}({b.kc}, K);
-  int64_t n2max = min_{x}({b.n2}, (N + {nr - 1}) / {nr} * {nr});
-  {t} *ap = pack_buffer_{x}((m3max + n2max) * kcmax);
+  int64_t m3max = min_{d}({b.m3}, (M + {mr - 1}) / {mr} * {mr});
+  int64_t kcmax = min_{d}({b.kc}, K);
+  int64_t n2max = min_{d}({b.n2}, (N + {nr - 1}) / {nr} * {nr});
+  {t} *ap = pack_buffer_{d}((m3max + n2max) * kcmax);
   if (!ap) return (int64_t)((m3max + n2max) * kcmax * sizeof({t})) * {oom_where}LL;
   {t} *bp = ap + m3max * kcmax;
-  int direct_b = M <= {mr} && sbn == 1;     /* one row panel: B is read once, in place */
+  int direct_b = M <= {4 * mr} && sbn == 1;  /* few row panels: B is read in place */
   {t} tile[{mr * nr}] __attribute__((aligned(64)));
   for (int64_t i3 = 0; i3 < M; i3 += {b.m3}) {{
-    int64_t m3 = min_{x}({b.m3}, M - i3);
+    int64_t m3 = min_{d}({b.m3}, M - i3);
     for (int64_t pc = 0; pc < K; pc += {b.kc}) {{
-      int64_t kc = min_{x}({b.kc}, K - pc);
+      int64_t kc = min_{d}({b.kc}, K - pc);
       int first = pc == 0;
       for (int64_t ir = 0; ir < m3; ir += {mr})
-        pack_a_{x}(min_{x}({mr}, m3 - ir), kc, A + (i3 + ir) * sam + pc * sak, sam, sak,
+        pack_a_{x}(min_{d}({mr}, m3 - ir), kc, A + (i3 + ir) * sam + pc * sak, sam, sak,
                    ap + ir * kc);
       for (int64_t j2 = 0; j2 < N; j2 += {b.n2}) {{
-        int64_t n2 = min_{x}({b.n2}, N - j2);
+        int64_t n2 = min_{d}({b.n2}, N - j2);
         for (int64_t jr = 0; jr < n2; jr += {nr}) {{
-          int64_t nr = min_{x}({nr}, n2 - jr);
+          int64_t nr = min_{d}({nr}, n2 - jr);
           if (!(direct_b && nr == {nr}))
             pack_b_{x}(nr, kc, B + pc * sbk + (j2 + jr) * sbn, sbk, sbn, bp + jr * kc);
         }}
         for (int64_t ir = 0; ir < m3; ir += {mr}) {{
-          int64_t mr = min_{x}({mr}, m3 - ir);
+          int64_t mr = min_{d}({mr}, m3 - ir);
           const {t} *a = ap + ir * kc;
           for (int64_t jr = 0; jr < n2; jr += {nr}) {{
-            int64_t nr = min_{x}({nr}, n2 - jr);
+            int64_t nr = min_{d}({nr}, n2 - jr);
             const {t} *bb; int64_t ldb;
             if (direct_b && nr == {nr}) {{ bb = B + pc * sbk + j2 + jr; ldb = sbk; }}
             else {{ bb = bp + jr * kc; ldb = {nr}; }}
@@ -193,31 +184,61 @@ static int64_t block_{x}(int64_t M, int64_t N, int64_t K,
   return 0;
 }}
 
+"""
+
+
+def _dtype_source(b: Blocking, nb: Blocking, vector_bytes: int, oom_where: int) -> str:
+    """One dtype's functions: ``b`` the main tile, ``nb`` the narrow one (N <= half the
+    main tile's width)."""
+    x, n, w = b.suffix, nb.suffix, nb
+    nn = b.nr // 2
+    axpy = 16384 // b.size
+    return f"""
+typedef {b.ctype} V{x} __attribute__((vector_size({vector_bytes}), aligned(sizeof({b.ctype})), may_alias));
+
+static __thread {b.ctype} *buf_{x};
+static __thread int64_t cap_{x};
+
+/* this thread's pack buffer of at least n elements (kept between calls), or NULL */
+static {b.ctype} *pack_buffer_{x}(int64_t n) {{
+  if (n > cap_{x}) {{
+    free(buf_{x});
+    size_t bytes = ((size_t)n * sizeof({b.ctype}) + 63) / 64 * 64;
+    buf_{x} = aligned_alloc(64, bytes);
+    cap_{x} = buf_{x} ? n : 0;
+  }}
+  return buf_{x};
+}}
+
+static int64_t min_{x}(int64_t a, int64_t b) {{ return a < b ? a : b; }}
+
+""" + _variant_source(b, vector_bytes, oom_where) + \
+        _variant_source(nb, vector_bytes, oom_where) + f"""
 /* y[i] = sum_k Mat[i * si + k * sk] * v[k * sv] for i < L, y stride so */
-static int64_t gemv_{x}(int64_t L, int64_t K, const {t} *mat, int64_t si, int64_t sk,
-                        const {t} *v, int64_t sv, {t} *y, int64_t so, int par) {{
+static int64_t gemv_{x}(int64_t L, int64_t K, const {b.ctype} *mat, int64_t si, int64_t sk,
+                        const {b.ctype} *v, int64_t sv, {b.ctype} *y, int64_t so, int par) {{
   if (sk == 1 && sv == 1) {{                   /* dot products along contiguous rows */
     #pragma omp parallel for schedule(static) if (par)
     for (int64_t i0 = 0; i0 < L; i0 += 4) {{
       int64_t n = min_{x}(4, L - i0);
       V{x} acc[4] = {{{{0}}}};
-      {t} tail[4] = {{0}};
-      int64_t kv = K / {vl} * {vl};
+      {b.ctype} tail[4] = {{0}};
+      int64_t kv = K / {b.vlen} * {b.vlen};
       for (int64_t r = 0; r < n; ++r) {{
-        const {t} *row = mat + (i0 + r) * si;
+        const {b.ctype} *row = mat + (i0 + r) * si;
         V{x} s0 = {{0}}, s1 = {{0}};
         int64_t k = 0;
-        for (; k + {2 * vl} <= kv; k += {2 * vl}) {{
+        for (; k + {2 * b.vlen} <= kv; k += {2 * b.vlen}) {{
           s0 += *(const V{x} *)(row + k) * *(const V{x} *)(v + k);
-          s1 += *(const V{x} *)(row + k + {vl}) * *(const V{x} *)(v + k + {vl});
+          s1 += *(const V{x} *)(row + k + {b.vlen}) * *(const V{x} *)(v + k + {b.vlen});
         }}
-        for (; k < kv; k += {vl}) s0 += *(const V{x} *)(row + k) * *(const V{x} *)(v + k);
+        for (; k < kv; k += {b.vlen}) s0 += *(const V{x} *)(row + k) * *(const V{x} *)(v + k);
         acc[r] = s0 + s1;
         for (k = kv; k < K; ++k) tail[r] += row[k] * v[k];
       }}
       for (int64_t r = 0; r < n; ++r) {{
-        {t} s = tail[r];
-        for (int l = 0; l < {vl}; ++l) s += acc[r][l];
+        {b.ctype} s = tail[r];
+        for (int l = 0; l < {b.vlen}; ++l) s += acc[r][l];
         y[(i0 + r) * so] = s;
       }}
     }}
@@ -225,12 +246,18 @@ static int64_t gemv_{x}(int64_t L, int64_t K, const {t} *mat, int64_t si, int64_
   }}
   if (si == 1) {{                              /* axpy over contiguous columns */
     #pragma omp parallel for schedule(static) if (par)
-    for (int64_t i0 = 0; i0 < L; i0 += 256) {{
-      int64_t n = min_{x}(256, L - i0);
-      {t} acc[256];
+    for (int64_t i0 = 0; i0 < L; i0 += {axpy}) {{
+      int64_t n = min_{x}({axpy}, L - i0);
+      {b.ctype} acc[{axpy}];
       for (int64_t i = 0; i < n; ++i) acc[i] = 0;
-      for (int64_t k = 0; k < K; ++k) {{
-        {t} s = v[k * sv]; const {t} *row = mat + k * sk + i0;
+      int64_t k = 0;
+      for (; k + 4 <= K; k += 4) {{
+        {b.ctype} s0 = v[k * sv], s1 = v[(k + 1) * sv], s2 = v[(k + 2) * sv], s3 = v[(k + 3) * sv];
+        const {b.ctype} *r0 = mat + k * sk + i0, *r1 = r0 + sk, *r2 = r1 + sk, *r3 = r2 + sk;
+        for (int64_t i = 0; i < n; ++i) acc[i] += s0 * r0[i] + s1 * r1[i] + s2 * r2[i] + s3 * r3[i];
+      }}
+      for (; k < K; ++k) {{
+        {b.ctype} s = v[k * sv]; const {b.ctype} *row = mat + k * sk + i0;
         for (int64_t i = 0; i < n; ++i) acc[i] += s * row[i];
       }}
       for (int64_t i = 0; i < n; ++i) y[(i0 + i) * so] = acc[i];
@@ -239,7 +266,7 @@ static int64_t gemv_{x}(int64_t L, int64_t K, const {t} *mat, int64_t si, int64_
   }}
   #pragma omp parallel for schedule(static) if (par)
   for (int64_t i = 0; i < L; ++i) {{
-    {t} s = 0;
+    {b.ctype} s = 0;
     for (int64_t k = 0; k < K; ++k) s += mat[i * si + k * sk] * v[k * sv];
     y[i * so] = s;
   }}
@@ -247,23 +274,32 @@ static int64_t gemv_{x}(int64_t L, int64_t K, const {t} *mat, int64_t si, int64_
 }}
 
 static int64_t one_{x}(int64_t M, int64_t N, int64_t K,
-                       const {t} *A, int64_t sam, int64_t sak,
-                       const {t} *B, int64_t sbk, int64_t sbn,
-                       {t} *C, int64_t scm, int64_t scn, int threads) {{
+                       const {b.ctype} *A, int64_t sam, int64_t sak,
+                       const {b.ctype} *B, int64_t sbk, int64_t sbn,
+                       {b.ctype} *C, int64_t scm, int64_t scn, int threads) {{
   int par = threads > 1;
   if (N == 1) return gemv_{x}(M, K, A, sam, sak, B, sbk, C, scm, par);
   if (M == 1) return gemv_{x}(N, K, B, sbn, sbk, A, sak, C, scn, par);
-  if (N < {nr} && M > N) {{                     /* narrow: compute the transpose */
-    const {t} *T = A; A = B; B = T;
-    int64_t t = M; M = N; N = t;
-    t = sam; sam = sbn; sbn = t;
-    t = sak; sak = sbk; sbk = t;
-    t = scm; scm = scn; scn = t;
+  if (N <= {nn}) {{                            /* narrow: the one-vector tile */
+    if (!par || M < threads * {w.mr})
+      return block_{n}(M, N, K, A, sam, sak, B, sbk, sbn, C, scm, scn);
+    int64_t step = ((M + threads - 1) / threads + {w.mr - 1}) / {w.mr} * {w.mr};
+    int64_t status = 0;
+    #pragma omp parallel for schedule(static) num_threads(threads) reduction(max:status)
+    for (int p = 0; p < threads; ++p) {{
+      int64_t lo = p * step;
+      if (lo < M) {{
+        int64_t r = block_{n}(min_{x}(step, M - lo), N, K, A + lo * sam, sam, sak, B, sbk,
+                              sbn, C + lo * scm, scm, scn);
+        if (r > status) status = r;
+      }}
+    }}
+    return status;
   }}
   if (!par) return block_{x}(M, N, K, A, sam, sak, B, sbk, sbn, C, scm, scn);
-  int split_n = N >= threads * {nr} || N >= M;
-  int64_t step = split_n ? ((N + threads - 1) / threads + {nr - 1}) / {nr} * {nr}
-                         : ((M + threads - 1) / threads + {mr - 1}) / {mr} * {mr};
+  int split_n = N >= threads * {b.nr} || N >= M;
+  int64_t step = split_n ? ((N + threads - 1) / threads + {b.nr - 1}) / {b.nr} * {b.nr}
+                         : ((M + threads - 1) / threads + {b.mr - 1}) / {b.mr} * {b.mr};
   int64_t status = 0;
   #pragma omp parallel for schedule(static) num_threads(threads) reduction(max:status)
   for (int p = 0; p < threads; ++p) {{
@@ -284,9 +320,9 @@ static int64_t one_{x}(int64_t M, int64_t N, int64_t K,
 }}
 
 int64_t plait_gemm_{x}(int64_t batch, int64_t M, int64_t N, int64_t K,
-                       const {t} *A, int64_t sab, int64_t sam, int64_t sak,
-                       const {t} *B, int64_t sbb, int64_t sbk, int64_t sbn,
-                       {t} *C, int64_t scb, int64_t scm, int64_t scn) {{
+                       const {b.ctype} *A, int64_t sab, int64_t sam, int64_t sak,
+                       const {b.ctype} *B, int64_t sbb, int64_t sbk, int64_t sbn,
+                       {b.ctype} *C, int64_t scb, int64_t scm, int64_t scn) {{
   int threads = 1;
 #ifdef _OPENMP
   threads = omp_get_max_threads();
@@ -313,8 +349,11 @@ int64_t plait_gemm_{x}(int64_t batch, int64_t M, int64_t N, int64_t K,
 """
 
 
-def gemm_source(blockings: tuple[Blocking, ...], vector_bytes: int, oom_where: int) -> str:
-    """The library's C source: one ``plait_gemm_<suffix>`` per blocking."""
+def gemm_source(blockings: tuple[tuple[Blocking, Blocking], ...], vector_bytes: int,
+                oom_where: int) -> str:
+    """The library's C source: one ``plait_gemm_<suffix>`` per dtype's (main, narrow)
+    blocking pair."""
     head = ("#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n"
             "#ifdef _OPENMP\n#include <omp.h>\n#endif\n")
-    return head + "".join(_dtype_source(b, vector_bytes, oom_where) for b in blockings)
+    return head + "".join(_dtype_source(b, nb, vector_bytes, oom_where)
+                          for b, nb in blockings)

@@ -54,7 +54,8 @@ def _operand(rng, shape, dt, transposed, step):
 
 _SHAPES = [(1, 1, 1, 1), (1, 7, 13, 5), (1, 6, 64, 680), (2, 1, 77, 50), (2, 77, 1, 50),
            (1, 300, 5, 700), (5, 17, 19, 23), (1, 131, 67, 301), (3, 8, 200, 33),
-           (1, 128, 257, 97), (40, 30, 30, 30), (1, 2, 3, 1500), (1, 193, 390, 1361),
+           (1, 128, 257, 97), (40, 30, 30, 30), (1, 2, 3, 1500), (1, 193, 390, 1361), (1, 300, 31, 90), (2, 29, 8, 700), (1, 500, 17, 40),
+           (1, 30, 1000, 2000), (1, 16, 300, 100),
            (1, 1, 1, 4099)]
 
 
@@ -81,7 +82,7 @@ def test_library_broadcast_batch_and_zero_depth():
 def test_blocking_follows_the_target_caches():
     small = host_target().__class__(**{**host_target().__dict__, "l1_bytes": 8192,
                                        "l2_bytes": 1 << 18})
-    s_small, s_host = gemm.blockings(small)[0], gemm.blockings(host_target())[0]
+    s_small, s_host = gemm.blockings(small)[0][0], gemm.blockings(host_target())[0][0]
     if host_target().l1_bytes > 8192:
         assert s_small.kc < s_host.kc
     assert s_small.kc * s_small.mr * 4 <= 8192 // 2

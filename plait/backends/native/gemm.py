@@ -38,21 +38,30 @@ def _round_down(x: int, m: int) -> int:
     return max(x // m * m, m)
 
 
-def blockings(target: Target) -> tuple[Blocking, ...]:
-    """The float32 and float64 blocking for ``target`` (see the module docstring)."""
-    mr, vecs = register_blocks(target.vector_bytes)[0]
+def _blocking(target: Target, dt, name: str, mr: int, vecs: int,
+              vector_bytes: int) -> Blocking:
+    ct = _CTYPES[np.dtype(dt)][0]
+    sz = np.dtype(dt).itemsize
+    vlen = vector_bytes // sz
+    nr = vecs * vlen
+    kc = _round_down(target.l1_bytes // 2 // (mr * sz), 8)
+    n2 = _round_down(target.l2_bytes // 2 // (kc * sz), nr)
+    m3 = _round_down(target.l3_bytes // 4 // (kc * sz), mr)
     min_work = dict(dict(target.passes).get("partition", ())).get("min_work", 1 << 15)
-    out = []
-    for dt in (np.float32, np.float64):
-        ct, sfx = _CTYPES[np.dtype(dt)]
-        sz = np.dtype(dt).itemsize
-        vlen = target.vector_bytes // sz
-        nr = vecs * vlen
-        kc = _round_down(target.l1_bytes // 2 // (mr * sz), 8)
-        n2 = _round_down(target.l2_bytes // 2 // (kc * sz), nr)
-        m3 = _round_down(target.l3_bytes // 4 // (kc * sz), mr)
-        out.append(Blocking(ct, sfx, vlen, mr, vecs, kc, n2, m3, 2 * min_work))
-    return tuple(out)
+    return Blocking(ct, name, vlen, mr, vecs, kc, n2, m3, 2 * min_work, sz)
+
+
+def blockings(target: Target) -> tuple[tuple[Blocking, Blocking], ...]:
+    """``(main, narrow)`` blockings of float32 and float64 for ``target`` (see the module
+    docstring); the narrow tile is one half-width vector wide, for products with few
+    columns (N = 8 float32 columns fill it exactly)."""
+    vb = target.vector_bytes
+    mr, vecs = register_blocks(vb)[0]
+    regs = 32 if vb >= 64 else 16
+    narrow_rows = min(12, regs - 2)
+    return tuple((_blocking(target, dt, sfx, mr, vecs, vb),
+                  _blocking(target, dt, sfx + "n", narrow_rows, 1, max(vb // 2, 16)))
+                 for dt, sfx in ((np.float32, "s"), (np.float64, "d")))
 
 
 def library_source(target: Target) -> str:
