@@ -22,6 +22,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import math
+import threading
 
 import numpy as np
 
@@ -88,6 +89,25 @@ def library(target: Target | None = None) -> ctypes.CDLL:
         from plait.backends.native.target import host_target
         target = host_target()
     return _library_for(target)
+
+
+_STARTED: set = set()
+
+
+def _build_in_background(target: Target) -> None:
+    """Start building (or loading) the library on a thread, once per process, so a cold
+    cache compiles it while the C compiler also builds the program calling it; the
+    program's load then waits for it (errors surface there, from :func:`library`)."""
+    if target in _STARTED:
+        return
+    _STARTED.add(target)
+
+    def build():
+        try:
+            _library_for(target)
+        except Exception:      # reported by the foreground call of library()
+            pass
+    threading.Thread(target=build, name="plait-gemm-build", daemon=True).start()
 
 
 def addresses(target: Target | None = None) -> list[int]:
@@ -187,6 +207,7 @@ def _dot_general(cp, eqn, name: str) -> bool:
     if not getattr(cp, "_gemm_declared", False):
         cp.parts.insert(0, _DECLS)
         cp._gemm_declared = True
+        _build_in_background(cp.target)
     fn = _SUFFIXES.index(_CTYPES[dt][1])
     cp.parts.append(
         f"int64_t {name}(void **bufs) {{\n"
