@@ -349,11 +349,83 @@ int64_t plait_gemm_{x}(int64_t batch, int64_t M, int64_t N, int64_t K,
 """
 
 
+def _conv_source(b: Blocking, im2col_bytes: int, oom_where: int) -> str:
+    """``plait_conv_<s|d>``: a 2-d convolution as GEMMs over im2col row chunks."""
+    x, t = b.suffix, b.ctype
+    return f"""
+/* y = conv(x, w), 2 spatial dimensions, no input dilation, one group. d[]: batch, C, H, W,
+   x strides (b, c, h, w); O, KH, KW, w strides (o, i, h, w); OH, OW, y strides (b, o, h,
+   w); window strides (h, w), low padding (h, w), kernel dilation (h, w). Rows (b, oh, ow)
+   are gathered (im2col, columns (kh, kw, ci)) in chunks of at most {im2col_bytes} bytes,
+   each multiplied by the kernel as one GEMM. */
+int64_t plait_conv_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y) {{
+  int64_t NB = d[0], C = d[1], H = d[2], W = d[3], sxb = d[4], sxc = d[5], sxh = d[6], sxw = d[7];
+  int64_t O = d[8], KH = d[9], KW = d[10], swo = d[11], swi = d[12], swh = d[13], sww = d[14];
+  int64_t OH = d[15], OW = d[16], syb = d[17], syo = d[18], syh = d[19], syw = d[20];
+  int64_t sh = d[21], sw = d[22], ph = d[23], pw = d[24], dh = d[25], dw = d[26];
+  int64_t K = KH * KW * C, P = OH * OW;
+  int threads = 1;
+#ifdef _OPENMP
+  threads = omp_get_max_threads();
+#endif
+  /* the kernel as B[(kh, kw, ci), o]: in place when its strides allow, else a copy */
+  const {t} *B = Wt; int64_t sbk = swi, sbn = swo;
+  {t} *wcopy = NULL;
+  if (!(sww == swi * C && swh == sww * KW)) {{
+    wcopy = malloc(sizeof({t}) * (size_t)(K * O > 0 ? K * O : 1));
+    if (!wcopy) return (int64_t)(K * O * sizeof({t})) * {oom_where}LL;
+    for (int64_t kh = 0; kh < KH; ++kh) for (int64_t kw = 0; kw < KW; ++kw)
+      for (int64_t ci = 0; ci < C; ++ci) for (int64_t o = 0; o < O; ++o)
+        wcopy[((kh * KW + kw) * C + ci) * O + o] = Wt[o * swo + ci * swi + kh * swh + kw * sww];
+    B = wcopy; sbk = O; sbn = 1;
+  }}
+  /* rows of one GEMM: all (b, oh, ow) when y's rows are one stride, else one image's or
+     one output row's */
+  int64_t group = syh == OW * syw ? (syb == OH * syh ? NB * P : P) : OW;
+  int64_t chunk = {im2col_bytes} / (int64_t)sizeof({t}) / (K > 0 ? K : 1);
+  if (chunk < {b.mr * 4}) chunk = {b.mr * 4};
+  if (chunk > group) chunk = group;
+  {t} *buf = malloc(sizeof({t}) * (size_t)(chunk * K > 0 ? chunk * K : 1));
+  if (!buf) {{ free(wcopy); return (int64_t)(chunk * K * sizeof({t})) * {oom_where}LL; }}
+  int64_t status = 0;
+  for (int64_t g0 = 0; g0 < NB * P && !status; g0 += group)
+    for (int64_t r0 = g0; r0 < g0 + group && !status; r0 += chunk) {{
+      int64_t rows = min_{x}(chunk, g0 + group - r0);
+      #pragma omp parallel for schedule(static) if (threads > 1 && rows * K > 32768)
+      for (int64_t r = 0; r < rows; ++r) {{
+        int64_t m = r0 + r, bi = m / P, oh = (m % P) / OW, ow = m % OW;
+        {t} *row = buf + r * K;
+        for (int64_t kh = 0; kh < KH; ++kh) {{
+          int64_t ih = oh * sh - ph + kh * dh;
+          for (int64_t kw = 0; kw < KW; ++kw) {{
+            int64_t iw = ow * sw - pw + kw * dw;
+            {t} *o = row + (kh * KW + kw) * C;
+            if (ih < 0 || ih >= H || iw < 0 || iw >= W) {{
+              for (int64_t ci = 0; ci < C; ++ci) o[ci] = 0;
+            }} else {{
+              const {t} *src = X + bi * sxb + ih * sxh + iw * sxw;
+              if (sxc == 1) memcpy(o, src, sizeof({t}) * (size_t)C);
+              else for (int64_t ci = 0; ci < C; ++ci) o[ci] = src[ci * sxc];
+            }}
+          }}
+        }}
+      }}
+      int64_t bi = r0 / P, oh = (r0 % P) / OW, ow = r0 % OW;
+      status = one_{x}(rows, O, K, buf, K, 1, B, sbk, sbn,
+                       Y + bi * syb + oh * syh + ow * syw, syw, syo, threads);
+    }}
+  free(buf); free(wcopy);
+  return status;
+}}
+"""
+
+
 def gemm_source(blockings: tuple[tuple[Blocking, Blocking], ...], vector_bytes: int,
-                oom_where: int) -> str:
-    """The library's C source: one ``plait_gemm_<suffix>`` per dtype's (main, narrow)
-    blocking pair."""
+                oom_where: int, im2col_bytes: int) -> str:
+    """The library's C source: one ``plait_gemm_<suffix>`` and ``plait_conv_<suffix>``
+    per dtype's (main, narrow) blocking pair."""
     head = ("#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n"
             "#ifdef _OPENMP\n#include <omp.h>\n#endif\n")
     return head + "".join(_dtype_source(b, nb, vector_bytes, oom_where)
+                          + _conv_source(b, im2col_bytes, oom_where)
                           for b, nb in blockings)

@@ -161,3 +161,53 @@ def test_matvec_loop_stays_native():
         v = A @ v
         v = v / np.linalg.norm(v)
     np.testing.assert_allclose(np.asarray(jf(A, v0)), v, rtol=1e-10, atol=1e-12)
+
+
+_CONVS = [  # lhs shape, rhs shape, window strides, padding, rhs dilation, layouts
+    ((2, 9, 9, 16), (3, 3, 16, 32), (1, 1), ((1, 1), (1, 1)), (1, 1), ("NHWC", "HWIO", "NHWC")),
+    ((2, 16, 9, 9), (32, 16, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), ("NCHW", "OIHW", "NCHW")),
+    ((2, 11, 10, 8), (3, 2, 8, 24), (2, 1), ((0, 1), (2, 0)), (1, 2), ("NHWC", "HWIO", "NHWC")),
+    ((3, 8, 8, 64), (1, 1, 64, 70), (1, 1), ((0, 0), (0, 0)), (1, 1), ("NHWC", "HWIO", "NHWC")),
+    ((2, 30, 12), (5, 12, 40), (1,), ((2, 2),), (1,), ("NWC", "WIO", "NWC")),
+    ((1, 14, 14, 32), (3, 3, 32, 48), (1, 1), ((-1, 1), (1, 1)), (1, 1), ("NHWC", "HWIO", "NCHW")),
+]
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_convolutions_call_the_library(dt):
+    """Layouts, strides, negative padding, kernel dilation, 1-d and 1x1, against interp."""
+    rng = np.random.default_rng(6)
+    args = []
+    for ls, rs, *_ in _CONVS:
+        args += [rng.standard_normal(ls).astype(dt), rng.standard_normal(rs).astype(dt)]
+
+    def f(*xs):
+        return [lax.conv_general_dilated(x, w, st, pd, rhs_dilation=rd, dimension_numbers=dn)
+                for (_, _, st, pd, rd, dn), x, w in zip(_CONVS, xs[::2], xs[1::2])]
+    jn = plait.jit(f, backend="native")
+    plan = jn.lower(*args).compile().as_text("kernels")
+    assert plan.count("native conv_general_dilated") == len(_CONVS), plan
+    tol = 1e-5 if dt == np.float32 else 1e-13
+    for got, want in zip(jn(*args), plait.jit(f, backend="interp")(*args)):
+        want = np.asarray(want)
+        np.testing.assert_allclose(np.asarray(got), want, rtol=0, atol=tol * np.abs(want).max())
+
+
+def test_conv_net_gradient_matches_interp():
+    """jit(grad) of a small conv net: the weight- and input-gradient convolutions."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 12, 12, 16))
+    w1 = rng.standard_normal((3, 3, 16, 32)) * 0.1
+    w2 = rng.standard_normal((3, 3, 32, 24)) * 0.1
+
+    def loss(w1, w2, x):
+        dn = ("NHWC", "HWIO", "NHWC")
+        h = pnp.tanh(lax.conv_general_dilated(x, w1, (1, 1), "SAME", dimension_numbers=dn))
+        y = lax.conv_general_dilated(h, w2, (1, 1), "SAME", dimension_numbers=dn)
+        return pnp.sum(y ** 2)
+    g = plait.grad(loss, argnums=(0, 1, 2))
+    gn = plait.jit(g, backend="native")
+    plan = gn.lower(w1, w2, x).compile().as_text("kernels")
+    assert plan.count("native conv_general_dilated") >= 4, plan
+    for a, b in zip(gn(w1, w2, x), plait.jit(g, backend="interp")(w1, w2, x)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-11, atol=1e-11)

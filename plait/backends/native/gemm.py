@@ -32,7 +32,9 @@ from plait.lax.contractions import dot_general_p
 from plait.stripe.targets import Target, register_blocks
 
 _CTYPES = {np.dtype(np.float32): ("float", "s"), np.dtype(np.float64): ("double", "d")}
-_SUFFIXES = ("s", "d")     # order of the addresses plait_gemm_init receives
+_SUFFIXES = ("s", "d")
+# the addresses plait_gemm_init receives, in order
+_ENTRIES = tuple(f"plait_{f}_{s}" for f in ("gemm", "conv") for s in _SUFFIXES)
 
 
 def _round_down(x: int, m: int) -> int:
@@ -67,7 +69,13 @@ def blockings(target: Target) -> tuple[tuple[Blocking, Blocking], ...]:
 
 def library_source(target: Target) -> str:
     """The C source of the GEMM library for ``target``."""
-    return gemm_source(blockings(target), target.vector_bytes, OOM_WHERE)
+    return gemm_source(blockings(target), target.vector_bytes, OOM_WHERE, im2col_bytes(target))
+
+
+def im2col_bytes(target: Target) -> int:
+    """Bytes of one im2col chunk of a convolution: an eighth of the L3, so the chunk and
+    the packed panels it feeds stay in the cache."""
+    return max(target.l3_bytes // 8, 1 << 18)
 
 
 @functools.lru_cache(maxsize=None)
@@ -111,10 +119,9 @@ def _build_in_background(target: Target) -> None:
 
 
 def addresses(target: Target | None = None) -> list[int]:
-    """Addresses of ``plait_gemm_s`` and ``plait_gemm_d``."""
+    """Addresses of the library's entry points, in :data:`_ENTRIES` order."""
     lib = library(target)
-    return [ctypes.cast(getattr(lib, f"plait_gemm_{s}"), ctypes.c_void_p).value
-            for s in _SUFFIXES]
+    return [ctypes.cast(getattr(lib, e), ctypes.c_void_p).value for e in _ENTRIES]
 
 
 def init_library(lib) -> None:
@@ -189,13 +196,27 @@ def routes(eqn, target: Target) -> bool:
 
 
 _DECLS = """
-static void *plait_gemm_fn[2];
-void plait_gemm_init(void **p) { plait_gemm_fn[0] = p[0]; plait_gemm_fn[1] = p[1]; }
+static void *plait_gemm_fn[4];
+void plait_gemm_init(void **p) { for (int i = 0; i < 4; ++i) plait_gemm_fn[i] = p[i]; }
 typedef int64_t (*plait_gemm_t)(int64_t, int64_t, int64_t, int64_t,
                                 const void *, int64_t, int64_t, int64_t,
                                 const void *, int64_t, int64_t, int64_t,
                                 void *, int64_t, int64_t, int64_t);
+typedef int64_t (*plait_conv_t)(const int64_t *, const void *, const void *, void *);
 """
+
+
+def declare(cp) -> None:
+    """Declare the library's entry points in ``cp`` (once) and start building it."""
+    if not getattr(cp, "_gemm_declared", False):
+        cp.parts.insert(0, _DECLS)
+        cp._gemm_declared = True
+        _build_in_background(cp.target)
+
+
+def entry_index(kind: str, dt) -> int:
+    """Index in ``plait_gemm_fn`` of ``plait_<kind>_<s|d>`` for dtype ``dt``."""
+    return _ENTRIES.index(f"plait_{kind}_{_CTYPES[np.dtype(dt)][1]}")
 
 
 def _dot_general(cp, eqn, name: str) -> bool:
@@ -204,11 +225,8 @@ def _dot_general(cp, eqn, name: str) -> bool:
     if v is None:
         return False
     dt, batch, m, n, k, (sab, sam, sak), (sbb, sbk, sbn) = v
-    if not getattr(cp, "_gemm_declared", False):
-        cp.parts.insert(0, _DECLS)
-        cp._gemm_declared = True
-        _build_in_background(cp.target)
-    fn = _SUFFIXES.index(_CTYPES[dt][1])
+    declare(cp)
+    fn = entry_index("gemm", dt)
     cp.parts.append(
         f"int64_t {name}(void **bufs) {{\n"
         f"  return ((plait_gemm_t)plait_gemm_fn[{fn}])({batch}, {m}, {n}, {k},\n"

@@ -19,7 +19,7 @@ from plait.core.graph import Graph, Literal, Var
 from plait.tile import ir as tile_ir
 from plait.tile.lowering import LowerCtx, NotLowerable, STRIPE_DTYPES, TVal
 import plait.tile.rules  # noqa: F401  (registers the to_tile rules)
-from plait.backends.native import gemm
+from plait.backends.native import conv, gemm
 from plait.backends.native.library import use_library
 from plait.backends.native.target import host_target
 
@@ -49,7 +49,8 @@ def _dtype_ok(aval) -> bool:
 def lowerable(eqn) -> bool:
     """Whether an equation can go into a native kernel (and the target wants it there)."""
     t = host_target()
-    if not eqn.prim.has_rule("to_tile") or use_library(eqn, t) or gemm.routes(eqn, t):
+    if (not eqn.prim.has_rule("to_tile") or use_library(eqn, t) or gemm.routes(eqn, t)
+            or conv.routes(eqn, t)):
         return False
     avals = [a.aval for a in eqn.inputs] + [v.aval for v in eqn.outputs]
     return all(_dtype_ok(a) for a in avals)
