@@ -192,6 +192,7 @@ def _dtype_source(b: Blocking, nb: Blocking, vector_bytes: int, oom_where: int) 
     main tile's width)."""
     x, n, w = b.suffix, nb.suffix, nb
     nn = b.nr // 2
+    piece_macs = 1 << 21
     axpy = 16384 // b.size
     return f"""
 typedef {b.ctype} V{x} __attribute__((vector_size({vector_bytes}), aligned(sizeof({b.ctype})), may_alias));
@@ -298,23 +299,26 @@ static int64_t one_{x}(int64_t M, int64_t N, int64_t K,
   }}
   if (!par) return block_{x}(M, N, K, A, sam, sak, B, sbk, sbn, C, scm, scn);
   int split_n = N >= threads * {b.nr} || N >= M;
-  int64_t step = split_n ? ((N + threads - 1) / threads + {b.nr - 1}) / {b.nr} * {b.nr}
-                         : ((M + threads - 1) / threads + {b.mr - 1}) / {b.mr} * {b.mr};
+  /* a few pieces per thread, taken dynamically, so a thread the OS delays holds up
+     less; each piece big enough to pay for packing its own A (or B) */
+  double macs = (double)M * N * K;
+  int64_t parts = threads * 4;
+  if (macs / parts < {piece_macs}.0) parts = (int64_t)(macs / {piece_macs}.0);
+  if (parts < threads) parts = threads;
+  int64_t step = split_n ? ((N + parts - 1) / parts + {b.nr - 1}) / {b.nr} * {b.nr}
+                         : ((M + parts - 1) / parts + {b.mr - 1}) / {b.mr} * {b.mr};
+  int64_t pieces = split_n ? (N + step - 1) / step : (M + step - 1) / step;
   int64_t status = 0;
-  #pragma omp parallel for schedule(static) num_threads(threads) reduction(max:status)
-  for (int p = 0; p < threads; ++p) {{
-    int64_t lo = p * step;
-    if (split_n) {{
-      if (lo < N) {{
-        int64_t r = block_{x}(M, min_{x}(step, N - lo), K, A, sam, sak, B + lo * sbn, sbk,
-                              sbn, C + lo * scn, scm, scn);
-        if (r > status) status = r;
-      }}
-    }} else if (lo < M) {{
-      int64_t r = block_{x}(min_{x}(step, M - lo), N, K, A + lo * sam, sam, sak, B, sbk, sbn,
-                            C + lo * scm, scm, scn);
-      if (r > status) status = r;
-    }}
+  #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) reduction(max:status)
+  for (int64_t p = 0; p < pieces; ++p) {{
+    int64_t lo = p * step, r;
+    if (split_n)
+      r = block_{x}(M, min_{x}(step, N - lo), K, A, sam, sak, B + lo * sbn, sbk, sbn,
+                    C + lo * scn, scm, scn);
+    else
+      r = block_{x}(min_{x}(step, M - lo), N, K, A + lo * sam, sam, sak, B, sbk, sbn,
+                    C + lo * scm, scm, scn);
+    if (r > status) status = r;
   }}
   return status;
 }}
