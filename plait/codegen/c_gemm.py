@@ -383,16 +383,23 @@ int64_t plait_conv_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y) {{
         wcopy[((kh * KW + kw) * C + ci) * O + o] = Wt[o * swo + ci * swi + kh * swh + kw * sww];
     B = wcopy; sbk = O; sbn = 1;
   }}
-  /* rows of one GEMM: all (b, oh, ow) when y's rows are one stride, else one image's or
-     one output row's */
-  int64_t group = syh == OW * syw ? (syb == OH * syh ? NB * P : P) : OW;
+  /* rows of one GEMM: all (b, oh, ow) when y's rows are one stride, else one image's
+     when they are and the image has enough of them; otherwise the GEMM writes a
+     contiguous temporary that is scattered into y (a weight gradient's few rows per
+     "image") */
+  int64_t all = NB * P;
+  int64_t group = syh == OW * syw ? (syb == OH * syh ? all : P) : 1;
+  int scatter = group < {b.mr * 8} && group < all;
+  if (scatter) group = all;
   int64_t chunk = {im2col_bytes} / (int64_t)sizeof({t}) / (K > 0 ? K : 1);
-  if (chunk < {b.mr * 4}) chunk = {b.mr * 4};
+  if (chunk < {b.mr * 8}) chunk = {b.mr * 8};
   if (chunk > group) chunk = group;
-  {t} *buf = malloc(sizeof({t}) * (size_t)(chunk * K > 0 ? chunk * K : 1));
-  if (!buf) {{ free(wcopy); return (int64_t)(chunk * K * sizeof({t})) * {oom_where}LL; }}
+  size_t elems = (size_t)(chunk * K + (scatter ? chunk * O : 0));
+  {t} *buf = malloc(sizeof({t}) * (elems > 0 ? elems : 1));
+  if (!buf) {{ free(wcopy); return (int64_t)(elems * sizeof({t})) * {oom_where}LL; }}
+  {t} *ytmp = buf + chunk * K;
   int64_t status = 0;
-  for (int64_t g0 = 0; g0 < NB * P && !status; g0 += group)
+  for (int64_t g0 = 0; g0 < all && !status; g0 += group)
     for (int64_t r0 = g0; r0 < g0 + group && !status; r0 += chunk) {{
       int64_t rows = min_{x}(chunk, g0 + group - r0);
       #pragma omp parallel for schedule(static) if (threads > 1 && rows * K > 32768)
@@ -414,9 +421,18 @@ int64_t plait_conv_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y) {{
           }}
         }}
       }}
-      int64_t bi = r0 / P, oh = (r0 % P) / OW, ow = r0 % OW;
-      status = one_{x}(rows, O, K, buf, K, 1, B, sbk, sbn,
-                       Y + bi * syb + oh * syh + ow * syw, syw, syo, threads);
+      if (scatter) {{
+        status = one_{x}(rows, O, K, buf, K, 1, B, sbk, sbn, ytmp, O, 1, threads);
+        for (int64_t r = 0; r < rows; ++r) {{
+          int64_t m = r0 + r, bi = m / P, oh = (m % P) / OW, ow = m % OW;
+          {t} *yo = Y + bi * syb + oh * syh + ow * syw;
+          for (int64_t o = 0; o < O; ++o) yo[o * syo] = ytmp[r * O + o];
+        }}
+      }} else {{
+        int64_t bi = r0 / P, oh = (r0 % P) / OW, ow = r0 % OW;
+        status = one_{x}(rows, O, K, buf, K, 1, B, sbk, sbn,
+                         Y + bi * syb + oh * syh + ow * syw, syw, syo, threads);
+      }}
     }}
   free(buf); free(wcopy);
   return status;

@@ -96,7 +96,11 @@ def _conv(cp, eqn, name: str) -> bool:
         f"  return ((plait_conv_t)plait_gemm_fn[{gemm.entry_index('conv', dt)}])"
         f"(d, bufs[0], bufs[1], bufs[2]);\n}}")
     isz = dt.itemsize
-    cp.scratch[name] = gemm.im2col_bytes(cp.target) + d[8] * d[9] * d[10] * d[1] * isz
+    k = d[9] * d[10] * d[1]
+    mr = gemm.blockings(cp.target)[0][0].mr
+    rows = min(d[0] * d[15] * d[16], max(gemm.im2col_bytes(cp.target) // isz // k, 8 * mr))
+    # im2col chunk, kernel copy, scattered output chunk
+    cp.scratch[name] = rows * k * isz + k * d[8] * isz + rows * d[8] * isz
     return True
 
 
