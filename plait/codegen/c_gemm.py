@@ -124,12 +124,12 @@ static void pack_b_{x}(int64_t nr, int64_t kc, const {t} *b, int64_t sbk, int64_
     for (int64_t j = nr; j < {nr}; ++j) bp[k * {nr} + j] = 0;
 }}
 
-/* one output rectangle on this thread */
+/* one output rectangle on this thread; acc: add to C instead of overwriting it */
 static int64_t block_{x}(int64_t M, int64_t N, int64_t K,
                          const {t} *A, int64_t sam, int64_t sak,
                          const {t} *B, int64_t sbk, int64_t sbn,
-                         {t} *C, int64_t scm, int64_t scn) {{
-  if (M <= 0 || N <= 0) return 0;
+                         {t} *C, int64_t scm, int64_t scn, int acc) {{
+  if (M <= 0 || N <= 0 || (K == 0 && acc)) return 0;
   if (K == 0) {{
     for (int64_t i = 0; i < M; ++i) for (int64_t j = 0; j < N; ++j) C[i * scm + j * scn] = 0;
     return 0;
@@ -146,7 +146,7 @@ static int64_t block_{x}(int64_t M, int64_t N, int64_t K,
     int64_t m3 = min_{d}({b.m3}, M - i3);
     for (int64_t pc = 0; pc < K; pc += {b.kc}) {{
       int64_t kc = min_{d}({b.kc}, K - pc);
-      int first = pc == 0;
+      int first = pc == 0 && !acc;
       for (int64_t ir = 0; ir < m3; ir += {mr})
         pack_a_{x}(min_{d}({mr}, m3 - ir), kc, A + (i3 + ir) * sam + pc * sak, sam, sak,
                    ap + ir * kc);
@@ -277,13 +277,13 @@ static int64_t gemv_{x}(int64_t L, int64_t K, const {b.ctype} *mat, int64_t si, 
 static int64_t one_{x}(int64_t M, int64_t N, int64_t K,
                        const {b.ctype} *A, int64_t sam, int64_t sak,
                        const {b.ctype} *B, int64_t sbk, int64_t sbn,
-                       {b.ctype} *C, int64_t scm, int64_t scn, int threads) {{
+                       {b.ctype} *C, int64_t scm, int64_t scn, int threads, int acc) {{
   int par = threads > 1;
-  if (N == 1) return gemv_{x}(M, K, A, sam, sak, B, sbk, C, scm, par);
-  if (M == 1) return gemv_{x}(N, K, B, sbn, sbk, A, sak, C, scn, par);
+  if (N == 1 && !acc) return gemv_{x}(M, K, A, sam, sak, B, sbk, C, scm, par);
+  if (M == 1 && !acc) return gemv_{x}(N, K, B, sbn, sbk, A, sak, C, scn, par);
   if (N <= {nn}) {{                            /* narrow: the one-vector tile */
     if (!par || M < threads * {w.mr})
-      return block_{n}(M, N, K, A, sam, sak, B, sbk, sbn, C, scm, scn);
+      return block_{n}(M, N, K, A, sam, sak, B, sbk, sbn, C, scm, scn, acc);
     int64_t step = ((M + threads - 1) / threads + {w.mr - 1}) / {w.mr} * {w.mr};
     int64_t status = 0;
     #pragma omp parallel for schedule(static) num_threads(threads) reduction(max:status)
@@ -291,13 +291,13 @@ static int64_t one_{x}(int64_t M, int64_t N, int64_t K,
       int64_t lo = p * step;
       if (lo < M) {{
         int64_t r = block_{n}(min_{x}(step, M - lo), N, K, A + lo * sam, sam, sak, B, sbk,
-                              sbn, C + lo * scm, scm, scn);
+                              sbn, C + lo * scm, scm, scn, acc);
         if (r > status) status = r;
       }}
     }}
     return status;
   }}
-  if (!par) return block_{x}(M, N, K, A, sam, sak, B, sbk, sbn, C, scm, scn);
+  if (!par) return block_{x}(M, N, K, A, sam, sak, B, sbk, sbn, C, scm, scn, acc);
   int split_n = N >= threads * {b.nr} || N >= M;
   /* a few pieces per thread, taken dynamically, so a thread the OS delays holds up
      less; each piece big enough to pay for packing its own A (or B) */
@@ -314,10 +314,10 @@ static int64_t one_{x}(int64_t M, int64_t N, int64_t K,
     int64_t lo = p * step, r;
     if (split_n)
       r = block_{x}(M, min_{x}(step, N - lo), K, A, sam, sak, B + lo * sbn, sbk, sbn,
-                    C + lo * scn, scm, scn);
+                    C + lo * scn, scm, scn, acc);
     else
       r = block_{x}(min_{x}(step, M - lo), N, K, A + lo * sam, sam, sak, B, sbk, sbn,
-                    C + lo * scm, scm, scn);
+                    C + lo * scm, scm, scn, acc);
     if (r > status) status = r;
   }}
   return status;
@@ -338,14 +338,14 @@ int64_t plait_gemm_{x}(int64_t batch, int64_t M, int64_t N, int64_t K,
     #pragma omp parallel for schedule(static) reduction(max:status)
     for (int64_t i = 0; i < batch; ++i) {{
       int64_t r = one_{x}(M, N, K, A + i * sab, sam, sak, B + i * sbb, sbk, sbn,
-                          C + i * scb, scm, scn, 1);
+                          C + i * scb, scm, scn, 1, 0);
       if (r > status) status = r;
     }}
     return status;
   }}
   for (int64_t i = 0; i < batch; ++i) {{
     int64_t status = one_{x}(M, N, K, A + i * sab, sam, sak, B + i * sbb, sbk, sbn,
-                             C + i * scb, scm, scn, threads);
+                             C + i * scb, scm, scn, threads, 0);
     if (status) return status;
   }}
   return 0;
@@ -357,6 +357,54 @@ def _conv_source(b: Blocking, im2col_bytes: int, oom_where: int) -> str:
     """``plait_conv_<s|d>``: a 2-d convolution as GEMMs over im2col row chunks."""
     x, t = b.suffix, b.ctype
     return f"""
+/* plait_conv when the batch dimension of x is its contiguous one and y's rows (oh, ow,
+   b) are one stride (a weight gradient in NHWC: "batch" is the input channel): the
+   columns (ci, kh, kw) of im2col are gathered as rows of contiguous batch runs, in
+   L3-sized chunks of columns, and each chunk adds its GEMM (A read transposed) to y */
+static int64_t conv_t_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y,
+                          int threads) {{
+  int64_t NB = d[0], C = d[1], H = d[2], W = d[3], sxc = d[5], sxh = d[6], sxw = d[7];
+  int64_t O = d[8], KH = d[9], KW = d[10], swo = d[11], swi = d[12], swh = d[13], sww = d[14];
+  int64_t OH = d[15], OW = d[16], syb = d[17], syo = d[18];
+  int64_t sh = d[21], sw = d[22], ph = d[23], pw = d[24], dh = d[25], dw = d[26];
+  int64_t K = C * KH * KW, R = OH * OW * NB;
+  const {t} *B = Wt; int64_t sbk = sww, sbn = swo;
+  {t} *wcopy = NULL;
+  if (!(swh == sww * KW && swi == swh * KH)) {{
+    wcopy = malloc(sizeof({t}) * (size_t)(K * O));
+    if (!wcopy) return (int64_t)(K * O * sizeof({t})) * {oom_where}LL;
+    for (int64_t ci = 0; ci < C; ++ci) for (int64_t kh = 0; kh < KH; ++kh)
+      for (int64_t kw = 0; kw < KW; ++kw) for (int64_t o = 0; o < O; ++o)
+        wcopy[((ci * KH + kh) * KW + kw) * O + o] = Wt[o * swo + ci * swi + kh * swh + kw * sww];
+    B = wcopy; sbk = O; sbn = 1;
+  }}
+  int64_t chunk = {im2col_bytes} / (int64_t)sizeof({t}) / R;
+  if (chunk < 64) chunk = 64;
+  if (chunk > K) chunk = K;
+  {t} *buf = malloc(sizeof({t}) * (size_t)(chunk * R));
+  if (!buf) {{ free(wcopy); return (int64_t)(chunk * R * sizeof({t})) * {oom_where}LL; }}
+  int64_t status = 0;
+  for (int64_t k0 = 0; k0 < K && !status; k0 += chunk) {{
+    int64_t kn = min_{x}(chunk, K - k0);
+    #pragma omp parallel for schedule(static) if (threads > 1 && kn * R > 32768)
+    for (int64_t kk = 0; kk < kn; ++kk) {{
+      int64_t k = k0 + kk, ci = k / (KH * KW), kh = (k / KW) % KH, kw = k % KW;
+      for (int64_t oh = 0; oh < OH; ++oh) {{
+        int64_t ih = oh * sh - ph + kh * dh;
+        for (int64_t ow = 0; ow < OW; ++ow) {{
+          int64_t iw = ow * sw - pw + kw * dw;
+          {t} *o = buf + kk * R + (oh * OW + ow) * NB;
+          if (ih < 0 || ih >= H || iw < 0 || iw >= W) memset(o, 0, sizeof({t}) * (size_t)NB);
+          else memcpy(o, X + ci * sxc + ih * sxh + iw * sxw, sizeof({t}) * (size_t)NB);
+        }}
+      }}
+    }}
+    status = one_{x}(R, O, kn, buf, 1, R, B + k0 * sbk, sbk, sbn, Y, syb, syo, threads, k0 > 0);
+  }}
+  free(buf); free(wcopy);
+  return status;
+}}
+
 /* y = conv(x, w), 2 spatial dimensions, no input dilation, one group. d[]: batch, C, H, W,
    x strides (b, c, h, w); O, KH, KW, w strides (o, i, h, w); OH, OW, y strides (b, o, h,
    w); window strides (h, w), low padding (h, w), kernel dilation (h, w). Rows (b, oh, ow)
@@ -372,6 +420,8 @@ int64_t plait_conv_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y) {{
 #ifdef _OPENMP
   threads = omp_get_max_threads();
 #endif
+  if (sxb == 1 && NB > 1 && syh == OW * syw && syw == NB * syb)
+    return conv_t_{x}(d, X, Wt, Y, threads);
   /* the kernel as B[(kh, kw, ci), o]: in place when its strides allow, else a copy */
   const {t} *B = Wt; int64_t sbk = swi, sbn = swo;
   {t} *wcopy = NULL;
@@ -422,7 +472,7 @@ int64_t plait_conv_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y) {{
         }}
       }}
       if (scatter) {{
-        status = one_{x}(rows, O, K, buf, K, 1, B, sbk, sbn, ytmp, O, 1, threads);
+        status = one_{x}(rows, O, K, buf, K, 1, B, sbk, sbn, ytmp, O, 1, threads, 0);
         for (int64_t r = 0; r < rows; ++r) {{
           int64_t m = r0 + r, bi = m / P, oh = (m % P) / OW, ow = m % OW;
           {t} *yo = Y + bi * syb + oh * syh + ow * syw;
@@ -431,7 +481,7 @@ int64_t plait_conv_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y) {{
       }} else {{
         int64_t bi = r0 / P, oh = (r0 % P) / OW, ow = r0 % OW;
         status = one_{x}(rows, O, K, buf, K, 1, B, sbk, sbn,
-                         Y + bi * syb + oh * syh + ow * syw, syw, syo, threads);
+                         Y + bi * syb + oh * syh + ow * syw, syw, syo, threads, 0);
       }}
     }}
   free(buf); free(wcopy);
