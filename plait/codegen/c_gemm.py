@@ -249,19 +249,30 @@ static int64_t gemv_{x}(int64_t L, int64_t K, const {b.ctype} *mat, int64_t si, 
     #pragma omp parallel for schedule(static) if (par)
     for (int64_t i0 = 0; i0 < L; i0 += {axpy}) {{
       int64_t n = min_{x}({axpy}, L - i0);
-      {b.ctype} acc[{axpy}];
-      for (int64_t i = 0; i < n; ++i) acc[i] = 0;
+      V{x} acc[{axpy // b.vlen}];
+      int64_t nv = n / {b.vlen};            /* whole vectors; the rest is scalar */
+      {b.ctype} tail[{b.vlen}] = {{0}};
+      for (int64_t q = 0; q < nv; ++q) acc[q] = (V{x}){{0}};
       int64_t k = 0;
       for (; k + 4 <= K; k += 4) {{
         {b.ctype} s0 = v[k * sv], s1 = v[(k + 1) * sv], s2 = v[(k + 2) * sv], s3 = v[(k + 3) * sv];
         const {b.ctype} *r0 = mat + k * sk + i0, *r1 = r0 + sk, *r2 = r1 + sk, *r3 = r2 + sk;
-        for (int64_t i = 0; i < n; ++i) acc[i] += s0 * r0[i] + s1 * r1[i] + s2 * r2[i] + s3 * r3[i];
+        for (int64_t q = 0; q < nv; ++q) {{
+          int64_t o = q * {b.vlen};
+          acc[q] += s0 * *(const V{x} *)(r0 + o) + s1 * *(const V{x} *)(r1 + o)
+                  + s2 * *(const V{x} *)(r2 + o) + s3 * *(const V{x} *)(r3 + o);
+        }}
+        for (int64_t i = nv * {b.vlen}; i < n; ++i)
+          tail[i - nv * {b.vlen}] += s0 * r0[i] + s1 * r1[i] + s2 * r2[i] + s3 * r3[i];
       }}
       for (; k < K; ++k) {{
         {b.ctype} s = v[k * sv]; const {b.ctype} *row = mat + k * sk + i0;
-        for (int64_t i = 0; i < n; ++i) acc[i] += s * row[i];
+        for (int64_t q = 0; q < nv; ++q) acc[q] += s * *(const V{x} *)(row + q * {b.vlen});
+        for (int64_t i = nv * {b.vlen}; i < n; ++i) tail[i - nv * {b.vlen}] += s * row[i];
       }}
-      for (int64_t i = 0; i < n; ++i) y[(i0 + i) * so] = acc[i];
+      for (int64_t q = 0; q < nv; ++q)
+        for (int l = 0; l < {b.vlen}; ++l) y[(i0 + q * {b.vlen} + l) * so] = acc[q][l];
+      for (int64_t i = nv * {b.vlen}; i < n; ++i) y[(i0 + i) * so] = tail[i - nv * {b.vlen}];
     }}
     return 0;
   }}

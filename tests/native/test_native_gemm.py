@@ -21,8 +21,8 @@ _EPS = {np.float32: np.finfo(np.float32).eps, np.float64: np.finfo(np.float64).e
 def _call(A, B):
     """``A @ B`` by ``plait_gemm_<s|d>`` over the arrays' own strides (3-d, batched)."""
     dt = A.dtype
-    lib = gemm.library()
-    f = lib.plait_gemm_s if dt == np.float32 else lib.plait_gemm_d
+    f = (gemm.library("s").plait_gemm_s if dt == np.float32
+         else gemm.library("d").plait_gemm_d)
     f.restype = ctypes.c_int64
     f.argtypes = [ctypes.c_int64] * 4 + ([ctypes.c_void_p] + [ctypes.c_int64] * 3) * 3
     bt, M, K = A.shape

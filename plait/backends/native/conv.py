@@ -89,7 +89,7 @@ def _conv(cp, eqn, name: str) -> bool:
     if v is None:
         return False
     dt, d, _ = v
-    gemm.declare(cp)
+    gemm.declare(cp, dt)
     cp.parts.append(
         f"int64_t {name}(void **bufs) {{\n"
         f"  static const int64_t d[{len(d)}] = {{{', '.join(str(int(x)) for x in d)}}};\n"
