@@ -14,7 +14,9 @@ compiles only its few-line call, never the GEMM.
 The blocking is the cost model's, from the target's facts: the register tile is the
 target's best register block, ``KC`` keeps an ``MR x KC`` panel of A in half the L1,
 ``N2`` keeps a ``KC x N2`` block of B in half the L2, ``M3`` keeps an ``M3 x KC`` slab
-of A in a quarter of the L3, and products under the partition pass's ``min_work`` run
+of A in a quarter of the L3, and products under 128 times the partition pass's
+``min_work`` (4M multiply-adds: two threads' pieces of tens of microseconds each, far
+above a parallel region's wake-up) run
 on one thread.
 """
 from __future__ import annotations
@@ -51,7 +53,7 @@ def _blocking(target: Target, dt, name: str, mr: int, vecs: int,
     n2 = _round_down(target.l2_bytes // 2 // (kc * sz), nr)
     m3 = _round_down(target.l3_bytes // 4 // (kc * sz), mr)
     min_work = dict(dict(target.passes).get("partition", ())).get("min_work", 1 << 15)
-    return Blocking(ct, name, vlen, mr, vecs, kc, n2, m3, 2 * min_work, sz)
+    return Blocking(ct, name, vlen, mr, vecs, kc, n2, m3, 128 * min_work, sz)
 
 
 def blockings(target: Target) -> tuple[tuple[Blocking, Blocking], ...]:
