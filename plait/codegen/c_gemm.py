@@ -13,11 +13,18 @@ it in place. Loops follow BLIS with the roles of the operands swapped for row-ma
 output (``N`` is the vector dimension): a ``MR x KC`` panel of A stays in L1 while
 ``KC x NR`` panels of B stream from an L2-sized ``KC x N2`` block, and A is packed in
 ``M3 x KC`` slabs sized for the L3. The micro-kernel holds ``MR x NR`` accumulators
-in explicit GNU vectors (``NR`` a multiple of the vector length). ``M`` or ``N`` of 1
-runs a matrix-vector kernel (no packing); otherwise the output is split into one
-rectangle per OpenMP thread (over N when it is wide enough, else over M), or a batch of
-small products is split over the batch. Each thread packs into its own buffer, kept
-between calls. A function returns 0, or the allocation-failure status of
+in explicit GNU vectors (``NR`` a multiple of the vector length); products with at most
+``NR / 2`` columns use a narrow tile one half-width vector wide, and with few row panels
+B is read in place. ``M`` or ``N`` of 1 runs a matrix-vector kernel (no packing);
+otherwise the output is cut into a few pieces per OpenMP thread (over N when it is wide
+enough, else over M), taken dynamically, or a batch of small products is split over
+the batch. Each thread packs into its own buffer, kept between calls.
+
+``plait_conv_<s|d>(const int64_t *desc, x, w, y)`` computes a 2-d convolution
+(descriptor of sizes and strides: ``backends/native/conv.py``) as GEMMs over im2col
+chunks of rows; a weight gradient in NHWC (its "batch" the contiguous channel) instead
+gathers im2col columns as contiguous runs and accumulates one GEMM per chunk of them.
+A function returns 0, or the allocation-failure status of
 ``c_stripe.oom_status`` when a pack buffer cannot be allocated.
 """
 from __future__ import annotations
