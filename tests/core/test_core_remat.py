@@ -203,7 +203,7 @@ def test_checkpoint_lowers_peak_temporaries_native():
     """The recomputation runs after the barrier (a kernel boundary), so the forward
     pass's intermediates are freed before the backward pass: lower peak temporaries."""
     rng = np.random.RandomState(3)
-    ws = [rng.randn(32, 32) / 6 for _ in range(4)]
+    ws = [rng.randn(32, 32) / 6 for _ in range(8)]
     x = rng.randn(256, 32)
 
     def blk(h, w):
@@ -219,7 +219,7 @@ def test_checkpoint_lowers_peak_temporaries_native():
         g = plait.jit(plait.grad(lambda ws, x: loss(ws, x, wrap)), backend="native")
         peaks.append(g.lower(ws, x).compile().memory_analysis().temp_size_in_bytes)
         grads.append([np.asarray(a) for a in g(ws, x)])
-    assert peaks[1] < 0.7 * peaks[0], peaks      # measured: 603136 vs 996352 bytes
+    assert peaks[1] < 0.7 * peaks[0], peaks      # measured: 720896 vs 1179648 bytes
     for a, b in zip(*grads):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 

@@ -187,19 +187,24 @@ def test_generated_code_is_clean_under_address_sanitizer(tmp_path):
 
 
 def test_large_matrix_vector_products_call_the_library():
-    """The target config sends big matvecs to BLAS (a host step); small ones stay native."""
+    """Big matvecs call plait's GEMM library (a native call step, not a host step);
+    small ones stay in fused kernels."""
     rng = np.random.default_rng(5)
     w, x = rng.standard_normal((1024, 2048)).astype(np.float32), rng.standard_normal((1, 1024)).astype(np.float32)
     f = plait.jit(lambda x, w: lax.tanh(lax.dot(x, w)), backend="native")
-    assert f.lower(x, w).compile().as_text("kernels").splitlines()[0] == "host: dot_general"
-    np.testing.assert_allclose(np.asarray(f(x, w)), np.tanh(x @ w), rtol=2e-5, atol=2e-5)
+    assert f.lower(x, w).compile().as_text("kernels").splitlines()[0].endswith(
+        ": native dot_general")
+    # float64 oracle: plait's summation order is not BLAS's
+    want = np.tanh(x.astype(np.float64) @ w.astype(np.float64))
+    np.testing.assert_allclose(np.asarray(f(x, w)), want, rtol=2e-5, atol=2e-5)
     small = f.lower(x[:, :8], w[:8, :16]).compile().as_text("kernels")
-    assert "host" not in small
+    assert "host" not in small and "native dot_general" not in small
 
 
 def test_block_profiler_times_every_kernel_block(monkeypatch):
     monkeypatch.setattr(plait.config, "profile", True)
-    a = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
+    # small enough to stay a fused kernel (bigger products call the GEMM library)
+    a = np.random.default_rng(0).standard_normal((32, 32)).astype(np.float32)
     c = plait.jit(lambda a: lax.reduce_sum(lax.tanh(lax.dot(a, a)), (0,)),
                   backend="native").lower(a).compile()
     prof = c.executable.profile_blocks(a)

@@ -11,7 +11,7 @@ import numpy as np
 from typing import Sequence
 
 from plait.backends.native import control  # noqa: F401  (registers the native rules)
-from plait.backends.native import lapack  # noqa: F401  (linalg native rules)
+from plait.backends.native import gemm, lapack  # noqa: F401  (native rules)
 from plait.backends.native.cprogram import CProgram, CallStep, driver_source
 from plait.backends.native.launch import Launch, launch
 from plait.backends.native.partition import KernelStep, partition
@@ -393,6 +393,7 @@ def _open_library(path: str, module: str | None) -> tuple:
     _openmp_defaults()
     lib = ctypes.CDLL(path)
     lapack.init_library(lib)         # LAPACK pointers, for programs that call LAPACK
+    gemm.init_library(lib)           # GEMM library addresses, for programs that call it
     return lib, (_load_module(module, path) if module else None)
 
 

@@ -21,6 +21,7 @@ from plait.tile import ir as tile_ir
 from plait.errors import NotLowerable
 from plait.tile.lowering import LowerCtx, STRIPE_DTYPES, TVal
 import plait.tile.rules  # noqa: F401  (registers the to_tile rules)
+from plait.backends.native import conv, gemm
 from plait.backends.native.library import use_library
 
 
@@ -51,7 +52,8 @@ def _dtype_ok(aval, target) -> bool:
 
 def lowerable(eqn, target) -> bool:
     """Whether an equation can go into a native kernel (and ``target`` wants it there)."""
-    if not eqn.prim.has_rule("to_tile") or use_library(eqn, target):
+    if (not eqn.prim.has_rule("to_tile") or use_library(eqn, target) or gemm.routes(eqn, target)
+            or conv.routes(eqn, target)):
         return False
     avals = [a.aval for a in eqn.inputs] + [v.aval for v in eqn.outputs]
     return all(_dtype_ok(a, target) for a in avals)

@@ -1,0 +1,519 @@
+"""C source of plait's shape-generic GEMM library (BLIS-style, sizes at run time).
+
+One function per floating dtype::
+
+    int64_t plait_gemm_<s|d>(int64_t batch, int64_t M, int64_t N, int64_t K,
+                             const T *A, int64_t sab, int64_t sam, int64_t sak,
+                             const T *B, int64_t sbb, int64_t sbk, int64_t sbn,
+                             T *C, int64_t scb, int64_t scm, int64_t scn)
+
+computes ``C[b] = A[b] @ B[b]`` for every batch ``b`` with element strides, so a
+transposed or otherwise strided operand costs nothing extra: the packing routines read
+it in place. Loops follow BLIS with the roles of the operands swapped for row-major
+output (``N`` is the vector dimension): a ``MR x KC`` panel of A stays in L1 while
+``KC x NR`` panels of B stream from an L2-sized ``KC x N2`` block, and A is packed in
+``M3 x KC`` slabs sized for the L3. The micro-kernel holds ``MR x NR`` accumulators
+in explicit GNU vectors (``NR`` a multiple of the vector length); products with at most
+``NR / 2`` columns use a narrow tile one half-width vector wide, and with few row panels
+B is read in place. ``M`` or ``N`` of 1 runs a matrix-vector kernel (no packing);
+otherwise the output is cut into a few pieces per OpenMP thread (over N when it is wide
+enough, else over M), taken dynamically, or a batch of small products is split over
+the batch. Each thread packs into its own buffer, kept between calls.
+
+``plait_conv_<s|d>(const int64_t *desc, x, w, y)`` computes a 2-d convolution
+(descriptor of sizes and strides: ``backends/native/conv.py``) as GEMMs over im2col
+chunks of rows; a weight gradient in NHWC (its "batch" the contiguous channel) instead
+gathers im2col columns as contiguous runs and accumulates one GEMM per chunk of them.
+A function returns 0, or the allocation-failure status of
+``c_stripe.oom_status`` when a pack buffer cannot be allocated.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Blocking:
+    """Register and cache blocking of one dtype's GEMM (elements)."""
+
+    ctype: str        # "float" / "double"
+    suffix: str       # names its functions: "s" / "d", "sn" / "dn" for a narrow tile
+    vlen: int         # elements per vector
+    mr: int           # rows of the micro-tile
+    vecs: int         # vectors per micro-tile row (NR = vecs * vlen)
+    kc: int           # depth of a packed panel
+    n2: int           # columns of a packed B block (multiple of NR)
+    m3: int           # rows of a packed A slab (multiple of MR)
+    par_macs: int     # products of fewer multiply-adds run on one thread
+    size: int         # bytes per element
+
+    @property
+    def nr(self) -> int:
+        return self.vecs * self.vlen
+
+
+def _micro_kernel(b: Blocking, vector_bytes: int) -> str:
+    t, x, mr, v, vl = b.ctype, b.suffix, b.mr, b.vecs, b.vlen
+    vt = "VK" + x
+    acc = ", ".join(f"c{i}_{j} = {{0}}" for i in range(mr) for j in range(v))
+    loads = " ".join(f"{vt} b{j} = *(const {vt} *)(bk + {j * vl});" for j in range(v))
+    fmas = "\n".join(
+        f"      {{ {t} s = ak[{i}]; " + " ".join(f"c{i}_{j} += s * b{j};" for j in range(v)) + " }"
+        for i in range(mr))
+    store_first = "\n".join(
+        f"    *({vt} *)(c + {i} * ldc + {j * vl}) = c{i}_{j};"
+        for i in range(mr) for j in range(v))
+    store_acc = "\n".join(
+        f"    *({vt} *)(c + {i} * ldc + {j * vl}) += c{i}_{j};"
+        for i in range(mr) for j in range(v))
+    return f"""
+typedef {t} {vt} __attribute__((vector_size({vl * b.size}), aligned(sizeof({t})), may_alias));
+
+/* C[0:MR, 0:NR] (=|+=) Ap[kc x MR] . B[kc x NR] (row stride ldb), C row stride ldc */
+static void uk_{x}(int64_t kc, const {t} *restrict ap, const {t} *restrict b, int64_t ldb,
+                   {t} *restrict c, int64_t ldc, int first) {{
+  {vt} {acc};
+  #pragma GCC unroll 4
+  for (int64_t k = 0; k < kc; ++k) {{
+    const {t} *bk = b + k * ldb; const {t} *ak = ap + k * {mr};
+    {loads}
+{fmas}
+  }}
+  if (first) {{
+{store_first}
+  }} else {{
+{store_acc}
+  }}
+}}
+"""
+
+
+def _variant_source(b: Blocking, vector_bytes: int, oom_where: int) -> str:
+    """Micro-kernel, packing and the blocked loops of one register tile."""
+    t, x, mr, nr, vl = b.ctype, b.suffix, b.mr, b.nr, b.vlen
+    d = x[0]
+    return _micro_kernel(b, vector_bytes) + f"""
+/* rows [0, mr) of A (strides sam, sak), depth kc -> ap[k * MR + i], rows mr..MR zero */
+static void pack_a_{x}(int64_t mr, int64_t kc, const {t} *a, int64_t sam, int64_t sak,
+                       {t} *restrict ap) {{
+  if (mr == {mr} && sam == 1) {{
+    for (int64_t k = 0; k < kc; ++k)
+      for (int64_t i = 0; i < {mr}; ++i) ap[k * {mr} + i] = a[k * sak + i];
+    return;
+  }}
+  for (int64_t i = 0; i < mr; ++i) {{
+    const {t} *ai = a + i * sam;
+    for (int64_t k = 0; k < kc; ++k) ap[k * {mr} + i] = ai[k * sak];
+  }}
+  for (int64_t i = mr; i < {mr}; ++i)
+    for (int64_t k = 0; k < kc; ++k) ap[k * {mr} + i] = 0;
+}}
+
+/* columns [0, nr) of B (strides sbk, sbn), depth kc -> bp[k * NR + j], columns nr..NR zero */
+static void pack_b_{x}(int64_t nr, int64_t kc, const {t} *b, int64_t sbk, int64_t sbn,
+                       {t} *restrict bp) {{
+  if (sbn == 1) {{
+    for (int64_t k = 0; k < kc; ++k) {{
+      {t} *o = bp + k * {nr}; const {t} *r = b + k * sbk;
+      for (int64_t j = 0; j < nr; ++j) o[j] = r[j];
+      for (int64_t j = nr; j < {nr}; ++j) o[j] = 0;
+    }}
+    return;
+  }}
+  for (int64_t k0 = 0; k0 < kc; k0 += 8) {{    /* transposing: 8 rows of bp at a time */
+    int64_t k1 = min_{d}(k0 + 8, kc);
+    for (int64_t j = 0; j < nr; ++j) {{
+      const {t} *bj = b + j * sbn;
+      for (int64_t k = k0; k < k1; ++k) bp[k * {nr} + j] = bj[k * sbk];
+    }}
+  }}
+  for (int64_t k = 0; k < kc; ++k)
+    for (int64_t j = nr; j < {nr}; ++j) bp[k * {nr} + j] = 0;
+}}
+
+/* one output rectangle on this thread; acc: add to C instead of overwriting it */
+static int64_t block_{x}(int64_t M, int64_t N, int64_t K,
+                         const {t} *A, int64_t sam, int64_t sak,
+                         const {t} *B, int64_t sbk, int64_t sbn,
+                         {t} *C, int64_t scm, int64_t scn, int acc) {{
+  if (M <= 0 || N <= 0 || (K == 0 && acc)) return 0;
+  if (K == 0) {{
+    for (int64_t i = 0; i < M; ++i) for (int64_t j = 0; j < N; ++j) C[i * scm + j * scn] = 0;
+    return 0;
+  }}
+  int64_t m3max = min_{d}({b.m3}, (M + {mr - 1}) / {mr} * {mr});
+  int64_t kcmax = min_{d}({b.kc}, K);
+  int64_t n2max = min_{d}({b.n2}, (N + {nr - 1}) / {nr} * {nr});
+  {t} *ap = pack_buffer_{d}((m3max + n2max) * kcmax);
+  if (!ap) return (int64_t)((m3max + n2max) * kcmax * sizeof({t})) * {oom_where}LL;
+  {t} *bp = ap + m3max * kcmax;
+  int direct_b = M <= {4 * mr} && sbn == 1;  /* few row panels: B is read in place */
+  {t} tile[{mr * nr}] __attribute__((aligned(64)));
+  for (int64_t i3 = 0; i3 < M; i3 += {b.m3}) {{
+    int64_t m3 = min_{d}({b.m3}, M - i3);
+    for (int64_t pc = 0; pc < K; pc += {b.kc}) {{
+      int64_t kc = min_{d}({b.kc}, K - pc);
+      int first = pc == 0 && !acc;
+      for (int64_t ir = 0; ir < m3; ir += {mr})
+        pack_a_{x}(min_{d}({mr}, m3 - ir), kc, A + (i3 + ir) * sam + pc * sak, sam, sak,
+                   ap + ir * kc);
+      for (int64_t j2 = 0; j2 < N; j2 += {b.n2}) {{
+        int64_t n2 = min_{d}({b.n2}, N - j2);
+        for (int64_t jr = 0; jr < n2; jr += {nr}) {{
+          int64_t nr = min_{d}({nr}, n2 - jr);
+          if (!(direct_b && nr == {nr}))
+            pack_b_{x}(nr, kc, B + pc * sbk + (j2 + jr) * sbn, sbk, sbn, bp + jr * kc);
+        }}
+        for (int64_t ir = 0; ir < m3; ir += {mr}) {{
+          int64_t mr = min_{d}({mr}, m3 - ir);
+          const {t} *a = ap + ir * kc;
+          for (int64_t jr = 0; jr < n2; jr += {nr}) {{
+            int64_t nr = min_{d}({nr}, n2 - jr);
+            const {t} *bb; int64_t ldb;
+            if (direct_b && nr == {nr}) {{ bb = B + pc * sbk + j2 + jr; ldb = sbk; }}
+            else {{ bb = bp + jr * kc; ldb = {nr}; }}
+            {t} *c = C + (i3 + ir) * scm + (j2 + jr) * scn;
+            if (mr == {mr} && nr == {nr} && scn == 1) {{
+              uk_{x}(kc, a, bb, ldb, c, scm, first);
+            }} else {{
+              uk_{x}(kc, a, bb, ldb, tile, {nr}, 1);
+              for (int64_t i = 0; i < mr; ++i)
+                for (int64_t j = 0; j < nr; ++j) {{
+                  {t} *o = c + i * scm + j * scn;
+                  *o = first ? tile[i * {nr} + j] : *o + tile[i * {nr} + j];
+                }}
+            }}
+          }}
+        }}
+      }}
+    }}
+  }}
+  return 0;
+}}
+
+"""
+
+
+def _dtype_source(b: Blocking, nb: Blocking, vector_bytes: int, oom_where: int) -> str:
+    """One dtype's functions: ``b`` the main tile, ``nb`` the narrow one (N <= half the
+    main tile's width)."""
+    x, n, w = b.suffix, nb.suffix, nb
+    nn = b.nr // 2
+    piece_macs = 1 << 21
+    axpy = 16384 // b.size
+    return f"""
+typedef {b.ctype} V{x} __attribute__((vector_size({vector_bytes}), aligned(sizeof({b.ctype})), may_alias));
+
+static __thread {b.ctype} *buf_{x};
+static __thread int64_t cap_{x};
+
+/* this thread's pack buffer of at least n elements (kept between calls), or NULL */
+static {b.ctype} *pack_buffer_{x}(int64_t n) {{
+  if (n > cap_{x}) {{
+    free(buf_{x});
+    size_t bytes = ((size_t)n * sizeof({b.ctype}) + 63) / 64 * 64;
+    buf_{x} = aligned_alloc(64, bytes);
+    cap_{x} = buf_{x} ? n : 0;
+  }}
+  return buf_{x};
+}}
+
+static int64_t min_{x}(int64_t a, int64_t b) {{ return a < b ? a : b; }}
+
+""" + _variant_source(b, vector_bytes, oom_where) + \
+        _variant_source(nb, vector_bytes, oom_where) + f"""
+/* y[i] = sum_k Mat[i * si + k * sk] * v[k * sv] for i < L, y stride so */
+static int64_t gemv_{x}(int64_t L, int64_t K, const {b.ctype} *mat, int64_t si, int64_t sk,
+                        const {b.ctype} *v, int64_t sv, {b.ctype} *y, int64_t so, int par) {{
+  if (sk == 1 && sv == 1) {{                   /* dot products along contiguous rows */
+    #pragma omp parallel for schedule(static) if (par)
+    for (int64_t i0 = 0; i0 < L; i0 += 4) {{
+      int64_t n = min_{x}(4, L - i0);
+      V{x} acc[4] = {{{{0}}}};
+      {b.ctype} tail[4] = {{0}};
+      int64_t kv = K / {b.vlen} * {b.vlen};
+      for (int64_t r = 0; r < n; ++r) {{
+        const {b.ctype} *row = mat + (i0 + r) * si;
+        V{x} s0 = {{0}}, s1 = {{0}};
+        int64_t k = 0;
+        for (; k + {2 * b.vlen} <= kv; k += {2 * b.vlen}) {{
+          s0 += *(const V{x} *)(row + k) * *(const V{x} *)(v + k);
+          s1 += *(const V{x} *)(row + k + {b.vlen}) * *(const V{x} *)(v + k + {b.vlen});
+        }}
+        for (; k < kv; k += {b.vlen}) s0 += *(const V{x} *)(row + k) * *(const V{x} *)(v + k);
+        acc[r] = s0 + s1;
+        for (k = kv; k < K; ++k) tail[r] += row[k] * v[k];
+      }}
+      for (int64_t r = 0; r < n; ++r) {{
+        {b.ctype} s = tail[r];
+        for (int l = 0; l < {b.vlen}; ++l) s += acc[r][l];
+        y[(i0 + r) * so] = s;
+      }}
+    }}
+    return 0;
+  }}
+  if (si == 1) {{                              /* axpy over contiguous columns */
+    #pragma omp parallel for schedule(static) if (par)
+    for (int64_t i0 = 0; i0 < L; i0 += {axpy}) {{
+      int64_t n = min_{x}({axpy}, L - i0);
+      V{x} acc[{axpy // b.vlen}];
+      int64_t nv = n / {b.vlen};            /* whole vectors; the rest is scalar */
+      {b.ctype} tail[{b.vlen}] = {{0}};
+      for (int64_t q = 0; q < nv; ++q) acc[q] = (V{x}){{0}};
+      int64_t k = 0;
+      for (; k + 4 <= K; k += 4) {{
+        {b.ctype} s0 = v[k * sv], s1 = v[(k + 1) * sv], s2 = v[(k + 2) * sv], s3 = v[(k + 3) * sv];
+        const {b.ctype} *r0 = mat + k * sk + i0, *r1 = r0 + sk, *r2 = r1 + sk, *r3 = r2 + sk;
+        for (int64_t q = 0; q < nv; ++q) {{
+          int64_t o = q * {b.vlen};
+          acc[q] += s0 * *(const V{x} *)(r0 + o) + s1 * *(const V{x} *)(r1 + o)
+                  + s2 * *(const V{x} *)(r2 + o) + s3 * *(const V{x} *)(r3 + o);
+        }}
+        for (int64_t i = nv * {b.vlen}; i < n; ++i)
+          tail[i - nv * {b.vlen}] += s0 * r0[i] + s1 * r1[i] + s2 * r2[i] + s3 * r3[i];
+      }}
+      for (; k < K; ++k) {{
+        {b.ctype} s = v[k * sv]; const {b.ctype} *row = mat + k * sk + i0;
+        for (int64_t q = 0; q < nv; ++q) acc[q] += s * *(const V{x} *)(row + q * {b.vlen});
+        for (int64_t i = nv * {b.vlen}; i < n; ++i) tail[i - nv * {b.vlen}] += s * row[i];
+      }}
+      for (int64_t q = 0; q < nv; ++q)
+        for (int l = 0; l < {b.vlen}; ++l) y[(i0 + q * {b.vlen} + l) * so] = acc[q][l];
+      for (int64_t i = nv * {b.vlen}; i < n; ++i) y[(i0 + i) * so] = tail[i - nv * {b.vlen}];
+    }}
+    return 0;
+  }}
+  #pragma omp parallel for schedule(static) if (par)
+  for (int64_t i = 0; i < L; ++i) {{
+    {b.ctype} s = 0;
+    for (int64_t k = 0; k < K; ++k) s += mat[i * si + k * sk] * v[k * sv];
+    y[i * so] = s;
+  }}
+  return 0;
+}}
+
+static int64_t one_{x}(int64_t M, int64_t N, int64_t K,
+                       const {b.ctype} *A, int64_t sam, int64_t sak,
+                       const {b.ctype} *B, int64_t sbk, int64_t sbn,
+                       {b.ctype} *C, int64_t scm, int64_t scn, int threads, int acc) {{
+  int par = threads > 1;
+  if (N == 1 && !acc) return gemv_{x}(M, K, A, sam, sak, B, sbk, C, scm, par);
+  if (M == 1 && !acc) return gemv_{x}(N, K, B, sbn, sbk, A, sak, C, scn, par);
+  if (N <= {nn}) {{                            /* narrow: the one-vector tile */
+    if (!par || M < threads * {w.mr})
+      return block_{n}(M, N, K, A, sam, sak, B, sbk, sbn, C, scm, scn, acc);
+    int64_t step = ((M + threads - 1) / threads + {w.mr - 1}) / {w.mr} * {w.mr};
+    int64_t status = 0;
+    #pragma omp parallel for schedule(static) num_threads(threads) reduction(max:status)
+    for (int p = 0; p < threads; ++p) {{
+      int64_t lo = p * step;
+      if (lo < M) {{
+        int64_t r = block_{n}(min_{x}(step, M - lo), N, K, A + lo * sam, sam, sak, B, sbk,
+                              sbn, C + lo * scm, scm, scn, acc);
+        if (r > status) status = r;
+      }}
+    }}
+    return status;
+  }}
+  if (!par) return block_{x}(M, N, K, A, sam, sak, B, sbk, sbn, C, scm, scn, acc);
+  int split_n = N >= threads * {b.nr} || N >= M;
+  /* a few pieces per thread, taken dynamically, so a thread the OS delays holds up
+     less; each piece big enough to pay for packing its own A (or B) */
+  double macs = (double)M * N * K;
+  int64_t parts = threads * 4;
+  if (macs / parts < {piece_macs}.0) parts = (int64_t)(macs / {piece_macs}.0);
+  if (parts < threads) parts = threads;
+  int64_t step = split_n ? ((N + parts - 1) / parts + {b.nr - 1}) / {b.nr} * {b.nr}
+                         : ((M + parts - 1) / parts + {b.mr - 1}) / {b.mr} * {b.mr};
+  int64_t pieces = split_n ? (N + step - 1) / step : (M + step - 1) / step;
+  int64_t status = 0;
+  #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) reduction(max:status)
+  for (int64_t p = 0; p < pieces; ++p) {{
+    int64_t lo = p * step, r;
+    if (split_n)
+      r = block_{x}(M, min_{x}(step, N - lo), K, A, sam, sak, B + lo * sbn, sbk, sbn,
+                    C + lo * scn, scm, scn, acc);
+    else
+      r = block_{x}(min_{x}(step, M - lo), N, K, A + lo * sam, sam, sak, B, sbk, sbn,
+                    C + lo * scm, scm, scn, acc);
+    if (r > status) status = r;
+  }}
+  return status;
+}}
+
+int64_t plait_gemm_{x}(int64_t batch, int64_t M, int64_t N, int64_t K,
+                       const {b.ctype} *A, int64_t sab, int64_t sam, int64_t sak,
+                       const {b.ctype} *B, int64_t sbb, int64_t sbk, int64_t sbn,
+                       {b.ctype} *C, int64_t scb, int64_t scm, int64_t scn) {{
+  int threads = 1;
+#ifdef _OPENMP
+  threads = omp_get_max_threads();
+#endif
+  double macs = (double)M * N * K;
+  if (macs * batch < {b.par_macs}.0) threads = 1;
+  if (threads > 1 && batch >= threads && macs < {b.par_macs * 64}.0) {{
+    int64_t status = 0;                          /* many small products: split the batch */
+    #pragma omp parallel for schedule(static) reduction(max:status)
+    for (int64_t i = 0; i < batch; ++i) {{
+      int64_t r = one_{x}(M, N, K, A + i * sab, sam, sak, B + i * sbb, sbk, sbn,
+                          C + i * scb, scm, scn, 1, 0);
+      if (r > status) status = r;
+    }}
+    return status;
+  }}
+  for (int64_t i = 0; i < batch; ++i) {{
+    int64_t status = one_{x}(M, N, K, A + i * sab, sam, sak, B + i * sbb, sbk, sbn,
+                             C + i * scb, scm, scn, threads, 0);
+    if (status) return status;
+  }}
+  return 0;
+}}
+"""
+
+
+def _conv_source(b: Blocking, im2col_bytes: int, oom_where: int) -> str:
+    """``plait_conv_<s|d>``: a 2-d convolution as GEMMs over im2col row chunks."""
+    x, t = b.suffix, b.ctype
+    return f"""
+/* plait_conv when the batch dimension of x is its contiguous one and y's rows (oh, ow,
+   b) are one stride (a weight gradient in NHWC: "batch" is the input channel): the
+   columns (ci, kh, kw) of im2col are gathered as rows of contiguous batch runs, in
+   L3-sized chunks of columns, and each chunk adds its GEMM (A read transposed) to y */
+static int64_t conv_t_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y,
+                          int threads) {{
+  int64_t NB = d[0], C = d[1], H = d[2], W = d[3], sxc = d[5], sxh = d[6], sxw = d[7];
+  int64_t O = d[8], KH = d[9], KW = d[10], swo = d[11], swi = d[12], swh = d[13], sww = d[14];
+  int64_t OH = d[15], OW = d[16], syb = d[17], syo = d[18];
+  int64_t sh = d[21], sw = d[22], ph = d[23], pw = d[24], dh = d[25], dw = d[26];
+  int64_t K = C * KH * KW, R = OH * OW * NB;
+  const {t} *B = Wt; int64_t sbk = sww, sbn = swo;
+  {t} *wcopy = NULL;
+  if (!(swh == sww * KW && swi == swh * KH)) {{
+    wcopy = malloc(sizeof({t}) * (size_t)(K * O));
+    if (!wcopy) return (int64_t)(K * O * sizeof({t})) * {oom_where}LL;
+    for (int64_t ci = 0; ci < C; ++ci) for (int64_t kh = 0; kh < KH; ++kh)
+      for (int64_t kw = 0; kw < KW; ++kw) for (int64_t o = 0; o < O; ++o)
+        wcopy[((ci * KH + kh) * KW + kw) * O + o] = Wt[o * swo + ci * swi + kh * swh + kw * sww];
+    B = wcopy; sbk = O; sbn = 1;
+  }}
+  int64_t chunk = {im2col_bytes} / (int64_t)sizeof({t}) / R;
+  if (chunk < 64) chunk = 64;
+  if (chunk > K) chunk = K;
+  {t} *buf = malloc(sizeof({t}) * (size_t)(chunk * R));
+  if (!buf) {{ free(wcopy); return (int64_t)(chunk * R * sizeof({t})) * {oom_where}LL; }}
+  int64_t status = 0;
+  for (int64_t k0 = 0; k0 < K && !status; k0 += chunk) {{
+    int64_t kn = min_{x}(chunk, K - k0);
+    #pragma omp parallel for schedule(static) if (threads > 1 && kn * R > 32768)
+    for (int64_t kk = 0; kk < kn; ++kk) {{
+      int64_t k = k0 + kk, ci = k / (KH * KW), kh = (k / KW) % KH, kw = k % KW;
+      for (int64_t oh = 0; oh < OH; ++oh) {{
+        int64_t ih = oh * sh - ph + kh * dh;
+        for (int64_t ow = 0; ow < OW; ++ow) {{
+          int64_t iw = ow * sw - pw + kw * dw;
+          {t} *o = buf + kk * R + (oh * OW + ow) * NB;
+          if (ih < 0 || ih >= H || iw < 0 || iw >= W) memset(o, 0, sizeof({t}) * (size_t)NB);
+          else memcpy(o, X + ci * sxc + ih * sxh + iw * sxw, sizeof({t}) * (size_t)NB);
+        }}
+      }}
+    }}
+    status = one_{x}(R, O, kn, buf, 1, R, B + k0 * sbk, sbk, sbn, Y, syb, syo, threads, k0 > 0);
+  }}
+  free(buf); free(wcopy);
+  return status;
+}}
+
+/* y = conv(x, w), 2 spatial dimensions, no input dilation, one group. d[]: batch, C, H, W,
+   x strides (b, c, h, w); O, KH, KW, w strides (o, i, h, w); OH, OW, y strides (b, o, h,
+   w); window strides (h, w), low padding (h, w), kernel dilation (h, w). Rows (b, oh, ow)
+   are gathered (im2col, columns (kh, kw, ci)) in chunks of at most {im2col_bytes} bytes,
+   each multiplied by the kernel as one GEMM. */
+int64_t plait_conv_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y) {{
+  int64_t NB = d[0], C = d[1], H = d[2], W = d[3], sxb = d[4], sxc = d[5], sxh = d[6], sxw = d[7];
+  int64_t O = d[8], KH = d[9], KW = d[10], swo = d[11], swi = d[12], swh = d[13], sww = d[14];
+  int64_t OH = d[15], OW = d[16], syb = d[17], syo = d[18], syh = d[19], syw = d[20];
+  int64_t sh = d[21], sw = d[22], ph = d[23], pw = d[24], dh = d[25], dw = d[26];
+  int64_t K = KH * KW * C, P = OH * OW;
+  int threads = 1;
+#ifdef _OPENMP
+  threads = omp_get_max_threads();
+#endif
+  if (sxb == 1 && NB > 1 && syh == OW * syw && syw == NB * syb)
+    return conv_t_{x}(d, X, Wt, Y, threads);
+  /* the kernel as B[(kh, kw, ci), o]: in place when its strides allow, else a copy */
+  const {t} *B = Wt; int64_t sbk = swi, sbn = swo;
+  {t} *wcopy = NULL;
+  if (!(sww == swi * C && swh == sww * KW)) {{
+    wcopy = malloc(sizeof({t}) * (size_t)(K * O > 0 ? K * O : 1));
+    if (!wcopy) return (int64_t)(K * O * sizeof({t})) * {oom_where}LL;
+    for (int64_t kh = 0; kh < KH; ++kh) for (int64_t kw = 0; kw < KW; ++kw)
+      for (int64_t ci = 0; ci < C; ++ci) for (int64_t o = 0; o < O; ++o)
+        wcopy[((kh * KW + kw) * C + ci) * O + o] = Wt[o * swo + ci * swi + kh * swh + kw * sww];
+    B = wcopy; sbk = O; sbn = 1;
+  }}
+  /* rows of one GEMM: all (b, oh, ow) when y's rows are one stride, else one image's
+     when they are and the image has enough of them; otherwise the GEMM writes a
+     contiguous temporary that is scattered into y (a weight gradient's few rows per
+     "image") */
+  int64_t all = NB * P;
+  int64_t group = syh == OW * syw ? (syb == OH * syh ? all : P) : 1;
+  int scatter = group < {b.mr * 8} && group < all;
+  if (scatter) group = all;
+  int64_t chunk = {im2col_bytes} / (int64_t)sizeof({t}) / (K > 0 ? K : 1);
+  if (chunk < {b.mr * 8}) chunk = {b.mr * 8};
+  if (chunk > group) chunk = group;
+  size_t elems = (size_t)(chunk * K + (scatter ? chunk * O : 0));
+  {t} *buf = malloc(sizeof({t}) * (elems > 0 ? elems : 1));
+  if (!buf) {{ free(wcopy); return (int64_t)(elems * sizeof({t})) * {oom_where}LL; }}
+  {t} *ytmp = buf + chunk * K;
+  int64_t status = 0;
+  for (int64_t g0 = 0; g0 < all && !status; g0 += group)
+    for (int64_t r0 = g0; r0 < g0 + group && !status; r0 += chunk) {{
+      int64_t rows = min_{x}(chunk, g0 + group - r0);
+      #pragma omp parallel for schedule(static) if (threads > 1 && rows * K > 32768)
+      for (int64_t r = 0; r < rows; ++r) {{
+        int64_t m = r0 + r, bi = m / P, oh = (m % P) / OW, ow = m % OW;
+        {t} *row = buf + r * K;
+        for (int64_t kh = 0; kh < KH; ++kh) {{
+          int64_t ih = oh * sh - ph + kh * dh;
+          for (int64_t kw = 0; kw < KW; ++kw) {{
+            int64_t iw = ow * sw - pw + kw * dw;
+            {t} *o = row + (kh * KW + kw) * C;
+            if (ih < 0 || ih >= H || iw < 0 || iw >= W) {{
+              for (int64_t ci = 0; ci < C; ++ci) o[ci] = 0;
+            }} else {{
+              const {t} *src = X + bi * sxb + ih * sxh + iw * sxw;
+              if (sxc == 1) memcpy(o, src, sizeof({t}) * (size_t)C);
+              else for (int64_t ci = 0; ci < C; ++ci) o[ci] = src[ci * sxc];
+            }}
+          }}
+        }}
+      }}
+      if (scatter) {{
+        status = one_{x}(rows, O, K, buf, K, 1, B, sbk, sbn, ytmp, O, 1, threads, 0);
+        for (int64_t r = 0; r < rows; ++r) {{
+          int64_t m = r0 + r, bi = m / P, oh = (m % P) / OW, ow = m % OW;
+          {t} *yo = Y + bi * syb + oh * syh + ow * syw;
+          for (int64_t o = 0; o < O; ++o) yo[o * syo] = ytmp[r * O + o];
+        }}
+      }} else {{
+        int64_t bi = r0 / P, oh = (r0 % P) / OW, ow = r0 % OW;
+        status = one_{x}(rows, O, K, buf, K, 1, B, sbk, sbn,
+                         Y + bi * syb + oh * syh + ow * syw, syw, syo, threads, 0);
+      }}
+    }}
+  free(buf); free(wcopy);
+  return status;
+}}
+"""
+
+
+def gemm_source(blockings: tuple[tuple[Blocking, Blocking], ...], vector_bytes: int,
+                oom_where: int, im2col_bytes: int) -> str:
+    """The library's C source: one ``plait_gemm_<suffix>`` and ``plait_conv_<suffix>``
+    per dtype's (main, narrow) blocking pair."""
+    head = ("#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n"
+            "#ifdef _OPENMP\n#include <omp.h>\n#endif\n")
+    return head + "".join(_dtype_source(b, nb, vector_bytes, oom_where)
+                          + _conv_source(b, im2col_bytes, oom_where)
+                          for b, nb in blockings)
