@@ -19,6 +19,9 @@ _LOCK = threading.Lock()
 
 
 def _jaxlib():
+    mods = _STATE.get("mods")
+    if mods is not None:
+        return mods
     try:
         import jaxlib  # noqa: F401
         from jaxlib import xla_client
@@ -29,7 +32,8 @@ def _jaxlib():
         raise XlaUnavailableError(
             f"the xla backend needs jaxlib, which is not importable ({e}). Install it with "
             f'`pip install "plait[xla]"` (jaxlib>=0.10,<0.11).') from None
-    return xla_client, _jax, ir, _jax_mlir_ext
+    _STATE["mods"] = mods = (xla_client, _jax, ir, _jax_mlir_ext)
+    return mods
 
 
 def available() -> bool:
@@ -86,19 +90,16 @@ class Loaded:
     def __init__(self, exe, device):
         self.exe = exe
         self.device = device
+        self._from_dlpack = _jaxlib()[1].dlpack_managed_tensor_to_buffer
+        self.run = exe.execute      # list of device arrays -> list of device arrays
 
     def put(self, x):
         """A device buffer holding ``x`` (zero-copy when aligned, else one copy)."""
-        _, j, _, _ = _jaxlib()
-        if not isinstance(x, np.ndarray):
+        if type(x) is not np.ndarray:
             x = np.asarray(x)
         if not x.flags.c_contiguous or not x.flags.writeable:
             x = np.array(x)     # DLPack (v0.x) exports neither strided nor read-only arrays
-        return j.dlpack_managed_tensor_to_buffer(x.__dlpack__(), self.device, None, None)
-
-    def run(self, bufs: list) -> list:
-        res = self.exe.execute_sharded(bufs).disassemble_into_single_device_arrays()
-        return [r[0] for r in res]
+        return self._from_dlpack(x.__dlpack__(), self.device, None, None)
 
 
 def compile_text(text: str) -> Loaded:
