@@ -136,8 +136,14 @@ def _vjp_function(flat: Callable, n_in: int) -> Callable:
     return vjp_fun
 
 
-def export(fun: Callable) -> Callable[..., Exported]:
-    """``export(f)(*specs)`` -> :class:`Exported` (see the module docstring)."""
+def export(fun: Callable, *, format: str = "stablehlo") -> Callable[..., Exported]:
+    """``export(f)(*specs)`` -> :class:`Exported` (see the module docstring);
+    ``export(f, format="c")(*specs)`` -> a standalone C library
+    (:class:`plait.backends.native.standalone.CLibrary`: ``source``, ``header``,
+    ``build_line()``, ``write(dir)``) computing ``f`` with the native backend's code."""
+    if format not in ("stablehlo", "c"):
+        raise PlaitValueError(f"export: format must be 'stablehlo' or 'c', got {format!r}")
+
     def trace(*specs) -> Exported:
         from plait.backends.xla.emitter import emit_module
         from plait.core.staging import trace_to_graph
@@ -155,6 +161,9 @@ def export(fun: Callable) -> Callable[..., Exported]:
             return list(r) if isinstance(r, (list, tuple)) else [r]
         closed, _ = trace_to_graph(flat, avals, description=f"export of {name}", name=name)
         closed = optimize(closed)
+        if format == "c":
+            from plait.backends.native.standalone import c_library
+            return c_library(closed, name, where=f"export(format='c') of {name}")
         text = emit_module(closed, name, embed_consts=True)
         outs = [(a.shape, a.dtype) for a in closed.out_avals]
 
