@@ -63,6 +63,9 @@ def test_c_library_built_and_called_from_c(tmp_path):
     subprocess.run(["cc", "driver.c", "-L.", "-lmodel", "-Wl,-rpath,.", *omp, "-lm",
                     "-o", "driver"], check=True, cwd=tmp_path)
     subprocess.run(["./driver"], check=True, cwd=tmp_path)
+    syms = subprocess.run(["nm", "-D", "--defined-only", "libmodel.so"], cwd=tmp_path,
+                          capture_output=True, text=True).stdout.split()
+    assert "model" in syms and not any(s.startswith("k") and s[1:2].isdigit() for s in syms)
     o0 = np.fromfile(tmp_path / "o0.bin", np.float32)
     o1 = np.fromfile(tmp_path / "o1.bin", np.int32).reshape(5, 4)
     o2 = np.fromfile(tmp_path / "o2.bin", np.float64)
@@ -79,5 +82,8 @@ def test_host_steps_refuse_naming_the_step():
         return y + 1
     with pytest.raises(PlaitValueError, match="'pure_callback'.*runs on the host"):
         plait.export(f, format="c")(np.ones(3, np.float32))
+    pytest.importorskip("scipy")
+    with pytest.raises(PlaitValueError, match="LAPACK"):
+        plait.export(pnp.linalg.cholesky, format="c")(np.eye(3, dtype=np.float32) * 2)
     with pytest.raises(PlaitValueError, match="format must be"):
         plait.export(f, format="hlo")

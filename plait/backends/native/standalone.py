@@ -43,11 +43,12 @@ class CLibrary:
         return self.name
 
     def build_line(self, out: str | None = None) -> str:
-        """A shell command building ``lib{name}.so`` from ``{name}.c`` (link a C program
-        with ``-L. -l{name} -lm``, or compile ``{name}.c`` into it directly)."""
+        """A shell command building ``lib{name}.so`` from ``{name}.c``, exporting only the
+        entry point (link a C program with ``-L. -l{name} -lm``, or compile ``{name}.c``
+        into it directly)."""
         omp = " -fopenmp" if self.openmp else ""
-        return (f"cc -O3 -fPIC -shared{omp} {self.name}.c -o {out or f'lib{self.name}.so'} "
-                f"-lm")
+        return (f"cc -O3 -fPIC -shared -fvisibility=hidden{omp} {self.name}.c "
+                f"-o {out or f'lib{self.name}.so'} -lm")
 
     def write(self, directory: str) -> list[str]:
         """Write ``NAME.c`` and ``NAME.h`` into ``directory``; returns their paths."""
@@ -103,7 +104,8 @@ def c_library(closed: ClosedGraph, name: str, where: str = "export(format='c')"
     n_in, n_out = len(g.invars), len(g.outvars)
     ins = consts + [f"(void *)ins[{i}]" for i in range(n_in)]
     outs = [f"outs[{i}]" for i in range(n_out)]
-    lines.append(f"int64_t {name}(const void *const *ins, void *const *outs) {{")
+    lines.append(f"__attribute__((visibility(\"default\"))) int64_t {name}("
+                 f"const void *const *ins, void *const *outs) {{")
     lines.append(f"  void *all_ins[] = {{{', '.join(ins) or '0'}}};")
     lines.append(f"  void *all_outs[] = {{{', '.join(outs) or '0'}}};")
     lines.append("  (void)ins; (void)outs;")
