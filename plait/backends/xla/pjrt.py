@@ -19,9 +19,6 @@ _LOCK = threading.Lock()
 
 
 def _jaxlib():
-    mods = _STATE.get("mods")
-    if mods is not None:
-        return mods
     try:
         import jaxlib  # noqa: F401
         from jaxlib import xla_client
@@ -32,9 +29,8 @@ def _jaxlib():
         raise XlaUnavailableError(
             f"the xla backend needs jaxlib, which is not importable ({e}). Install it with "
             f'`pip install "plait[xla]"` (jaxlib>=0.10,<0.11).') from None
-    _STATE["mods"] = mods = (xla_client, _jax, ir, _jax_mlir_ext)
     _STATE["array_type"] = _jax.ArrayImpl
-    return mods
+    return xla_client, _jax, ir, _jax_mlir_ext
 
 
 def available() -> bool:
