@@ -12,8 +12,9 @@ Differentiation follows ``jax.export``: ``Exported.vjp()`` is the exported VJP
 (``(*primals, *output_cotangents) -> input cotangents``), built from the traced
 function while it is at hand and kept across ``serialize(vjp_order=k)`` /
 ``deserialize`` for ``k`` orders. ``call`` on traced arguments (inside ``grad``,
-``jit``) runs the module as a host callback whose derivative is that VJP; a
-function deserialized without its VJP says how to export it with one.
+``jit``, ``vmap``: one call per batch element) runs the module as a host callback
+whose derivative is that VJP; a function deserialized without its VJP says how
+to export it with one.
 """
 from __future__ import annotations
 
@@ -97,7 +98,7 @@ class Exported:
 
         @custom_vjp
         def primal(*xs):
-            return tuple(pure_callback(host, self.out_specs, *xs))
+            return tuple(pure_callback(host, self.out_specs, *xs, vmap_method="sequential"))
 
         def fwd(*xs):
             return primal(*xs), xs

@@ -46,6 +46,10 @@ def test_exported_vjp_differentiates_call():
     np.testing.assert_allclose(g, want, rtol=1e-4, atol=1e-6)
     gj = plait.jit(plait.grad(_loss(exp.call, x)))(w)       # a host step under jit
     np.testing.assert_allclose(gj, want, rtol=1e-4, atol=1e-6)
+    ws = np.stack([w, 2 * w])                                # vmap: one call per element
+    np.testing.assert_allclose(plait.vmap(plait.grad(_loss(exp.call, x)))(ws),
+                               np.stack([want, plait.grad(_loss(_f, x))(2 * w)]),
+                               rtol=1e-4, atol=1e-5)
     v = exp.vjp()      # (w, x, ct0, ct1) -> (ct_w, ct_x); integer output's ct ignored
     assert [s.shape for s in v.in_specs] == [(4, 3), (5, 4), (3,), (5,)]
     assert [s.shape for s in v.out_specs] == [(4, 3), (5, 4)]
