@@ -14,7 +14,7 @@ function while it is at hand and kept across ``serialize(vjp_order=k)`` /
 ``deserialize`` for ``k`` orders. ``call`` on traced arguments (inside ``grad``,
 ``jit``, ``vmap``: one call per batch element) runs the module as a host callback
 whose derivative is that VJP; a function deserialized without its VJP says how
-to export it with one.
+to export it with one when differentiated (it still runs under jit and vmap).
 """
 from __future__ import annotations
 
@@ -86,12 +86,6 @@ class Exported:
         if len(args) != len(self.in_specs):
             raise PlaitTypeError(f"exported {self.fun_name!r} takes {len(self.in_specs)} "
                                  f"arguments, got {len(args)}")
-        if self._vjp is None:
-            raise PlaitTypeError(
-                f"exported function {self.fun_name!r} cannot be traced or differentiated: "
-                f"it was deserialized without its VJP; serialize it with "
-                f"exported.serialize(vjp_order=1) (or export the transformed function, "
-                f"e.g. plait.grad(f), instead)")
 
         def host(*xs):
             return self._run(xs)
@@ -104,6 +98,12 @@ class Exported:
             return primal(*xs), xs
 
         def bwd(xs, cts):
+            if self._vjp is None:
+                raise PlaitTypeError(
+                    f"exported function {self.fun_name!r} cannot be differentiated: it was "
+                    f"deserialized without its VJP; serialize it with "
+                    f"exported.serialize(vjp_order=1) (or export the transformed "
+                    f"function, e.g. plait.grad(f), instead)")
             return tuple(self.vjp().call(*xs, *cts))
         primal.defvjp(fwd, bwd)
         return list(primal(*args))

@@ -60,6 +60,8 @@ def test_deserialized_without_vjp_says_how():
     w = np.ones((4, 3), np.float32)
     e = plait.export.deserialize(plait.export(_f)(w, x).serialize())
     assert not e.has_vjp()
+    np.testing.assert_allclose(plait.jit(lambda w: e.call(w, x)[0])(w), _f(w, x)[0],
+                               rtol=1e-5)              # traced (not differentiated) is fine
     with pytest.raises(plait.errors.PlaitTypeError, match="vjp_order=1"):
         plait.grad(_loss(e.call, x))(w)
     with pytest.raises(plait.errors.PlaitValueError, match="vjp_order=1"):
