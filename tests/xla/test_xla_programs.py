@@ -103,3 +103,38 @@ def test_vmap_and_config_backend():
         assert type(exe).__name__ == "XlaExecutable"
     finally:
         plait.config.update("backend", old)
+
+
+def test_results_fed_back_stay_on_the_device():
+    """A result passed to the next call is its device buffer again (no copy, no
+    DLPack import); a slice or a transpose of it is a new buffer with the right values."""
+    from plait.backends.xla import pjrt
+    step = plait.jit(lambda x: x * 2 + 1, backend="xla")
+    x0 = np.arange(12, dtype=np.float32).reshape(3, 4)
+    y = step(x0)
+    v = np.asarray(y)
+    buf = pjrt._device_buffer(v)
+    assert buf is not None
+    assert pjrt.compile_text(
+        "func.func public @main(%a: tensor<3x4xf32>) -> tensor<3x4xf32> {\n"
+        "  return %a : tensor<3x4xf32>\n}").put(v) is buf
+    assert pjrt._device_buffer(v[1:]) is None and pjrt._device_buffer(v.T) is None
+    z = x0
+    for _ in range(3):
+        z = step(z)
+    np.testing.assert_array_equal(np.asarray(z), ((x0 * 2 + 1) * 2 + 1) * 2 + 1)
+    np.testing.assert_array_equal(np.asarray(step(v[1:])), v[1:] * 2 + 1)
+    np.testing.assert_array_equal(np.asarray(step(np.ascontiguousarray(v.T).T)), v * 2 + 1)
+    jnp = pytest.importorskip("jax.numpy")     # another PJRT client's buffer is imported
+    j = np.asarray(jnp.asarray(x0))
+    np.testing.assert_array_equal(np.asarray(step(j)), x0 * 2 + 1)
+
+
+def test_fortran_ordered_arguments():
+    """Non-C-ordered arguments cross as C-ordered copies (PJRT read an F-ordered DLPack
+    export's data in C order: wrong values on the first call)."""
+    x0 = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for x in (np.ascontiguousarray(x0.T).T, np.asfortranarray(x0), x0[:, ::2]):
+        f = plait.jit(lambda x: x * 2 + 1, backend="xla")
+        np.testing.assert_array_equal(np.asarray(f(x)), x * 2 + 1)
+        np.testing.assert_array_equal(np.asarray(f(x)), x * 2 + 1)

@@ -29,6 +29,7 @@ def _jaxlib():
         raise XlaUnavailableError(
             f"the xla backend needs jaxlib, which is not importable ({e}). Install it with "
             f'`pip install "plait[xla]"` (jaxlib>=0.10,<0.11).') from None
+    _STATE["array_type"] = _jax.ArrayImpl
     return xla_client, _jax, ir, _jax_mlir_ext
 
 
@@ -86,19 +87,22 @@ class Loaded:
     def __init__(self, exe, device):
         self.exe = exe
         self.device = device
+        self._devices = {device}
+        self._from_dlpack = _jaxlib()[1].dlpack_managed_tensor_to_buffer
+        self.run = exe.execute      # list of device arrays -> list of device arrays
 
     def put(self, x):
-        """A device buffer holding ``x`` (zero-copy when aligned, else one copy)."""
-        _, j, _, _ = _jaxlib()
-        if not isinstance(x, np.ndarray):
+        """A device buffer holding ``x``: the buffer itself when ``x`` is a whole host
+        view of an earlier result (see :func:`to_numpy`), so results fed back stay on
+        the device; else a zero-copy DLPack import (one copy when misaligned)."""
+        if type(x) is not np.ndarray:
             x = np.asarray(x)
+        buf = _device_buffer(x)
+        if buf is not None and buf.devices() == self._devices:   # not another client's
+            return buf
         if not x.flags.c_contiguous or not x.flags.writeable:
-            x = np.array(x)     # DLPack (v0.x) exports neither strided nor read-only arrays
-        return j.dlpack_managed_tensor_to_buffer(x.__dlpack__(), self.device, None, None)
-
-    def run(self, bufs: list) -> list:
-        res = self.exe.execute_sharded(bufs).disassemble_into_single_device_arrays()
-        return [r[0] for r in res]
+            x = np.array(x, order="C")  # DLPack import takes neither strided nor read-only
+        return self._from_dlpack(x.__dlpack__(), self.device, None, None)
 
 
 def compile_text(text: str) -> Loaded:
@@ -112,6 +116,22 @@ def compile_text(text: str) -> Loaded:
     except Exception as e:   # XlaRuntimeError
         raise PlaitError(f"XLA could not compile the module: {e}") from None
     return Loaded(exe, dev)
+
+
+def _device_buffer(x: np.ndarray):
+    """The device array that ``x`` views whole, or None. ``np.asarray`` of a PJRT CPU
+    array is a read-only ndarray over a memoryview of it; a view covering all of its
+    bytes in C order with its shape is the same array (a slice or a reshape is not)."""
+    mv = x.base
+    if type(mv) is np.ndarray:      # a view of that view (``np.asarray(plait_array)``)
+        mv = mv.base
+    if type(mv) is not memoryview or x.flags.writeable or not x.flags.c_contiguous:
+        return None
+    buf = mv.obj
+    if type(buf) is not _STATE.get("array_type") or x.nbytes != mv.nbytes \
+            or x.shape != buf.shape or x.dtype != buf.dtype:
+        return None
+    return buf
 
 
 def to_numpy(x) -> np.ndarray:
