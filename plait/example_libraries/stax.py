@@ -241,24 +241,32 @@ LogSoftmax = elementwise(_nn.log_softmax, axis=-1)
 Softmax = elementwise(_nn.softmax, axis=-1)
 
 
-def Dropout(rate: float) -> Layer:
-    """Zero each input with probability ``rate`` in training (scaling the rest by
-    ``1 / (1 - rate)``); the identity in evaluation. Training needs ``rng=key``."""
-    if not 0.0 <= rate < 1.0:
-        raise _PlaitValueError(f"Dropout rate must be in [0, 1), got {rate}")
+def Dropout(rate: float, mode: str = "train") -> Layer:
+    """JAX's stax semantics: ``rate`` is the probability of KEEPING an input. In training
+    each input is kept with probability ``rate`` and scaled by ``1 / rate`` (the rest
+    become 0); in evaluation the layer is the identity. ``mode`` set here is the
+    default; ``apply_fun(..., mode=...)`` overrides it. Training needs ``rng=key``."""
+    if not 0.0 < rate <= 1.0:
+        raise _PlaitValueError(f"Dropout(rate): rate is the keep probability (as in "
+                               f"jax.example_libraries.stax) and must be in (0, 1], got "
+                               f"{rate}; to drop a fraction p of the inputs use "
+                               f"Dropout(1 - p)")
+    _check_mode(mode, "Dropout")
+    default_mode = mode
 
     def init_fun(key, input_shape):
         return input_shape, ()
 
-    def apply_fun(params, inputs, *, rng=None, mode="train", **kwargs):
+    def apply_fun(params, inputs, *, rng=None, mode=None, **kwargs):
+        mode = default_mode if mode is None else mode
         _check_mode(mode, "Dropout")
-        if mode == "eval" or rate == 0.0:
+        if mode == "eval" or rate == 1.0:
             return inputs
         if rng is None:
             raise _PlaitValueError("Dropout in mode='train' needs a PRNG key: call apply_fun("
-                                  "params, x, rng=key), or pass mode='eval'")
-        keep = _random.bernoulli(rng, 1.0 - rate, inputs.shape)
-        return _pnp.where(keep, inputs / (1.0 - rate), _pnp.zeros_like(inputs))
+                                   "params, x, rng=key), or pass mode='eval'")
+        keep = _random.bernoulli(rng, rate, inputs.shape)
+        return _pnp.where(keep, inputs / rate, _pnp.zeros_like(inputs))
     return Layer(init_fun, apply_fun)
 
 
