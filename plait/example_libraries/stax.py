@@ -55,9 +55,10 @@ def _check_mode(mode: str, where: str) -> None:
 
 
 def Dense(out_dim: int, W_init=None, b_init=None) -> Layer:
-    """``inputs @ W + b`` over the last axis."""
+    """``inputs @ W + b`` over the last axis (JAX's default initializers: glorot normal
+    weights, normal(1e-2) biases)."""
     W_init = W_init or _nn.init.glorot_normal()
-    b_init = b_init or _nn.init.normal(1e-6)
+    b_init = b_init or _nn.init.normal()
 
     def init_fun(key, input_shape):
         k1, k2 = _random.split(key)
@@ -82,7 +83,7 @@ def GeneralConv(dimension_numbers: tuple[str, str, str], out_chan: int,
     filter_shape = tuple(filter_shape)
     strides = tuple(strides) if strides is not None else (1,) * len(filter_shape)
     in_axis, out_axis = rhs_spec.index("I"), rhs_spec.index("O")
-    W_init = W_init or _nn.init.he_normal(in_axis=in_axis, out_axis=out_axis)
+    W_init = W_init or _nn.init.glorot_normal(in_axis=in_axis, out_axis=out_axis)
     b_init = b_init or _nn.init.normal(1e-6)
     spatial = [c for c in out_spec if c not in "NC"]
 
@@ -327,14 +328,17 @@ def Identity() -> Layer:
 
 
 def serial(*layers: Layer) -> Layer:
-    """Layers composed in order. ``rng`` is split among the layers; ``update_stats``
-    runs the model in training mode and refreshes every layer's running statistics."""
+    """Layers composed in order. ``init_fun`` splits its key as JAX's does (``key, k =
+    split(key)`` per layer, so seeded parameters are JAX's); ``rng`` is split among the
+    layers; ``update_stats`` runs the model in training mode and refreshes every layer's
+    running statistics."""
     layers = tuple(layers)
     n = len(layers)
 
     def init_fun(key, input_shape):
         params = []
-        for layer, k in zip(layers, _random.split(key, n)):
+        for layer in layers:
+            key, k = _random.split(key)
             input_shape, p = layer[0](k, input_shape)
             params.append(p)
         return input_shape, params
