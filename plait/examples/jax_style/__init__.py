@@ -17,7 +17,6 @@ gives the optimizer state, ``step(i, opt_state, rng, images, labels) -> (opt_sta
 loss)`` is one jitted training step. Run one with ``python -m
 plait.examples.jax_style.mnist_classifier``.
 """
-from __future__ import annotations
 
 import importlib as _importlib
 import os as _os
@@ -26,28 +25,35 @@ import types as _types
 
 import numpy as _np
 
-__all__ = ["PROGRAMS", "load", "synthetic_mnist"]
+__all__ = ["PROGRAMS", "load", "source", "synthetic_mnist"]
 
 PROGRAMS = ("mnist_classifier", "mnist_vae", "dpsgd")
 
 _IMPORT = _re.compile(r"^(\s*(?:from|import)\s+)plait(?=[.\s])", _re.MULTILINE)
 
 
-def load(name: str, lib: str = "plait") -> _types.ModuleType:
-    """The program ``name`` importing ``lib`` (``"plait"`` or ``"jax"``): for ``"jax"``
-    its source with ``plait`` replaced by ``jax`` in the import lines (nothing else)."""
+def source(name: str, lib: str = "plait") -> str:
+    """The text of program ``name`` importing ``lib`` (``"plait"`` or ``"jax"``): for
+    ``"jax"``, ``plait`` replaced by ``jax`` in the import lines and nowhere else."""
     if name not in PROGRAMS:
         raise ValueError(f"no JAX-style program {name!r}; the programs are {PROGRAMS}")
+    if lib not in ("plait", "jax"):
+        raise ValueError(f"lib must be 'plait' or 'jax', got {lib!r}")
+    with open(_os.path.join(_os.path.dirname(__file__), name + ".py")) as f:
+        text = f.read()
+    return text if lib == "plait" else _IMPORT.sub(r"\1jax", text)
+
+
+def load(name: str, lib: str = "plait") -> _types.ModuleType:
+    """The program ``name`` as a module importing ``lib``: the package's module for
+    ``"plait"``, :func:`source` ``(name, "jax")`` executed as a fresh module for ``"jax"``."""
+    text = source(name, lib)
     if lib == "plait":
         return _importlib.import_module(f"{__name__}.{name}")
-    if lib != "jax":
-        raise ValueError(f"lib must be 'plait' or 'jax', got {lib!r}")
     path = _os.path.join(_os.path.dirname(__file__), name + ".py")
-    with open(path) as f:
-        source = _IMPORT.sub(r"\1jax", f.read())
     mod = _types.ModuleType(f"jax_style_{name}")
     mod.__file__ = path
-    exec(compile(source, path, "exec"), mod.__dict__)
+    exec(compile(text, path, "exec"), mod.__dict__)
     return mod
 
 
