@@ -33,7 +33,9 @@ from plait.lax.convenience import (slice_in_dim, index_in_dim, dynamic_slice_in_
                                   dynamic_update_index_in_dim, select_n, associative_scan,
                                   reduce, reduce_window, optimization_barrier, square,
                                   reciprocal, collapse, full_like, broadcast_to_rank,
-                                  conv_transpose, conv_transpose_padding)
+                                  conv_transpose, conv_transpose_padding,
+                                  conv_with_general_padding, batch_matmul, split, cumlogsumexp,
+                                  broadcast_shapes)
 
 
 # The star import above also brings the helpers elementwise.py is written with; they
@@ -49,20 +51,22 @@ for _name in ("annotations", "ALL", "BOOL", "COMPLEX", "FLOAT", "INEXACT", "INT"
     globals().pop(_name, None)
 del _name
 
-__all__ = ["ConvDimensionNumbers", "FftType", "GatherDimensionNumbers", "ScatterDimensionNumbers",
-           "abs", "abs_p", "acos", "acos_p", "acosh", "acosh_p", "add", "add_p",
-           "and_p", "argmax", "argmin", "asin", "asin_p", "asinh", "asinh_p",
-           "associative_scan", "atan", "atan2", "atan2_p", "atan_p", "atanh", "atanh_p",
-           "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "broadcast",
-           "broadcast_in_dim", "broadcast_to_rank", "broadcasted_iota", "cbrt",
+__all__ = ["ConvDimensionNumbers", "FftType", "GatherDimensionNumbers",
+           "ScatterDimensionNumbers", "abs", "abs_p", "acos", "acos_p", "acosh",
+           "acosh_p", "add", "add_p", "and_p", "argmax", "argmin", "asin", "asin_p",
+           "asinh", "asinh_p", "associative_scan", "atan", "atan2", "atan2_p", "atan_p",
+           "atanh", "atanh_p", "batch_matmul", "bitwise_and", "bitwise_not",
+           "bitwise_or", "bitwise_xor", "broadcast", "broadcast_in_dim",
+           "broadcast_shapes", "broadcast_to_rank", "broadcasted_iota", "cbrt",
            "cbrt_p", "ceil", "ceil_p", "clamp", "clamp_p", "collapse", "complex",
            "complex_p", "concatenate", "cond", "conj", "conj_p", "conv",
            "conv_dimension_numbers", "conv_general_dilated", "conv_transpose",
-           "conv_transpose_padding", "convert_element_type", "convert_element_type_p",
-           "copysign", "copysign_p", "cos", "cos_p", "cosh", "cosh_p", "cummax",
-           "cummin", "cumprod", "cumsum", "custom_linear_solve", "custom_root",
-           "digamma", "div", "div_p", "dot", "dot_general", "dynamic_index_in_dim",
-           "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_index_in_dim",
+           "conv_transpose_padding", "conv_with_general_padding",
+           "convert_element_type", "convert_element_type_p", "copysign", "copysign_p",
+           "cos", "cos_p", "cosh", "cosh_p", "cumlogsumexp", "cummax", "cummin",
+           "cumprod", "cumsum", "custom_linear_solve", "custom_root", "digamma", "div",
+           "div_p", "dot", "dot_general", "dynamic_index_in_dim", "dynamic_slice",
+           "dynamic_slice_in_dim", "dynamic_update_index_in_dim",
            "dynamic_update_slice", "dynamic_update_slice_in_dim", "eq", "eq_p", "erf",
            "erf_inv", "erfc", "exp", "exp2", "exp2_p", "exp_p", "expand_dims", "expm1",
            "expm1_p", "fft", "floor", "floor_p", "fori_loop", "full", "full_like",
@@ -82,9 +86,9 @@ __all__ = ["ConvDimensionNumbers", "FftType", "GatherDimensionNumbers", "Scatter
            "shift_left_p", "shift_right_arithmetic", "shift_right_arithmetic_p",
            "shift_right_logical", "shift_right_logical_p", "sign", "sign_p", "sin",
            "sin_p", "sinh", "sinh_p", "slice", "slice_in_dim", "sort", "sort_key_val",
-           "sqrt", "sqrt_p", "square", "squeeze", "stop_gradient", "stop_gradient_p",
-           "sub", "sub_p", "switch", "tan", "tan_p", "tanh", "tanh_p", "top_k",
-           "transpose", "while_loop", "xor_p", "zeros", "zeta"]
+           "split", "sqrt", "sqrt_p", "square", "squeeze", "stop_gradient",
+           "stop_gradient_p", "sub", "sub_p", "switch", "tan", "tan_p", "tanh",
+           "tanh_p", "top_k", "transpose", "while_loop", "xor_p", "zeros", "zeta"]
 
 
 def __getattr__(name):
