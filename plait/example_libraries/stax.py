@@ -321,9 +321,8 @@ def BatchNorm(axis: _Sequence[int] = (0, 1, 2), epsilon: float = 1e-5, center: b
     return Layer(init_fun, apply_fun, update_stats)
 
 
-def Identity() -> Layer:
-    """The identity layer."""
-    return Layer(lambda key, input_shape: (input_shape, ()),
+# The identity layer: a layer value, as in JAX's stax (``serial(..., Identity)``).
+Identity = Layer(lambda key, input_shape: (input_shape, ()),
                  lambda params, inputs, **kwargs: inputs)
 
 
