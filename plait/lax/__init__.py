@@ -26,6 +26,7 @@ from plait.lax.indexing import (gather, scatter, scatter_add, scatter_mul, scatt
 from plait.lax.sorting import sort, sort_key_val, top_k
 from plait.lax.control_flow import cond, switch, while_loop, fori_loop, scan, map
 from plait.lax.fft import fft, FftType
+from plait.lax.precision import Precision
 from plait.lax import linalg  # noqa: E402  (plait.lax.linalg: decompositions and solves)
 from plait.lax.special import erf, erfc, erf_inv, lgamma, digamma, zeta, polygamma
 from plait.lax.convenience import (slice_in_dim, index_in_dim, dynamic_slice_in_dim,
@@ -51,7 +52,7 @@ for _name in ("annotations", "ALL", "BOOL", "COMPLEX", "FLOAT", "INEXACT", "INT"
     globals().pop(_name, None)
 del _name
 
-__all__ = ["ConvDimensionNumbers", "FftType", "GatherDimensionNumbers",
+__all__ = ["ConvDimensionNumbers", "FftType", "GatherDimensionNumbers", "Precision",
            "ScatterDimensionNumbers", "abs", "abs_p", "acos", "acos_p", "acosh",
            "acosh_p", "add", "add_p", "and_p", "argmax", "argmin", "asin", "asin_p",
            "asinh", "asinh_p", "associative_scan", "atan", "atan2", "atan2_p", "atan_p",

@@ -191,3 +191,22 @@ def test_cumlogsumexp():
     np.testing.assert_allclose(np.asarray(got[1]), want_rev)
     y = np.random.default_rng(4).standard_normal((3, 4))
     check_grads(lambda v: lax.cumlogsumexp(v, axis=1), (y,), order=2)
+
+
+def test_precision_is_accepted_as_in_jax():
+    # JAX code passes precision= to contractions; plait multiplies in the operands' dtype
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((4, 2)).astype(np.float32)
+    want = a.astype(np.float64) @ b
+    hi = lax.Precision.HIGHEST
+    for got in (pnp.dot(a, b, precision=hi), pnp.matmul(a, b, precision="highest"),
+                pnp.einsum("ij,jk->ik", a, b, precision=(hi, hi)),
+                lax.dot(a, b, precision=lax.Precision.DEFAULT),
+                lax.dot_general(a, b, (((1,), (0,)), ((), ())), precision=hi)):
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5)
+    x, w = rng.standard_normal((1, 2, 5, 5)), rng.standard_normal((3, 2, 3, 3))
+    np.testing.assert_array_equal(
+        np.asarray(lax.conv_general_dilated(x, w, (1, 1), "SAME", precision=hi)),
+        np.asarray(lax.conv_general_dilated(x, w, (1, 1), "SAME")))
+    with pytest.raises(plait.errors.PlaitValueError, match="precision must be"):
+        pnp.dot(a, b, precision="fast")
