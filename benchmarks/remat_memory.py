@@ -5,6 +5,10 @@ backward pass ``grad(lambda p: sum(model(p, x)))`` with each of its five conv bl
 
     python -m benchmarks.remat_memory [--depth 16] [--width 512] [--batch 256]
     python -m benchmarks.remat_memory --vgg19 [--size 224] [--batch 1]
+
+Measured 2026-11-23 (2 shared cores, load ~12): VGG19 224px b1 backward, peak temporary
+bytes 419.9 MiB plain, 214.8 MiB with checkpoint per block (-49%); time 6.26 s and
+7.00 s (+12%); gradients identical.
 """
 from __future__ import annotations
 
