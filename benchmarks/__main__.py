@@ -7,7 +7,8 @@ numbers (each row states its tolerance) and prints a markdown table of median
 times with ratios to ``plait.jit``, the first-call (trace + compile) times, the
 VGG19 equation counts (Julia paper, Figure 9), the lazy-training report (W6), compile
 time against program size (CS, ``benchmarks/compile_scaling.py``) and, in the full
-run, the kernel-level report (K, ``benchmarks/kernels.py``).
+run, the kernel-level report (K, ``benchmarks/kernels.py``); the model rows (JM,
+``benchmarks/jax_models.py``: JAX-style programs, one epoch each, float32).
 Peers: NumPy always; JAX (``jax.jit``) when installed.
 
 ``--only w1,w5`` picks workloads; ``--smoke`` shrinks every size (for tests).
@@ -42,6 +43,7 @@ WORKLOADS = [
     ("k", "benchmarks.kernels", "run"),
     ("la", "benchmarks.linalg", "run"),
     ("onnx", "benchmarks.onnx", "run"),
+    ("jm", "benchmarks.jax_models", "run"),
 ]
 FULL_ONLY = {"k"}            # kernel-level report: in the full run or with --only k
 

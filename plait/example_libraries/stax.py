@@ -55,9 +55,10 @@ def _check_mode(mode: str, where: str) -> None:
 
 
 def Dense(out_dim: int, W_init=None, b_init=None) -> Layer:
-    """``inputs @ W + b`` over the last axis."""
+    """``inputs @ W + b`` over the last axis (JAX's default initializers: glorot normal
+    weights, normal(1e-2) biases)."""
     W_init = W_init or _nn.init.glorot_normal()
-    b_init = b_init or _nn.init.normal(1e-6)
+    b_init = b_init or _nn.init.normal()
 
     def init_fun(key, input_shape):
         k1, k2 = _random.split(key)
@@ -82,7 +83,7 @@ def GeneralConv(dimension_numbers: tuple[str, str, str], out_chan: int,
     filter_shape = tuple(filter_shape)
     strides = tuple(strides) if strides is not None else (1,) * len(filter_shape)
     in_axis, out_axis = rhs_spec.index("I"), rhs_spec.index("O")
-    W_init = W_init or _nn.init.he_normal(in_axis=in_axis, out_axis=out_axis)
+    W_init = W_init or _nn.init.glorot_normal(in_axis=in_axis, out_axis=out_axis)
     b_init = b_init or _nn.init.normal(1e-6)
     spatial = [c for c in out_spec if c not in "NC"]
 
@@ -241,24 +242,32 @@ LogSoftmax = elementwise(_nn.log_softmax, axis=-1)
 Softmax = elementwise(_nn.softmax, axis=-1)
 
 
-def Dropout(rate: float) -> Layer:
-    """Zero each input with probability ``rate`` in training (scaling the rest by
-    ``1 / (1 - rate)``); the identity in evaluation. Training needs ``rng=key``."""
-    if not 0.0 <= rate < 1.0:
-        raise _PlaitValueError(f"Dropout rate must be in [0, 1), got {rate}")
+def Dropout(rate: float, mode: str = "train") -> Layer:
+    """JAX's stax semantics: ``rate`` is the probability of KEEPING an input. In training
+    each input is kept with probability ``rate`` and scaled by ``1 / rate`` (the rest
+    become 0); in evaluation the layer is the identity. ``mode`` set here is the
+    default; ``apply_fun(..., mode=...)`` overrides it. Training needs ``rng=key``."""
+    if not 0.0 < rate <= 1.0:
+        raise _PlaitValueError(f"Dropout(rate): rate is the keep probability (as in "
+                               f"jax.example_libraries.stax) and must be in (0, 1], got "
+                               f"{rate}; to drop a fraction p of the inputs use "
+                               f"Dropout(1 - p)")
+    _check_mode(mode, "Dropout")
+    default_mode = mode
 
     def init_fun(key, input_shape):
         return input_shape, ()
 
-    def apply_fun(params, inputs, *, rng=None, mode="train", **kwargs):
+    def apply_fun(params, inputs, *, rng=None, mode=None, **kwargs):
+        mode = default_mode if mode is None else mode
         _check_mode(mode, "Dropout")
-        if mode == "eval" or rate == 0.0:
+        if mode == "eval" or rate == 1.0:
             return inputs
         if rng is None:
             raise _PlaitValueError("Dropout in mode='train' needs a PRNG key: call apply_fun("
-                                  "params, x, rng=key), or pass mode='eval'")
-        keep = _random.bernoulli(rng, 1.0 - rate, inputs.shape)
-        return _pnp.where(keep, inputs / (1.0 - rate), _pnp.zeros_like(inputs))
+                                   "params, x, rng=key), or pass mode='eval'")
+        keep = _random.bernoulli(rng, rate, inputs.shape)
+        return _pnp.where(keep, inputs / rate, _pnp.zeros_like(inputs))
     return Layer(init_fun, apply_fun)
 
 
@@ -312,21 +321,23 @@ def BatchNorm(axis: _Sequence[int] = (0, 1, 2), epsilon: float = 1e-5, center: b
     return Layer(init_fun, apply_fun, update_stats)
 
 
-def Identity() -> Layer:
-    """The identity layer."""
-    return Layer(lambda key, input_shape: (input_shape, ()),
+# The identity layer: a layer value, as in JAX's stax (``serial(..., Identity)``).
+Identity = Layer(lambda key, input_shape: (input_shape, ()),
                  lambda params, inputs, **kwargs: inputs)
 
 
 def serial(*layers: Layer) -> Layer:
-    """Layers composed in order. ``rng`` is split among the layers; ``update_stats``
-    runs the model in training mode and refreshes every layer's running statistics."""
+    """Layers composed in order. ``init_fun`` splits its key as JAX's does (``key, k =
+    split(key)`` per layer, so seeded parameters are JAX's); ``rng`` is split among the
+    layers; ``update_stats`` runs the model in training mode and refreshes every layer's
+    running statistics."""
     layers = tuple(layers)
     n = len(layers)
 
     def init_fun(key, input_shape):
         params = []
-        for layer, k in zip(layers, _random.split(key, n)):
+        for layer in layers:
+            key, k = _random.split(key)
             input_shape, p = layer[0](k, input_shape)
             params.append(p)
         return input_shape, params

@@ -29,6 +29,7 @@ from plait.lax._base import standard_primitive, check_dtype, check_same_dtypes, 
 from plait.lax._ad_helpers import defjvp, zeros, is_undefined_primal, aval_of_operand
 from plait.errors import PlaitTypeError, PlaitValueError
 from plait.lax.reductions import accum_dtype
+from plait.lax.precision import check_precision
 from plait.lax._batch_helpers import move_batch_dim, shift_axes, batch_size
 from plait.lax._windows import (window_out_size, pad_and_dilate, window_view, static_seq,
                                 resolve_padding)
@@ -196,14 +197,16 @@ def _dims_tuple(xs) -> tuple:
     return tuple(int(x) for x in xs)
 
 
-def dot_general(lhs, rhs, dimension_numbers, preferred_element_type=None):
+def dot_general(lhs, rhs, dimension_numbers, preferred_element_type=None, *, precision=None):
     """General dot product (XLA ``DotGeneral``).
 
     ``dimension_numbers = ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))``.
     The result has the batch dimensions, then the free dimensions of ``lhs``,
     then those of ``rhs``. Operands must have the same dtype; the result has
-    that dtype unless ``preferred_element_type`` is given.
+    that dtype unless ``preferred_element_type`` is given. ``precision`` is
+    accepted as in JAX (plait.lax.precision: products are in the operands' dtype).
     """
+    check_precision(precision, "dot_general")
     try:
         (lc, rc), (lb, rb) = dimension_numbers
         dn = ((_dims_tuple(lc), _dims_tuple(rc)), (_dims_tuple(lb), _dims_tuple(rb)))
@@ -216,8 +219,9 @@ def dot_general(lhs, rhs, dimension_numbers, preferred_element_type=None):
                               preferred_element_type=pet)
 
 
-def dot(lhs, rhs, preferred_element_type=None):
+def dot(lhs, rhs, preferred_element_type=None, *, precision=None):
     """Vector/matrix products of rank-1 and rank-2 operands (``jax.lax.dot``)."""
+    check_precision(precision, "dot")
     la, ra = get_aval(lhs), get_aval(rhs)
     if not (1 <= la.ndim <= 2 and 1 <= ra.ndim <= 2):
         raise PlaitTypeError(f"dot: operands must have rank 1 or 2, got shapes {la.shape} "
@@ -533,8 +537,10 @@ conv_general_dilated_p.def_rule("batch", _conv_batch)
 
 def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
                          rhs_dilation=None, dimension_numbers=None, feature_group_count: int = 1,
-                         batch_group_count: int = 1, preferred_element_type=None):
-    """General N-d convolution (XLA ``ConvGeneralDilated``).
+                         batch_group_count: int = 1, preferred_element_type=None, *,
+                         precision=None):
+    """General N-d convolution (XLA ``ConvGeneralDilated``; ``precision`` as in
+    :func:`dot_general`).
 
     ``padding`` is ``"SAME"``, ``"VALID"`` or ``(low, high)`` pairs per spatial
     dimension (negative values crop). ``SAME`` is resolved against the dilated
@@ -544,6 +550,7 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     a :class:`ConvDimensionNumbers`, or layout strings like
     ``("NHWC", "HWIO", "NHWC")``.
     """
+    check_precision(precision, "conv_general_dilated")
     lhs, rhs = as_operand(lhs), as_operand(rhs)
     la, ra = get_aval(lhs), get_aval(rhs)
     dn = conv_dimension_numbers(la.shape, ra.shape, dimension_numbers)

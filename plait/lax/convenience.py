@@ -3,7 +3,9 @@ along one dimension, ``select_n``, ``associative_scan``, the generic ``reduce`` 
 ``reduce_window`` (monoids map to the reduction primitives; any other Python
 computation runs as a log-depth tree of its own calls), ``optimization_barrier``,
 ``square``, ``reciprocal``, ``collapse``, ``full_like``, ``broadcast_to_rank``,
-``conv_transpose`` (a ``conv_general_dilated`` with ``lhs_dilation``).
+``conv_transpose`` (a ``conv_general_dilated`` with ``lhs_dilation``),
+``conv_with_general_padding``, ``batch_matmul``, ``split``, ``cumlogsumexp``,
+``broadcast_shapes``.
 """
 from __future__ import annotations
 
@@ -371,3 +373,59 @@ def conv_transpose(lhs, rhs, strides: Sequence[int], padding, rhs_dilation=None,
         rhs = so.transpose(rhs, tuple(perm))
     return con.conv_general_dilated(lhs, rhs, (1,) * len(ks), pads, lhs_dilation=tuple(strides),
                                     rhs_dilation=rd, dimension_numbers=dn)
+
+
+# --- more jax.lax names real programs use ---------------------------------------------------
+
+def conv_with_general_padding(lhs, rhs, window_strides, padding, lhs_dilation=None,
+                              rhs_dilation=None, precision=None, preferred_element_type=None):
+    """``conv_general_dilated`` with the default (NCHW, OIHW) layout (``precision`` is
+    accepted for JAX compatibility; plait computes at the operands' precision)."""
+    return con.conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation,
+                                    rhs_dilation, preferred_element_type=preferred_element_type)
+
+
+def batch_matmul(lhs, rhs, precision=None):
+    """``lhs @ rhs`` over the last two dimensions, the leading ones batch dimensions
+    (equal in both operands, as in JAX)."""
+    la, ra = get_aval(lhs), get_aval(rhs)
+    if la.ndim < 2 or la.ndim != ra.ndim or la.shape[:-2] != ra.shape[:-2]:
+        raise PlaitTypeError(f"batch_matmul needs operands of equal rank >= 2 with equal batch "
+                             f"dimensions, got shapes {la.shape} and {ra.shape}")
+    batch = tuple(range(la.ndim - 2))
+    return con.dot_general(lhs, rhs, (((la.ndim - 1,), (ra.ndim - 2,)), (batch, batch)))
+
+
+def split(operand, sizes: Sequence[int], axis: int = 0) -> list:
+    """``operand`` cut along ``axis`` into consecutive pieces of the given ``sizes``."""
+    a = get_aval(operand)
+    axis = axis % a.ndim
+    sizes = [int(n) for n in sizes]
+    if builtins.sum(sizes) != a.shape[axis] or builtins.min(sizes, default=0) < 0:
+        raise PlaitValueError(f"split: sizes {sizes} must be non-negative and sum to the size "
+                              f"{a.shape[axis]} of axis {axis}")
+    out, start = [], 0
+    for n in sizes:
+        out.append(slice_in_dim(operand, start, start + n, 1, axis))
+        start += n
+    return out
+
+
+def _logaddexp(a, b):
+    m = ew.max(a, b)
+    shift = ew.select(ew.is_finite(m), m, full_like(m, 0))   # -inf + log1p(0) stays -inf
+    return ew.add(m, ew.log1p(ew.exp(ew.sub(ew.min(a, b), shift))))
+
+
+def cumlogsumexp(operand, axis: int = 0, reverse: bool = False):
+    """``log(cumsum(exp(operand)))`` along ``axis`` without overflow (a parallel prefix of
+    ``logaddexp``)."""
+    return associative_scan(_logaddexp, operand, reverse=reverse, axis=axis)
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple:
+    """The shape NumPy broadcasting gives ``shapes``."""
+    try:
+        return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
+    except ValueError as e:
+        raise PlaitValueError(f"broadcast_shapes: {e}") from None

@@ -18,6 +18,7 @@ from plait import lax
 from plait.core import dtypes
 from plait.core.trace import get_aval
 from plait.errors import PlaitValueError
+from plait.lax.precision import check_precision
 from plait.numpy import _promote
 
 _ELL = "\u2026"   # label prefix of dimensions covered by an ellipsis
@@ -283,15 +284,20 @@ def _setup(subscripts, operands):
     return ins, out, sizes, ops
 
 
-def einsum(subscripts, *operands, optimize="greedy", dtype=None):
+def einsum(subscripts, *operands, optimize="greedy", dtype=None, precision=None,
+           preferred_element_type=None):
     """Einstein summation over ``operands`` (NumPy's ``einsum``, every subscripts form).
 
     Accepts ``"ij,jk->ik"`` strings (with ``...`` and implicit output) and the
     interleaved ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` form. ``optimize`` is
     ``"greedy"`` (default), ``False`` (left to right) or an explicit path from
     :func:`einsum_path`. The result dtype is NumPy's promotion of the operands
-    (or ``dtype``).
+    (or ``dtype``). ``precision`` is accepted as in ``jax.numpy`` (products are in the
+    operands' dtype); ``preferred_element_type`` acts as ``dtype``.
     """
+    check_precision(precision, "einsum")
+    if preferred_element_type is not None:
+        dtype = dtype if dtype is not None else preferred_element_type
     ins, out, sizes, ops = _setup(subscripts, operands)
     if dtype is not None:
         dt = dtypes.canonical_dtype(dtype)

@@ -12,6 +12,7 @@ import numpy as np
 
 from plait import lax
 from plait.lax.contractions import dot_general_p
+from plait.lax.precision import check_precision
 from plait.core import dtypes
 from plait.core.array_methods import ArrayMethods, install_methods
 from plait.core.trace import get_aval
@@ -49,8 +50,10 @@ def _fmt(s) -> str:
     return _promote._fmt_shape(tuple(s))
 
 
-def dot(a, b):
-    """NumPy's ``dot``: products of scalars, vectors, matrices and N-d arrays."""
+def dot(a, b, *, precision=None, preferred_element_type=None):
+    """NumPy's ``dot``: products of scalars, vectors, matrices and N-d arrays
+    (``precision`` accepted as in ``jax.numpy``)."""
+    _jax_kwargs("dot", precision, preferred_element_type)
     a, b = _strong_pair("dot", a, b)
     sa, sb = _shape(a), _shape(b)
     if not sa or not sb:
@@ -151,8 +154,19 @@ _SIGS = {"matmul": "(n?,k),(k,m?)->(n?,m?)", "vecdot": "(n),(n)->()",
 _MATRIX_DN = (((1,), (0,)), ((), ()))
 
 
-def matmul(a, b):
-    """Matrix product with NumPy's ``matmul`` rules (1-D promotion, batch broadcasting)."""
+def _jax_kwargs(where: str, precision, preferred_element_type) -> None:
+    """JAX's contraction keywords: ``precision`` validated (it has no effect, products
+    are in the operands' dtype); ``preferred_element_type`` must be None here."""
+    check_precision(precision, where)
+    if preferred_element_type is not None:
+        raise PlaitValueError(f"{where}: preferred_element_type is supported by "
+                               f"plait.lax.dot_general only; cast the operands instead")
+
+
+def matmul(a, b, *, precision=None, preferred_element_type=None):
+    """Matrix product with NumPy's ``matmul`` rules (1-D promotion, batch broadcasting;
+    ``precision`` accepted as in ``jax.numpy``)."""
+    _jax_kwargs("matmul", precision, preferred_element_type)
     if isinstance(a, ArrayMethods) and isinstance(b, ArrayMethods):
         sa, sb = a.aval, b.aval          # the common case, matrix @ matrix of one dtype
         if (len(sa.shape) == 2 and len(sb.shape) == 2 and sa.shape[1] == sb.shape[0]

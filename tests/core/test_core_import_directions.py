@@ -51,8 +51,9 @@ def _imports(tree: ast.Module):
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             if node.module == "plait":
-                for a in node.names:
-                    yield node.lineno, f"plait.{a.name}"
+                for a in node.names:   # a submodule, or a name of the package (plait.jit)
+                    sub = (ROOT / a.name).is_dir() or (ROOT / f"{a.name}.py").exists()
+                    yield node.lineno, f"plait.{a.name}" if sub else "plait"
             else:
                 yield node.lineno, node.module
         elif isinstance(node, ast.Import):

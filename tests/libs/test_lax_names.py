@@ -159,3 +159,54 @@ def test_conv_transpose_matches_jax():
         shape, vals = REF[name]
         want = np.array([float.fromhex(v) for v in vals]).reshape(shape)
         np.testing.assert_allclose(np.asarray(val), want, rtol=1e-12, atol=1e-12, err_msg=name)
+
+
+def test_batch_matmul_split_broadcast_shapes_conv_with_general_padding():
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 4, 5))
+    f = plait.jit(lambda a, b: (lax.batch_matmul(a, b), lax.split(a, (1, 3), axis=2)))
+    mm, (s1, s2) = f(a, b)
+    np.testing.assert_allclose(np.asarray(mm), a @ b, rtol=1e-12)
+    np.testing.assert_array_equal(np.asarray(s1), a[..., :1])
+    np.testing.assert_array_equal(np.asarray(s2), a[..., 1:])
+    with pytest.raises(plait.errors.PlaitTypeError, match="batch_matmul"):
+        lax.batch_matmul(a, b[0])
+    with pytest.raises(plait.errors.PlaitValueError, match="sum to the size"):
+        lax.split(a, (1, 2), axis=2)
+    assert lax.broadcast_shapes((3, 1), (1, 4), (4,)) == (3, 4)
+    with pytest.raises(plait.errors.PlaitValueError, match="broadcast_shapes"):
+        lax.broadcast_shapes((3,), (4,))
+    x, w = rng.standard_normal((1, 2, 5, 5)), rng.standard_normal((3, 2, 3, 3))
+    got = np.asarray(lax.conv_with_general_padding(x, w, (1, 1), ((1, 1), (1, 1))))
+    want = np.asarray(lax.conv_general_dilated(x, w, (1, 1), ((1, 1), (1, 1))))
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_cumlogsumexp():
+    x = np.array([[0., 1., -np.inf, 1000., 2.], [-np.inf, -np.inf, 3., 4., 5.]])
+    got = plait.jit(lambda x: (lax.cumlogsumexp(x, axis=1),
+                               lax.cumlogsumexp(x, axis=1, reverse=True)))(x)
+    np.testing.assert_allclose(np.asarray(got[0]), np.logaddexp.accumulate(x, axis=1))
+    want_rev = np.logaddexp.accumulate(x[:, ::-1], axis=1)[:, ::-1]
+    np.testing.assert_allclose(np.asarray(got[1]), want_rev)
+    y = np.random.default_rng(4).standard_normal((3, 4))
+    check_grads(lambda v: lax.cumlogsumexp(v, axis=1), (y,), order=2)
+
+
+def test_precision_is_accepted_as_in_jax():
+    # JAX code passes precision= to contractions; plait multiplies in the operands' dtype
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((4, 2)).astype(np.float32)
+    want = a.astype(np.float64) @ b
+    hi = lax.Precision.HIGHEST
+    for got in (pnp.dot(a, b, precision=hi), pnp.matmul(a, b, precision="highest"),
+                pnp.einsum("ij,jk->ik", a, b, precision=(hi, hi)),
+                lax.dot(a, b, precision=lax.Precision.DEFAULT),
+                lax.dot_general(a, b, (((1,), (0,)), ((), ())), precision=hi)):
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5)
+    x, w = rng.standard_normal((1, 2, 5, 5)), rng.standard_normal((3, 2, 3, 3))
+    np.testing.assert_array_equal(
+        np.asarray(lax.conv_general_dilated(x, w, (1, 1), "SAME", precision=hi)),
+        np.asarray(lax.conv_general_dilated(x, w, (1, 1), "SAME")))
+    with pytest.raises(plait.errors.PlaitValueError, match="precision must be"):
+        pnp.dot(a, b, precision="fast")

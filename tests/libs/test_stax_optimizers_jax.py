@@ -46,7 +46,7 @@ def test_conv_transpose_and_sumpool():
 
 def test_combinators():
     # a residual block: FanOut -> parallel(Dense, Identity) -> FanInSum, then a concat
-    init, apply = stax.serial(stax.FanOut(2), stax.parallel(stax.Dense(3), stax.Identity()),
+    init, apply = stax.serial(stax.FanOut(2), stax.parallel(stax.Dense(3), stax.Identity),
                               stax.FanInSum, stax.FanOut(2),
                               stax.parallel(stax.Softplus, stax.Exp), stax.FanInConcat(-1),
                               stax.shape_dependent(lambda s: stax.Dense(s[-1] // 2)))

@@ -87,16 +87,39 @@ def test_elementwise_layers():
 
 
 def test_dropout():
-    init, apply = stax.Dropout(0.25)
+    # rate is the KEEP probability, as in jax.example_libraries.stax
+    init, apply = stax.Dropout(0.75)
     x = np.ones((200, 50), np.float32)
     out = np.asarray(apply((), x, rng=random.key(3)))
     assert set(np.unique(out).tolist()) <= {0.0, float(np.float32(1) / np.float32(0.75))}
     assert abs((out == 0).mean() - 0.25) < 0.02
     np.testing.assert_array_equal(np.asarray(apply((), x, mode="eval")), x)
+    np.testing.assert_array_equal(np.asarray(stax.Dropout(0.5, mode="eval")[1]((), x)), x)
+    np.testing.assert_array_equal(np.asarray(stax.Dropout(1.0)[1]((), x)), x)
     with pytest.raises(PlaitValueError, match="PRNG key"):
         apply((), x)
-    with pytest.raises(PlaitValueError):
-        stax.Dropout(1.0)
+    for bad in (0.0, 1.5):
+        with pytest.raises(PlaitValueError, match="keep probability"):
+            stax.Dropout(bad)
+
+
+def test_dropout_matches_jax():
+    # jax.example_libraries.stax.Dropout(0.75) applied with rng=jax.random.PRNGKey(3),
+    # recorded with JAX 0.10.2 (threefry bits are identical, so is the mask)
+    x = np.arange(1, 25, dtype=np.float32).reshape(4, 6)
+    jax_out = np.float32([
+        [1.3333333730697632, 0.0, 4.0, 0.0, 6.666666507720947, 8.0],
+        [9.333333015441895, 10.666666984558105, 12.0, 13.333333015441895, 14.666666984558105,
+         16.0],
+        [17.33333396911621, 18.66666603088379, 0.0, 21.33333396911621, 22.66666603088379, 24.0],
+        [0.0, 26.66666603088379, 28.0, 29.33333396911621, 30.66666603088379, 0.0]])
+    # in JAX's default float32 mode the keep probability is float32, so are the uniforms
+    plait.config.update("x64", False)
+    try:
+        out = np.asarray(stax.Dropout(0.75)[1]((), x, rng=random.PRNGKey(3)))
+    finally:
+        plait.config.update("x64", True)
+    np.testing.assert_allclose(out, jax_out, rtol=1e-6)
 
 
 def test_batchnorm_train_eval_and_stats():
