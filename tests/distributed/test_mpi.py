@@ -29,7 +29,7 @@ def _mpirun() -> str:
 def _run(mode: str, devices: int = 1, timeout_s: float = 5.0, tmp_path=None):
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                PLAIT_CPU_DEVICES=str(devices), PLAIT_COLLECTIVE_TIMEOUT=str(timeout_s),
-               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               PYTHONPATH=str(ROOT / "src") + os.pathsep + str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
                OMP_NUM_THREADS="1")
     if tmp_path is not None:
         env["PLAIT_CACHE_DIR"] = str(tmp_path)

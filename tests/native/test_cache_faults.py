@@ -249,7 +249,7 @@ _PRELUDE = textwrap.dedent("""
 
 def _env(cache: str, **extra) -> dict:
     env = dict(os.environ, PLAIT_CACHE_DIR=cache,
-               PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]))
+               PYTHONPATH=os.pathsep.join([os.path.join(REPO, "src"), os.environ.get("PYTHONPATH", "")]))
     env.pop("PLAIT_BACKEND", None)
     env.update(extra)
     return env

@@ -70,7 +70,7 @@ report("small", lambda: print(int(plait.jit(pnp.argmax)(np.arange(10, dtype=np.u
 
 
 def test_allocation_failures_raise_memory_error_not_a_crash(native):
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
     r = subprocess.run([sys.executable, "-c", _UNDER_LIMIT], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, (

@@ -290,7 +290,7 @@ except PlaitValueError as e:
 print("ok")
 """
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ, PLAIT_CACHE_DIR=str(tmp_path), PYTHONPATH=root)
+    env = dict(os.environ, PLAIT_CACHE_DIR=str(tmp_path), PYTHONPATH=os.path.join(root, "src"))
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                        timeout=600)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr

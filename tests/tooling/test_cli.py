@@ -22,7 +22,7 @@ PROGRAM = textwrap.dedent("""
 
 
 def plait_cli(*args, cache=None, env=None):
-    e = dict(os.environ, PYTHONPATH=ROOT)
+    e = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src") + os.pathsep + ROOT)
     if cache is not None:
         e["PLAIT_CACHE_DIR"] = str(cache)
     e.update(env or {})

@@ -19,7 +19,7 @@ def test_tutorial_code_runs(tmp_path):
     script = tmp_path / "tutorial.py"            # a file: autograph reads its source
     script.write_text("\n".join(blocks))
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                       cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT), timeout=300)
+                       cwd=ROOT, env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src") + os.pathsep + ROOT), timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.startswith("[1. 1. 1. 1. 1.]")
 
@@ -44,7 +44,7 @@ def test_error_reference_has_one_anchor_per_class():
 def test_configuration_reference_lists_every_variable():
     text = reference.configuration_markdown()
     read = set()
-    pkg = os.path.join(ROOT, "plait")
+    pkg = os.path.join(ROOT, "src", "plait")
     for root, _, files in os.walk(pkg):
         for name in files:
             if name.endswith(".py") and name != "reference.py":

@@ -107,7 +107,7 @@ def test_explore_command(tmp_path):
     out = tmp_path / "page.html"
     r = subprocess.run([sys.executable, "-m", "plait", "explore", f"{prog}:loss", "--grad",
                         "--args", "f32[8,4], f32[2,8]", "-o", str(out)], capture_output=True,
-                       text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT), timeout=120)
+                       text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src") + os.pathsep + ROOT), timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == str(out)
     page = out.read_text()

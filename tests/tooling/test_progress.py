@@ -29,7 +29,7 @@ plait.jit(f)(np.ones((4, 4)))
 
 
 def _run_child(tmp_path, tty: bool) -> bytes:
-    env = dict(os.environ, PYTHONPATH=ROOT, PLAIT_CACHE_DIR=str(tmp_path / "cache"))
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src") + os.pathsep + ROOT, PLAIT_CACHE_DIR=str(tmp_path / "cache"))
     if not tty:
         r = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, env=env,
                            cwd=ROOT, timeout=120)

@@ -186,7 +186,9 @@ def _cache(args, ap) -> int:
 
 
 def _bench(args, ap) -> int:
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    # a checkout holds src/plait/cli/ and benchmarks/ side by side
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))
     if not os.path.isfile(os.path.join(root, "benchmarks", "__main__.py")):
         raise UsageError(f"the benchmark suite is not installed with the package: run "
                          f"`plait bench` from a plait checkout (looked in {root})")
