@@ -37,6 +37,16 @@ PASSES = {
 }
 
 
+def register_pass(name: str, fn) -> None:
+    """Make ``fn(program, target, **params) -> Program`` available under ``name`` to the
+    pass lists of target configs (the add-a-pass recipe, ARCHITECTURE.md)."""
+    if name in PASSES and PASSES[name] is not fn:
+        from plait.errors import PlaitValueError
+        raise PlaitValueError(f"a Stripe pass named {name!r} is already registered; pick "
+                              f"another name")
+    PASSES[name] = fn
+
+
 def run_passes(program: Program, target, dump_dir: str | None = None,
                verify: bool = False) -> Program:
     """Apply the target's pass list to ``program``; ``verify`` checks it after every pass."""
