@@ -125,8 +125,12 @@ def test_results_fed_back_stay_on_the_device():
     np.testing.assert_array_equal(np.asarray(z), ((x0 * 2 + 1) * 2 + 1) * 2 + 1)
     np.testing.assert_array_equal(np.asarray(step(v[1:])), v[1:] * 2 + 1)
     np.testing.assert_array_equal(np.asarray(step(np.ascontiguousarray(v.T).T)), v * 2 + 1)
-    jnp = pytest.importorskip("jax.numpy")     # another PJRT client's buffer is imported
-    j = np.asarray(jnp.asarray(x0))
+    # a buffer of another PJRT client (as jax's arrays are) is imported, not reused
+    other = pjrt._jaxlib()[0].make_cpu_client()
+    theirs = pjrt._jaxlib()[1].dlpack_managed_tensor_to_buffer(
+        x0.copy().__dlpack__(), other.devices()[0], None, None)
+    j = np.asarray(theirs)
+    assert pjrt._device_buffer(j) is theirs and not pjrt._is_ours(theirs)
     np.testing.assert_array_equal(np.asarray(step(j)), x0 * 2 + 1)
 
 

@@ -30,7 +30,8 @@ class _Watch:
         self.what, self.phase, self.done, self.total = what, "starting", 0, 0
         self.t0 = time.perf_counter()
         self.shown = False
-        self.stop = threading.Event()
+        self.stop = threading.Event()      # the compile ended
+        self.wake = threading.Event()      # a change to show, or the end
 
     def line(self) -> str:
         k = f"kernels {self.done}/{self.total}, " if self.total else ""
@@ -40,12 +41,21 @@ class _Watch:
     def run(self) -> None:
         if self.stop.wait(DELAY):
             return
-        while True:
+        while not self.stop.is_set():
             self.shown = True
             sys.stderr.write("\r\033[K" + self.line())
             sys.stderr.flush()
-            if self.stop.wait(0.2):
-                return
+            self.wake.wait(0.2)            # redraw on each change, else every 0.2 s
+            self.wake.clear()
+
+    def changed(self) -> None:
+        """Redraw soon (the line shows each phase even when the compile is quick)."""
+        self.wake.set()
+
+    def end(self) -> None:
+        """The compile ended: stop drawing."""
+        self.stop.set()
+        self.wake.set()
 
 
 @contextlib.contextmanager
@@ -60,7 +70,7 @@ def compiling(what: str):
     try:
         yield
     finally:
-        w.stop.set()
+        w.end()
         th.join()
         _LOCAL.watch = None
         if w.shown:
@@ -76,6 +86,7 @@ def phase(text: str, total: int | None = None) -> None:
         w.phase = text
         if total is not None:
             w.total = total
+        w.changed()
 
 
 def kernel_done() -> None:
@@ -83,6 +94,7 @@ def kernel_done() -> None:
     w = getattr(_LOCAL, "watch", None)
     if w is not None:
         w.done += 1
+        w.changed()
 
 
 def bar(i: int, total: int, text: str = "", width: int = 30, force: bool = False) -> None:

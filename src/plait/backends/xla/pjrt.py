@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import threading
+import weakref
 
 import numpy as np
 
@@ -87,7 +88,6 @@ class Loaded:
     def __init__(self, exe, device):
         self.exe = exe
         self.device = device
-        self._devices = {device}
         self._from_dlpack = _jaxlib()[1].dlpack_managed_tensor_to_buffer
         self.run = exe.execute      # list of device arrays -> list of device arrays
 
@@ -98,7 +98,7 @@ class Loaded:
         if type(x) is not np.ndarray:
             x = np.asarray(x)
         buf = _device_buffer(x)
-        if buf is not None and buf.devices() == self._devices:   # not another client's
+        if buf is not None and _is_ours(buf):   # another client's buffer is imported
             return buf
         if not x.flags.c_contiguous or not x.flags.writeable:
             x = np.array(x, order="C")  # DLPack import takes neither strided nor read-only
@@ -128,13 +128,33 @@ def _device_buffer(x: np.ndarray):
     if type(mv) is not memoryview or x.flags.writeable or not x.flags.c_contiguous:
         return None
     buf = mv.obj
+    # the memoryview exports the whole device array: its shape and format are the
+    # array's (jaxlib alone gives the array no .shape/.dtype; jax adds them)
     if type(buf) is not _STATE.get("array_type") or x.nbytes != mv.nbytes \
-            or x.shape != buf.shape or x.dtype != buf.dtype:
+            or x.shape != mv.shape or x.itemsize != mv.itemsize:
+        return None
+    try:
+        if x.dtype != np.dtype(mv.format):
+            return None
+    except TypeError:                   # a format NumPy cannot name: not reused
         return None
     return buf
 
 
+# id -> weak reference of each device array our executables returned (arrays from other
+# PJRT clients, e.g. jax's, are imported instead: reusing them crashed execute)
+_OURS: dict = {}
+
+
+def _is_ours(buf) -> bool:
+    ref = _OURS.get(id(buf))
+    return ref is not None and ref() is buf
+
+
 def to_numpy(x) -> np.ndarray:
-    """A host view of a device array (the CPU client hands out its buffer without a
-    copy; ``__array__`` is several times cheaper than a DLPack round trip)."""
+    """A host view of a device array our executable returned (the CPU client hands out
+    its buffer without a copy; ``__array__`` is several times cheaper than a DLPack round
+    trip); the array is remembered so that the view, fed back, reuses it."""
+    key = id(x)
+    _OURS[key] = weakref.ref(x, lambda _r, k=key: _OURS.pop(k, None))
     return np.asarray(x)
