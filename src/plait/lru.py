@@ -51,7 +51,7 @@ class LRUCache:
         """Mark ``key`` as just used (no effect when it is absent)."""
         try:
             self._d.move_to_end(key)
-        except KeyError:
+        except KeyError:        # evicted by another thread meanwhile
             pass
 
     def __setitem__(self, key: Hashable, value: Any) -> None:

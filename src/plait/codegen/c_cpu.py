@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from plait.codegen.c_expr import C_TYPES
+from plait.codegen.c_expr import C_TYPES, SCALAR_HELPERS
 from plait.codegen.c_stripe import (CFamilyRenderer, _identity, _Scope, oom_status,
                                     temp_elements)
 from plait.stripe import ir
@@ -42,16 +42,7 @@ static inline double plait_now(void) {
   struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 #include <math.h>
-#define F32(x) ((float)(x))
-static inline float plait_maxf(float a, float b) { return (a != a || a >= b) ? a : b; }
-static inline float plait_minf(float a, float b) { return (a != a || a <= b) ? a : b; }
-static inline double plait_max(double a, double b) { return (a != a || a >= b) ? a : b; }
-static inline double plait_min(double a, double b) { return (a != a || a <= b) ? a : b; }
-static inline int64_t plait_floordiv(int64_t a, int64_t b) { int64_t q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
-static inline int64_t plait_ceildiv(int64_t a, int64_t b) { return -plait_floordiv(-a, b); }
-static inline int64_t plait_imax(int64_t a, int64_t b) { return a > b ? a : b; }
-static inline int64_t plait_imin(int64_t a, int64_t b) { return a < b ? a : b; }
-/* record a failed allocation (any thread, inside or outside an OpenMP region) */
+""" + SCALAR_HELPERS + r"""/* record a failed allocation (any thread, inside or outside an OpenMP region) */
 static inline void plait_oom(int64_t *status, int64_t code) { __atomic_store_n(status, code, __ATOMIC_RELAXED); }
 /* auto-vectorized loops use 256-bit vectors: GCC 12.2 at -O3 -march=native with 512-bit
    auto-vectorization computed a wrong value in a fused pad/diff/reduce kernel (the jit(grad)

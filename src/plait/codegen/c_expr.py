@@ -83,6 +83,21 @@ def intrinsic(name: str, args: list[str], dts: list[str], out: str | None) -> tu
     return expr, dt
 
 
+#: C-family scalar helpers every renderer's prelude includes after its integer typedefs
+#: (NaN-propagating float max/min as NumPy's maximum/minimum; floor/ceil division and
+#: integer max/min of index arithmetic)
+SCALAR_HELPERS = r"""#define F32(x) ((float)(x))
+static inline float plait_maxf(float a, float b) { return (a != a || a >= b) ? a : b; }
+static inline float plait_minf(float a, float b) { return (a != a || a <= b) ? a : b; }
+static inline double plait_max(double a, double b) { return (a != a || a >= b) ? a : b; }
+static inline double plait_min(double a, double b) { return (a != a || a <= b) ? a : b; }
+static inline int64_t plait_floordiv(int64_t a, int64_t b) { int64_t q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
+static inline int64_t plait_ceildiv(int64_t a, int64_t b) { return -plait_floordiv(-a, b); }
+static inline int64_t plait_imax(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t plait_imin(int64_t a, int64_t b) { return a < b ? a : b; }
+"""
+
+
 def op_helpers() -> str:
     """The C helper functions the ops defined so far bring (plain C99 that OpenCL C also
     compiles)."""

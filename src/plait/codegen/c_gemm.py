@@ -90,7 +90,7 @@ static void uk_{x}(int64_t kc, const {t} *restrict ap, const {t} *restrict b, in
 
 def _variant_source(b: Blocking, vector_bytes: int, oom_where: int) -> str:
     """Micro-kernel, packing and the blocked loops of one register tile."""
-    t, x, mr, nr, vl = b.ctype, b.suffix, b.mr, b.nr, b.vlen
+    t, x, mr, nr = b.ctype, b.suffix, b.mr, b.nr
     d = x[0]
     return _micro_kernel(b, vector_bytes) + f"""
 /* rows [0, mr) of A (strides sam, sak), depth kc -> ap[k * MR + i], rows mr..MR zero */

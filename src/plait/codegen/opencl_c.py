@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from plait.codegen.c_expr import C_TYPES, op_helpers
+from plait.codegen.c_expr import C_TYPES, SCALAR_HELPERS, op_helpers
 from plait.codegen.c_stripe import CFamilyRenderer, _identity, _Scope, temp_elements
 from plait.errors import CompileError
 from plait.stripe import ir
@@ -39,17 +39,7 @@ _HEADER = ("""#pragma OPENCL EXTENSION cl_khr_fp64 : enable
 typedef char int8_t; typedef short int16_t; typedef int int32_t; typedef long int64_t;
 typedef uchar uint8_t; typedef ushort uint16_t; typedef uint uint32_t; typedef ulong uint64_t;
 #define INT64_MIN (-0x7fffffffffffffffL - 1)
-#define F32(x) ((float)(x))
-""" + "".join(f"#define {f}f {f}\n" for f in _C99_MATH)
-    + """static inline float plait_maxf(float a, float b) { return (a != a || a >= b) ? a : b; }
-static inline float plait_minf(float a, float b) { return (a != a || a <= b) ? a : b; }
-static inline double plait_max(double a, double b) { return (a != a || a >= b) ? a : b; }
-static inline double plait_min(double a, double b) { return (a != a || a <= b) ? a : b; }
-static inline long plait_floordiv(long a, long b) { long q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
-static inline long plait_ceildiv(long a, long b) { return -plait_floordiv(-a, b); }
-static inline long plait_imax(long a, long b) { return a > b ? a : b; }
-static inline long plait_imin(long a, long b) { return a < b ? a : b; }
-""")
+""" + "".join(f"#define {f}f {f}\n" for f in _C99_MATH) + SCALAR_HELPERS)
 
 
 def prelude() -> str:

@@ -238,7 +238,7 @@ def build_shared_object(source: str, out_path: str, tc: Toolchain,
     finally:
         try:
             os.unlink(c_path)
-        except OSError:
+        except OSError:     # the source was only a build input
             pass
 
 

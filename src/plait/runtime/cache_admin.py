@@ -51,7 +51,7 @@ def entries(d: str) -> list[Entry]:
         try:
             use = os.stat(os.path.join(d, key + ".use"))
             size, hits, last = size + use.st_size, use.st_size, max(last, use.st_mtime)
-        except OSError:
+        except OSError:         # no use record yet: no hits counted
             pass
         out.append(Entry(key, size, hits, last))
     out.sort(key=lambda e: e.last_use)
@@ -72,7 +72,7 @@ def _remove(d: str, key: str) -> None:
     for ext in (".so", ".use"):
         try:
             os.remove(os.path.join(d, key + ext))
-        except OSError:
+        except OSError:         # already gone (another process pruned it)
             pass
 
 

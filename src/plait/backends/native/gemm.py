@@ -144,13 +144,7 @@ def init_library(lib) -> None:
         fn = lib.plait_gemm_init
     except AttributeError:
         return
-    uses = set()
-    for sfx in _SUFFIXES:
-        try:
-            getattr(lib, f"plait_gemm_uses_{sfx}")
-            uses.add(sfx)
-        except AttributeError:
-            pass
+    uses = {sfx for sfx in _SUFFIXES if hasattr(lib, f"plait_gemm_uses_{sfx}")}
     ptrs = addresses(uses)
     fn.restype = None
     fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)]

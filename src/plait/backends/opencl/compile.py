@@ -236,7 +236,7 @@ def _build(dev: Device, source: str):
         try:
             with open(path, "rb") as f:
                 return cl.Program(dev.context, [dev.device], [f.read()]).build(options=_OPTIONS)
-        except (OSError, cl.Error):
+        except (OSError, cl.Error):     # unreadable or stale entry: rebuilt below
             pass
     prg = cl.Program(dev.context, source).build(options=_OPTIONS)
     try:
@@ -245,7 +245,7 @@ def _build(dev: Device, source: str):
         with os.fdopen(fd, "wb") as f:
             f.write(prg.binaries[0])
         os.replace(tmp, path)
-    except OSError:
+    except OSError:                     # a cache that cannot be written is skipped
         pass
     return prg
 
