@@ -35,6 +35,24 @@ from plait.profiler import events as _events
 from plait.runtime import metrics, nan_check
 from plait.runtime.array import Array
 from plait.runtime.once import Once
+from plait.core.device import Device as _Device, register_platform as _register_platform
+
+
+def _pjrt_platform(platform: str):
+    """``plait.devices(platform)``'s lookup: the XLA backend's PJRT devices as plait devices."""
+    def lookup() -> list:
+        from plait.backends.xla import pjrt
+        out = []
+        for d in pjrt.platform_devices(platform):
+            dev = _Device(platform, d.id)
+            dev.pjrt_device = d
+            out.append(dev)
+        return out
+    return lookup
+
+
+for _platform in ("gpu", "tpu"):
+    _register_platform(_platform, _pjrt_platform(_platform))
 
 log = logging.getLogger("plait")
 _ONCE = Once()      # traces and compiles in progress, keyed by what they build

@@ -70,3 +70,18 @@ def test_calls_never_look_for_jax():
     out = subprocess.run([sys.executable, "-c", _NO_JAX], check=True, env=env,
                          capture_output=True, text=True).stdout.split()
     assert out == ["0", "0"], f"jax import attempts (first call, later calls): {out}"
+
+
+def test_devices_lists_pjrt_and_names_the_missing_plugin():
+    """``devices("cpu")`` is the host; the CPU client reports it too. Here no GPU or
+    TPU plugin is installed: the error names the package to install."""
+    from plait.backends.xla import pjrt
+    assert [d.platform for d in plait.devices("cpu")] == ["cpu"]
+    assert len(pjrt.platform_devices("cpu")) == len(plait.devices("cpu"))
+    for platform, package in (("gpu", "jax-cuda12-plugin"), ("tpu", "libtpu")):
+        if pjrt._plugin_library(*pjrt._PLUGINS[platform][0][1:3]) is not None:
+            continue                       # a machine with the plugin: nothing to check
+        with pytest.raises(plait.errors.XlaUnavailableError, match=package):
+            plait.devices(platform)
+    with pytest.raises(plait.errors.PlaitValueError, match="'gpu'"):
+        plait.devices("xpu")

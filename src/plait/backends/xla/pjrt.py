@@ -71,6 +71,69 @@ def devices() -> list:
     return list(client().devices())
 
 
+# platform -> PJRT plugins that provide it: (plugin name, package holding the shared
+# library, library file name, the pip package to install)
+_PLUGINS = {
+    "gpu": [("cuda", "jax_plugins.xla_cuda12", "xla_cuda_plugin.so", "jax-cuda12-plugin"),
+            ("cuda", "jax_plugins.xla_cuda13", "xla_cuda_plugin.so", "jax-cuda13-plugin")],
+    "tpu": [("tpu", "libtpu", "libtpu.so", "libtpu")],
+}
+
+
+def _plugin_library(package: str, filename: str) -> str | None:
+    """The path of ``filename`` in the installed ``package`` (not imported), or None."""
+    import importlib.util
+    import os
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    for d in (spec.submodule_search_locations or []) if spec else []:
+        path = os.path.join(d, filename)
+        if os.path.exists(path):
+            return path
+    return None
+
+
+def platform_devices(platform: str) -> list:
+    """The devices PJRT reports for ``platform`` (``cpu``, ``gpu`` or ``tpu``), through
+    the CPU client or the platform's PJRT plugin (loaded once). A platform whose plugin
+    is not installed raises :class:`XlaUnavailableError` naming the package to install."""
+    if platform == "cpu":
+        return devices()
+    if platform not in _PLUGINS:
+        raise PlaitError(f"unknown PJRT platform {platform!r}; plait knows 'cpu', "
+                         f"{', '.join(repr(p) for p in _PLUGINS)}")
+    xc, _, _, _ = _jaxlib()
+    for name, package, filename, pip_name in _PLUGINS[platform]:
+        path = _plugin_library(package, filename)
+        if path is None:
+            continue
+        with _LOCK:
+            key = "client:" + name
+            if key not in _STATE:
+                if not xc.pjrt_plugin_loaded(name):
+                    xc.load_pjrt_plugin_dynamically(name, path)
+                if not xc.pjrt_plugin_initialized(name):
+                    xc.initialize_pjrt_plugin(name)
+                try:
+                    _STATE[key] = xc.make_c_api_client(name)
+                except Exception as e:   # XlaRuntimeError: plugin present, no device
+                    raise PlaitError(f"the {name} PJRT plugin ({pip_name}, {path}) is "
+                                     f"installed but found no usable device: {e}") from None
+            return list(_STATE[key].devices())
+    wanted = " or ".join(f'`pip install {p[3]}`' for p in _PLUGINS[platform])
+    raise XlaUnavailableError(
+        f"no {platform} devices: XLA reaches {platform}s through a PJRT plugin, and none "
+        f"is installed ({', '.join(p[3] for p in _PLUGINS[platform])} not found). "
+        f"Install it with {wanted} (the versions matching jaxlib {_jaxlib_version()}).")
+
+
+def _jaxlib_version() -> str:
+    import jaxlib
+    return getattr(jaxlib, "__version__", "?")
+
+
 def _context():
     xc, _, ir, ext = _jaxlib()
     reg = ir.DialectRegistry()
