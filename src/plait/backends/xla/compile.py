@@ -36,7 +36,6 @@ class XlaExecutable:
         consts = [c._value if hasattr(c, "_value") else np.asarray(c) for c in closed.consts]
         self.const_bufs = [self.loaded.put(np.asarray(c, dtype=v.aval.dtype))
                            for c, v in zip(consts, g.constvars)]
-        self.in_dtypes = [np.dtype(v.aval.dtype) for v in g.invars]
         self.in_avals = [self.loaded.aval(v.aval.shape, v.aval.dtype) for v in g.invars]
 
     def launch(self, *args, deps: tuple = ()) -> None:
@@ -45,10 +44,7 @@ class XlaExecutable:
     def __call__(self, *args) -> list:
         if len(args) != self.n_in:
             raise TypeError(f"executable takes {self.n_in} arguments, got {len(args)}")
-        return self.loaded.call(self.const_bufs,
-                                [a if type(a) is np.ndarray and a.dtype == d else
-                                 np.asarray(a, dtype=d) for a, d in zip(args, self.in_dtypes)],
-                                self.in_avals)
+        return self.loaded.call(self.const_bufs, args, self.in_avals)
 
     def as_text(self, stage: str = "stablehlo") -> str:
         """``stablehlo`` (the module) or ``graph``."""

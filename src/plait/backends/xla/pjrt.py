@@ -233,10 +233,20 @@ class Loaded:
                          self._devs, True, False, self._zero_copy, True)
 
     def call(self, consts: list, args, avals: list) -> list:
-        """Run on device ``consts`` then host arrays ``args`` (NumPy arrays of
-        ``avals``' dtypes): host views of the results (needs ``out_avals``)."""
-        put = self.put
-        bufs = consts + [put(x, av) for x, av in zip(args, avals)]
+        """Run on device ``consts`` then ``args`` (host arrays or values, converted to
+        ``avals``' dtypes): host views of the results (needs ``out_avals``). One loop,
+        no per-argument method call: this is every jitted call's path."""
+        bufs = list(consts)
+        put, sh, devs, zc = self._put, self._sharding, self._devs, self._zero_copy
+        for x, av in zip(args, avals):
+            if type(x) is not np.ndarray or x.dtype != av.dtype:
+                x = np.asarray(x, dtype=av.dtype)
+            if x.base is not None:
+                buf = _device_buffer(x)
+                if buf is not None and buf._sharding is sh:
+                    bufs.append(buf)
+                    continue
+            bufs.append(put(av, sh, [x], devs, True, False, zc, True))
         return [np.asarray(r) for r in
                 self._execute(bufs).consume_with_handlers(self._handlers)]
 
