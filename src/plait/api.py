@@ -35,6 +35,24 @@ from plait.profiler import events as _events
 from plait.runtime import metrics, nan_check
 from plait.runtime.array import Array
 from plait.runtime.once import Once
+from plait.core.device import Device as _Device, register_platform as _register_platform
+
+
+def _pjrt_platform(platform: str):
+    """``plait.devices(platform)``'s lookup: the XLA backend's PJRT devices as plait devices."""
+    def lookup() -> list:
+        from plait.backends.xla import pjrt
+        out = []
+        for d in pjrt.platform_devices(platform):
+            dev = _Device(platform, d.id)
+            dev.pjrt_device = d
+            out.append(dev)
+        return out
+    return lookup
+
+
+for _platform in ("gpu", "tpu"):
+    _register_platform(_platform, _pjrt_platform(_platform))
 
 log = logging.getLogger("plait")
 _ONCE = Once()      # traces and compiles in progress, keyed by what they build
@@ -352,8 +370,7 @@ class Jitted:
                 and not self._donates:
             # fastest path: positional concrete arrays whose signature was seen before
             try:
-                avals = tuple([a.aval if type(a) is Array else _np_aval(a) for a in args])
-                entry = self._fast.get(avals)
+                entry = self._fast.get(_fast_key(args))
             except (AttributeError, TypeError):
                 entry = None
             if entry is not None:
@@ -374,7 +391,7 @@ class Jitted:
                 return self._call_donating(entry, exe, args, kwargs, leaves)
             if not kwargs and not self.static_argnums and all(
                     type(a) in (Array, np.ndarray) for a in args):
-                self._fast[tuple(avals)] = entry
+                self._fast[_fast_key(args)] = entry
             outs = _unaliased(exe(*[concrete_value(x) for x in leaves]), leaves)
             if nan_check.enabled():
                 nan_check.check_jit(entry.closed, leaves, outs, self._name)
@@ -454,10 +471,15 @@ def _unaliased(outs, args):
             else o for o in outs]
 
 
-def _np_aval(a: np.ndarray) -> ShapedArray:
-    if type(a) is not np.ndarray:
-        raise TypeError
-    return ShapedArray(a.shape, a.dtype, False)
+def _fast_key(args: tuple) -> tuple:
+    """The fast path's key of positional plait/NumPy arrays: a plait array's aval, a
+    NumPy array's (shape, dtype) (no aval built per call); TypeError for anything else."""
+    return tuple([a.aval if type(a) is Array else (a.shape, a.dtype)
+                  if type(a) is np.ndarray else _not_fast(a) for a in args])
+
+
+def _not_fast(a):
+    raise TypeError(type(a).__name__)
 
 
 class _Static:

@@ -122,10 +122,9 @@ class Exported:
             vals.append(v)
         if self._exe is None:
             from plait.backends.xla import pjrt
-            self._exe = pjrt.compile_text(self.mlir_module)
-        outs = self._exe.run([self._exe.put(v) for v in vals])
-        from plait.backends.xla.pjrt import to_numpy
-        return [to_numpy(o) for o in outs]
+            self._exe = pjrt.compile_text(self.mlir_module, self.out_specs)
+            self._in_avals = [self._exe.aval(s.shape, s.dtype) for s in self.in_specs]
+        return self._exe.call([], vals, self._in_avals)
 
 
 def _vjp_function(flat: Callable, n_in: int) -> Callable:

@@ -137,7 +137,7 @@ def test_device_put_and_devices():
     assert isinstance(back, plait.Array) and back.tolist() == [[2.0, 2.0], [2.0, 2.0]]
     assert plait.devices() == plait.devices("cpu")
     with pytest.raises(plait.errors.PlaitValueError, match="unknown device platform"):
-        plait.devices("tpu")
+        plait.devices("xpu")     # tpu and gpu are PJRT platforms (tests/xla)
 
 
 def test_shape_error_raised_at_the_user_line_at_op_time():

@@ -2,14 +2,20 @@
 
 Everything plait uses from jaxlib lives here (they move between releases; the
 ``xla`` extra pins the tested range): parsing StableHLO text with jaxlib's MLIR
-bindings, compiling it on the PJRT CPU client, moving arrays in (DLPack) and
-out, and running a loaded executable. No jax tracing machinery is imported.
+bindings, compiling it on the PJRT CPU client, moving arrays in and out, and
+running a loaded executable. No jax tracing machinery is imported.
+
+The per-call path stays in jaxlib's C++: ``batched_device_put`` moves a host array
+in and ``execute_sharded(...).consume_with_handlers`` runs and wraps the results,
+given avals and a single-device sharding built once per executable (see
+:class:`Loaded`). jaxlib's generic helpers (DLPack import, ``LoadedExecutable.execute``)
+look jax up on every call: an import attempt that fails where only jaxlib is
+installed (tens of microseconds each), all of jax imported where it is.
 """
 from __future__ import annotations
 
 import io
 import threading
-import weakref
 
 import numpy as np
 
@@ -31,6 +37,16 @@ def _jaxlib():
             f"the xla backend needs jaxlib, which is not importable ({e}). Install it with "
             f'`pip install "plait[xla]"` (jaxlib>=0.10,<0.11).') from None
     _STATE["array_type"] = _jax.ArrayImpl
+    if "sharding_type" not in _STATE:
+        class _OneDevice(_jax.SingleDeviceSharding):
+            """A single-device sharding usable without jax: jaxlib's transfer asks a
+            sharding for its memory kind and HLO sharding, which jax adds in Python."""
+            memory_kind = None
+            _replicated = xla_client.HloSharding.replicate()
+
+            def _to_xla_hlo_sharding(self, ndim):
+                return self._replicated
+        _STATE["sharding_type"] = _OneDevice
     return xla_client, _jax, ir, _jax_mlir_ext
 
 
@@ -53,6 +69,69 @@ def client():
 
 def devices() -> list:
     return list(client().devices())
+
+
+# platform -> PJRT plugins that provide it: (plugin name, package holding the shared
+# library, library file name, the pip package to install)
+_PLUGINS = {
+    "gpu": [("cuda", "jax_plugins.xla_cuda12", "xla_cuda_plugin.so", "jax-cuda12-plugin"),
+            ("cuda", "jax_plugins.xla_cuda13", "xla_cuda_plugin.so", "jax-cuda13-plugin")],
+    "tpu": [("tpu", "libtpu", "libtpu.so", "libtpu")],
+}
+
+
+def _plugin_library(package: str, filename: str) -> str | None:
+    """The path of ``filename`` in the installed ``package`` (not imported), or None."""
+    import importlib.util
+    import os
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    for d in (spec.submodule_search_locations or []) if spec else []:
+        path = os.path.join(d, filename)
+        if os.path.exists(path):
+            return path
+    return None
+
+
+def platform_devices(platform: str) -> list:
+    """The devices PJRT reports for ``platform`` (``cpu``, ``gpu`` or ``tpu``), through
+    the CPU client or the platform's PJRT plugin (loaded once). A platform whose plugin
+    is not installed raises :class:`XlaUnavailableError` naming the package to install."""
+    if platform == "cpu":
+        return devices()
+    if platform not in _PLUGINS:
+        raise PlaitError(f"unknown PJRT platform {platform!r}; plait knows 'cpu', "
+                         f"{', '.join(repr(p) for p in _PLUGINS)}")
+    xc, _, _, _ = _jaxlib()
+    for name, package, filename, pip_name in _PLUGINS[platform]:
+        path = _plugin_library(package, filename)
+        if path is None:
+            continue
+        with _LOCK:
+            key = "client:" + name
+            if key not in _STATE:
+                if not xc.pjrt_plugin_loaded(name):
+                    xc.load_pjrt_plugin_dynamically(name, path)
+                if not xc.pjrt_plugin_initialized(name):
+                    xc.initialize_pjrt_plugin(name)
+                try:
+                    _STATE[key] = xc.make_c_api_client(name)
+                except Exception as e:   # XlaRuntimeError: plugin present, no device
+                    raise PlaitError(f"the {name} PJRT plugin ({pip_name}, {path}) is "
+                                     f"installed but found no usable device: {e}") from None
+            return list(_STATE[key].devices())
+    wanted = " or ".join(f'`pip install {p[3]}`' for p in _PLUGINS[platform])
+    raise XlaUnavailableError(
+        f"no {platform} devices: XLA reaches {platform}s through a PJRT plugin, and none "
+        f"is installed ({', '.join(p[3] for p in _PLUGINS[platform])} not found). "
+        f"Install it with {wanted} (the versions matching jaxlib {_jaxlib_version()}).")
+
+
+def _jaxlib_version() -> str:
+    import jaxlib
+    return getattr(jaxlib, "__version__", "?")
 
 
 def _context():
@@ -82,31 +161,99 @@ def to_bytecode(text: str) -> bytes:
         return buf.getvalue()
 
 
-class Loaded:
-    """A compiled executable on one device: ``run(list of arrays) -> list of ndarrays``."""
+class _Aval:
+    """What jaxlib's transfer and result handlers read of an array's type."""
 
-    def __init__(self, exe, device):
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape: tuple, dtype):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = False
+
+
+def _sharding(device):
+    """The process's one sharding object for ``device``: every array plait puts on or
+    gets back from the device carries it, which is how :func:`_is_ours` knows them."""
+    with _LOCK:
+        sh = _STATE.setdefault("shardings", {}).get(device.id)
+        if sh is None:
+            sh = _STATE["shardings"][device.id] = _STATE["sharding_type"](device)
+        return sh
+
+
+class Loaded:
+    """A compiled executable on one device: ``run(list of device arrays) -> list of
+    device arrays``; ``put`` moves a host array in; ``call`` does both for host arrays.
+
+    ``out_avals`` (shapes and dtypes of the results, when the caller knows them) give
+    one C++ result handler per output, built once: running then never leaves jaxlib's
+    C++ (without them each result goes through jaxlib's generic disassembly)."""
+
+    def __init__(self, exe, device, out_avals=None):
+        _, jx, _, _ = _jaxlib()
         self.exe = exe
         self.device = device
-        self._from_dlpack = _jaxlib()[1].dlpack_managed_tensor_to_buffer
-        self.run = exe.execute      # list of device arrays -> list of device arrays
+        self._devs = [device]
+        self._sharding = _sharding(device)
+        self._put = jx.batched_device_put
+        self._zero_copy = jx.HostBufferSemantics.ZERO_COPY
+        self._execute = exe.execute_sharded
+        self._handlers = None if out_avals is None else [
+            jx.array_result_handler(_Aval(a.shape, a.dtype), self._sharding, True, True)
+            for a in out_avals]
+        self._avals: dict = {}
 
-    def put(self, x):
+    def run(self, bufs: list) -> list:
+        res = self._execute(bufs)
+        if self._handlers is not None:
+            return res.consume_with_handlers(self._handlers)
+        return [x[0] for x in res.disassemble_into_single_device_arrays()]
+
+    def aval(self, shape: tuple, dtype) -> _Aval:
+        """The (cached) transfer type of arrays of ``shape`` and ``dtype``."""
+        key = (tuple(shape), np.dtype(dtype))
+        av = self._avals.get(key)
+        if av is None:
+            av = self._avals[key] = _Aval(*key)
+        return av
+
+    def put(self, x, aval: _Aval | None = None):
         """A device buffer holding ``x``: the buffer itself when ``x`` is a whole host
         view of an earlier result (see :func:`to_numpy`), so results fed back stay on
-        the device; else a zero-copy DLPack import (one copy when misaligned)."""
+        the device; else a zero-copy transfer (a copy when strided or misaligned).
+        ``aval``, when given, is ``x``'s (from :meth:`aval`)."""
         if type(x) is not np.ndarray:
             x = np.asarray(x)
-        buf = _device_buffer(x)
-        if buf is not None and _is_ours(buf):   # another client's buffer is imported
-            return buf
-        if not x.flags.c_contiguous or not x.flags.writeable:
-            x = np.array(x, order="C")  # DLPack import takes neither strided nor read-only
-        return self._from_dlpack(x.__dlpack__(), self.device, None, None)
+        if x.base is not None:
+            buf = _device_buffer(x)
+            if buf is not None and buf._sharding is self._sharding:
+                return buf      # ours (another client's array is copied: reusing crashed)
+        return self._put(aval or self.aval(x.shape, x.dtype), self._sharding, [x],
+                         self._devs, True, False, self._zero_copy, True)
+
+    def call(self, consts: list, args, avals: list) -> list:
+        """Run on device ``consts`` then ``args`` (host arrays or values, converted to
+        ``avals``' dtypes): host views of the results (needs ``out_avals``). One loop,
+        no per-argument method call: this is every jitted call's path."""
+        bufs = list(consts)
+        put, sh, devs, zc = self._put, self._sharding, self._devs, self._zero_copy
+        for x, av in zip(args, avals):
+            if type(x) is not np.ndarray or x.dtype != av.dtype:
+                x = np.asarray(x, dtype=av.dtype)
+            if x.base is not None:
+                buf = _device_buffer(x)
+                if buf is not None and buf._sharding is sh:
+                    bufs.append(buf)
+                    continue
+            bufs.append(put(av, sh, [x], devs, True, False, zc, True))
+        return [np.asarray(r) for r in
+                self._execute(bufs).consume_with_handlers(self._handlers)]
 
 
-def compile_text(text: str) -> Loaded:
-    """Compile a StableHLO module on the CPU client's first device."""
+def compile_text(text: str, out_avals=None) -> Loaded:
+    """Compile a StableHLO module on the CPU client's first device (``out_avals``:
+    the results' shapes and dtypes, for the fast result path of :class:`Loaded`)."""
     xc, _, _, _ = _jaxlib()
     bc = to_bytecode(text)
     c = client()
@@ -115,7 +262,7 @@ def compile_text(text: str) -> Loaded:
         exe = c.compile_and_load(bc, xc.DeviceList((dev,)), xc.CompileOptions())
     except Exception as e:   # XlaRuntimeError
         raise PlaitError(f"XLA could not compile the module: {e}") from None
-    return Loaded(exe, dev)
+    return Loaded(exe, dev, out_avals)
 
 
 def _device_buffer(x: np.ndarray):
@@ -141,20 +288,14 @@ def _device_buffer(x: np.ndarray):
     return buf
 
 
-# id -> weak reference of each device array our executables returned (arrays from other
-# PJRT clients, e.g. jax's, are imported instead: reusing them crashed execute)
-_OURS: dict = {}
-
-
 def _is_ours(buf) -> bool:
-    ref = _OURS.get(id(buf))
-    return ref is not None and ref() is buf
+    """Whether the device array ``buf`` was put on or made by plait's client."""
+    shs = _STATE.get("shardings", {})
+    return any(buf._sharding is sh for sh in shs.values())
 
 
 def to_numpy(x) -> np.ndarray:
-    """A host view of a device array our executable returned (the CPU client hands out
-    its buffer without a copy; ``__array__`` is several times cheaper than a DLPack round
-    trip); the array is remembered so that the view, fed back, reuses it."""
-    key = id(x)
-    _OURS[key] = weakref.ref(x, lambda _r, k=key: _OURS.pop(k, None))
+    """A host view of a device array (the CPU client hands out its buffer without a
+    copy; ``__array__`` is several times cheaper than a DLPack round trip); the view,
+    fed back whole, reuses the array (see :meth:`Loaded.put`)."""
     return np.asarray(x)
