@@ -16,6 +16,7 @@ from plait.backends.native.cprogram import CProgram, CallStep, driver_source
 from plait.backends.native.launch import Launch, launch
 from plait.backends.native.partition import KernelStep, partition
 from plait.backends.native.plan import HostCall, Plan, build_plan, describe
+from plait.backends.native.tiered import compile_tiered
 from plait.codegen.c_pymodule import module_source
 from plait.codegen.c_cpu import PRELUDE
 from plait.codegen.c_expr import op_prelude
@@ -293,8 +294,18 @@ def stage_text(closed: ClosedGraph, stage: str) -> str:
 _MODULE_NAME = "plait_k_MODULE"
 
 
-def compile_native(closed: ClosedGraph) -> NativeExecutable:
-    """Compile ``closed`` to native code (raises CompileError without a C compiler)."""
+def compile_native(closed: ClosedGraph):
+    """Compile ``closed`` to native code (raises CompileError without a C compiler).
+    With ``config.tiered`` the build runs in the background behind a
+    ``TieredExecutable`` whose first calls the interpreter answers (``tiered.py``)."""
+    if config.tiered:
+        require_toolchain()
+        return compile_tiered(closed, _compile_native)
+    return compile_native_now(closed)
+
+
+def compile_native_now(closed: ClosedGraph) -> NativeExecutable:
+    """Compile ``closed`` to native code before returning."""
     with progress.compiling(closed.graph.name or "a graph"):
         return _compile_native(closed)
 
@@ -383,7 +394,7 @@ def _run_subgraph(graph, args) -> list:
     """Run a control-flow body or branch with its cached native executable."""
     exe = _SUBGRAPHS.get(graph)
     if exe is None:
-        exe = _SUBGRAPHS[graph] = compile_native(ClosedGraph(graph, []))
+        exe = _SUBGRAPHS[graph] = compile_native_now(ClosedGraph(graph, []))
     return exe(*[np.asarray(a) for a in args])
 
 
