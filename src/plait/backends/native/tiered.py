@@ -23,7 +23,9 @@ control flow (sub-graphs run by the interpreter's ``run_graph``), donation (the 
 tier reuses no buffer, the donated arrays are still consumed) and lazy launches (the
 fast tier runs on the calling thread, like a refused launch) behave the same.
 
-A graph the interpreter cannot run (a primitive without a NumPy ``impl``) skips the
+The fast tier is the interpreter with faster NumPy evaluations of a few primitives
+(``tier_ops``: convolutions as BLAS products), equal to the reference up to
+reassociation. A graph the interpreter cannot run (a primitive without a NumPy ``impl``) skips the
 fast tier: its first call waits for the build. A failed build is kept and raised, as
 the plait error it was (anything else wrapped in ``CompileError``), by the next call
 and every call after. The builder is a daemon thread, so a build still running never
@@ -44,6 +46,7 @@ import time
 from typing import Callable
 
 from plait.backends.interp import InterpExecutable
+from plait.backends.native import tier_ops
 from plait.config import config
 from plait.core.graph import ClosedGraph, subgraphs_of
 from plait.errors import CompileError, PlaitError
@@ -251,4 +254,4 @@ def compile_tiered(closed: ClosedGraph, build: Callable[[ClosedGraph], object]):
     interpreter cannot run the graph."""
     if not _interpretable(closed):
         return build(closed)
-    return TieredExecutable(closed, InterpExecutable(closed), build)
+    return TieredExecutable(closed, tier_ops.specialize(InterpExecutable(closed)), build)
