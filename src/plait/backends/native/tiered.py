@@ -25,12 +25,13 @@ fast tier runs on the calling thread, like a refused launch) behave the same.
 
 The fast tier is the interpreter with faster NumPy evaluations of a few primitives
 (``tier_ops``: convolutions as BLAS products), equal to the reference up to
-reassociation. A graph the interpreter cannot run (a primitive without a NumPy ``impl``) skips the
-fast tier: its first call waits for the build. A failed build is kept and raised, as
-the plait error it was (anything else wrapped in ``CompileError``), by the next call
-and every call after. The builder is a daemon thread, so a build still running never
-holds up interpreter exit (the kernel cache publishes an entry by one atomic rename,
-so a build cut short leaves nothing half-written).
+reassociation. A graph the interpreter cannot run (a primitive without a NumPy
+``impl``, or a collective of ``pmap``) skips the fast tier: its first call waits for
+the build. A failed build is kept and raised, as the plait error it was (anything else
+wrapped in ``CompileError``), by the next call and every call after. The builder is a
+daemon thread, so a build still running never holds up interpreter exit (the kernel
+cache publishes an entry by one atomic rename, so a build cut short leaves nothing
+half-written).
 
 ``plait.config.tiered`` (``$PLAIT_TIERED``) switches it: on by default; off makes the
 native backend compile before the first call returns, as the test suite does.
@@ -50,6 +51,7 @@ from plait.backends.native import tier_ops
 from plait.config import config
 from plait.core.graph import ClosedGraph, subgraphs_of
 from plait.errors import CompileError, PlaitError
+from plait.lax.parallel import CollectivePrimitive
 from plait.profiler import events
 from plait.runtime import metrics
 
@@ -237,12 +239,14 @@ os.register_at_fork(after_in_child=_BUILDER.after_fork_in_child)
 
 
 def _interpretable(closed: ClosedGraph) -> bool:
-    """Whether every primitive of the graph and its sub-graphs has a NumPy ``impl``."""
+    """Whether every primitive of the graph and its sub-graphs has a NumPy ``impl`` and
+    none is a collective (whose ``impl`` reads the running replica's communicator,
+    which the interpreter's constant folding at build time would not see)."""
     stack = [closed.graph]
     while stack:
         g = stack.pop()
         for e in g.eqns:
-            if not e.prim.has_rule("impl"):
+            if not e.prim.has_rule("impl") or isinstance(e.prim, CollectivePrimitive):
                 return False
             stack.extend(subgraphs_of(e.params))
     return True
