@@ -244,7 +244,7 @@ def test_fast_tier_convolutions_match_the_reference(dn, strides, padding, rd, gr
                                            argnums=(0, 1))).trace_graph(x, w))
     for closed in graphs:
         want = InterpExecutable(closed)(x, w)
-        got = tier_ops.specialize(InterpExecutable(closed))(x, w)
+        got = tier_ops.FastTier(InterpExecutable(closed))(x, w)
         for a, b in zip(got, want):
             assert a.dtype == b.dtype and a.shape == b.shape
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
@@ -258,3 +258,13 @@ def test_collectives_skip_the_fast_tier(gate, monkeypatch):
     f = plait.pmap(lambda x: x - plait.lax.pmean(x, "i") + plait.lax.axis_index("i"), "i")
     x = np.arange(4.0).reshape(2, 2)
     np.testing.assert_array_equal(np.asarray(f(x)), x - x.mean(0) + np.arange(2)[:, None])
+
+
+def test_fast_tier_drops_intermediates_after_their_last_use():
+    from plait.backends.interp import InterpExecutable
+    from plait.backends.native import tier_ops
+    closed = plait.jit(lambda x: pnp.sum(pnp.exp(pnp.sin(x) * 3.0))).trace_graph(np.ones(1000))
+    fast = tier_ops.FastTier(InterpExecutable(closed))
+    assert any(fast.frees)
+    out = fast(np.linspace(0, 1, 1000))
+    np.testing.assert_allclose(out[0], np.exp(np.sin(np.linspace(0, 1, 1000)) * 3).sum())

@@ -11,7 +11,7 @@ reference (and from native code) only by the order of the sum: floating-point
 reassociation. Cases it does not cover (feature or batch groups, non-float dtypes,
 mixed dtypes) run the reference ``impl``.
 
-:func:`specialize` swaps these in for the reference ones in an interpreter executable.
+:class:`FastTier` runs an interpreter executable's steps with these swapped in.
 """
 from __future__ import annotations
 
@@ -88,9 +88,40 @@ def _dilate_and_pad(x, dilation, padding):
     return xp
 
 
-def specialize(exe):
-    """``exe`` (an ``InterpExecutable``) with the faster evaluations swapped in."""
-    reference = conv_general_dilated_p.rule("impl")
-    exe.steps = [replace(st, params=dict(st.params, _reference=reference), impl=conv)
-                 if st.impl is reference else st for st in exe.steps]
-    return exe
+class FastTier:
+    """An interpreter executable's steps, with the faster evaluations swapped in and
+    each intermediate dropped after its last use (the reference keeps every one until
+    the call returns), so the fast tier's peak memory stays near the native code's."""
+
+    def __init__(self, exe):
+        reference = conv_general_dilated_p.rule("impl")
+        self.exe = exe
+        self.steps = [replace(st, params=dict(st.params, _reference=reference), impl=conv)
+                      if st.impl is reference else st for st in exe.steps]
+        last: dict[int, int] = {}
+        for i, st in enumerate(self.steps):
+            for s in st.reads:
+                last[s] = i
+        made = {s for st in self.steps for s in st.writes} - set(exe.out)
+        self.frees = [[] for _ in self.steps]
+        for s, i in last.items():
+            if s in made:
+                self.frees[i].append(s)
+
+    def __call__(self, *args) -> list:
+        exe = self.exe
+        if len(args) != exe.n_in:
+            raise TypeError(f"executable takes {exe.n_in} arguments, got {len(args)}")
+        env = list(exe._env)
+        nc = len(exe.consts)
+        env[nc:nc + len(args)] = args
+        for st, frees in zip(self.steps, self.frees):
+            r = st.impl(*[env[s] for s in st.reads], **st.params)
+            if st.multiple_results:
+                for o, x in zip(st.writes, r):
+                    env[o] = x if type(x) is np.ndarray else np.asarray(x)
+            else:
+                env[st.writes[0]] = r if type(r) is np.ndarray else np.asarray(r)
+            for s in frees:
+                env[s] = None
+        return [env[s] for s in exe.out]

@@ -62,7 +62,7 @@ class TieredExecutable:
     """An executable whose calls run on the interpreter until the native executable
     is built on the background thread, then on the native one."""
 
-    def __init__(self, closed: ClosedGraph, fast: InterpExecutable,
+    def __init__(self, closed: ClosedGraph, fast: Callable[..., list],
                  build: Callable[[ClosedGraph], object]):
         self.closed = closed
         self.name = closed.graph.name or "a compiled function"
@@ -258,4 +258,4 @@ def compile_tiered(closed: ClosedGraph, build: Callable[[ClosedGraph], object]):
     interpreter cannot run the graph."""
     if not _interpretable(closed):
         return build(closed)
-    return TieredExecutable(closed, tier_ops.specialize(InterpExecutable(closed)), build)
+    return TieredExecutable(closed, tier_ops.FastTier(InterpExecutable(closed)), build)
