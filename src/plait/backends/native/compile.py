@@ -294,20 +294,20 @@ def stage_text(closed: ClosedGraph, stage: str) -> str:
 _MODULE_NAME = "plait_k_MODULE"
 
 
-def compile_native(closed: ClosedGraph):
-    """Compile ``closed`` to native code (raises CompileError without a C compiler).
-    With ``config.tiered`` the build runs in the background behind a
-    ``TieredExecutable`` whose first calls the interpreter answers (``tiered.py``)."""
-    if config.tiered:
-        require_toolchain()
-        return compile_tiered(closed, _compile_native)
-    return compile_native_now(closed)
-
-
-def compile_native_now(closed: ClosedGraph) -> NativeExecutable:
-    """Compile ``closed`` to native code before returning."""
+def compile_native(closed: ClosedGraph) -> NativeExecutable:
+    """Compile ``closed`` to native code (raises CompileError without a C compiler)."""
     with progress.compiling(closed.graph.name or "a graph"):
         return _compile_native(closed)
+
+
+def compile_native_tiered(closed: ClosedGraph):
+    """The native backend's entry (``backends.BACKENDS``): with ``config.tiered`` the
+    build runs in the background behind a ``TieredExecutable`` whose first calls the
+    interpreter answers (``tiered.py``); else :func:`compile_native`."""
+    if not config.tiered:
+        return compile_native(closed)
+    require_toolchain()
+    return compile_tiered(closed, _compile_native)
 
 
 def _compile_native(closed: ClosedGraph) -> NativeExecutable:
@@ -394,7 +394,7 @@ def _run_subgraph(graph, args) -> list:
     """Run a control-flow body or branch with its cached native executable."""
     exe = _SUBGRAPHS.get(graph)
     if exe is None:
-        exe = _SUBGRAPHS[graph] = compile_native_now(ClosedGraph(graph, []))
+        exe = _SUBGRAPHS[graph] = compile_native(ClosedGraph(graph, []))
     return exe(*[np.asarray(a) for a in args])
 
 
