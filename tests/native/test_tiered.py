@@ -268,3 +268,14 @@ def test_fast_tier_drops_intermediates_after_their_last_use():
     assert any(fast.frees)
     out = fast(np.linspace(0, 1, 1000))
     np.testing.assert_allclose(out[0], np.exp(np.sin(np.linspace(0, 1, 1000)) * 3).sum())
+
+
+def test_wait_all_waits_for_every_pending_build(gate):
+    from plait.backends.native.tiered import wait_all
+    f = plait.jit(lambda a: a * 5.0)
+    exe = _exe(f, np.ones(3))
+    assert not wait_all(timeout=0.2) and not exe.ready()
+    gate.set()
+    assert wait_all(timeout=300) and exe.ready()
+    f(np.ones(3))
+    assert exe.tier == "native"

@@ -238,6 +238,20 @@ _BUILDER = _Builder()
 os.register_at_fork(after_in_child=_BUILDER.after_fork_in_child)
 
 
+def wait_all(timeout: float | None = None) -> bool:
+    """Wait until every native build requested so far has finished (successfully or
+    not: a failure is raised by the executable's next call); False on ``timeout``.
+    Benchmarks call it before timing steady state."""
+    with _BUILDER._lock:
+        pending = [job[0] for job in _BUILDER._pending]
+    end = None if timeout is None else time.perf_counter() + timeout
+    for exe in pending:
+        left = None if end is None else max(end - time.perf_counter(), 0.0)
+        if not exe._done.wait(left):
+            return False
+    return True
+
+
 def _interpretable(closed: ClosedGraph) -> bool:
     """Whether every primitive of the graph and its sub-graphs has a NumPy ``impl`` and
     none is a collective (whose ``impl`` reads the running replica's communicator,
