@@ -104,7 +104,7 @@ class TieredExecutable:
 
     def _checked(self):
         if self._error is not None:
-            raise self._error
+            raise self._error.with_traceback(None)
         return self._native
 
     def _current(self):
@@ -117,10 +117,14 @@ class TieredExecutable:
 
     # -- calling ------------------------------------------------------------------------
     def __call__(self, *args) -> list:
+        exe = self._native
+        if exe is not None:                   # the steady state: one check, one call
+            if self.tier != "native":
+                self._answered("native")
+            return exe(*args)
         exe = self._current()
         if exe is not None:
-            self._answered("native")
-            return exe(*args)
+            return self(*args)
         return self._run_fast(args)
 
     def run_donating(self, args, donated) -> list:
