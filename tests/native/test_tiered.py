@@ -279,3 +279,18 @@ def test_wait_all_waits_for_every_pending_build(gate):
     assert wait_all(timeout=300) and exe.ready()
     f(np.ones(3))
     assert exe.tier == "native"
+
+
+def test_fast_tier_outer_products_match_the_reference():
+    """dot_general with contracted length 1 is a broadcast multiply on the fast tier."""
+    from plait.backends.interp import InterpExecutable
+    from plait.backends.native import tier_ops
+    rng = np.random.default_rng(1)
+    x, g = rng.standard_normal((7, 1)).astype(np.float32), rng.standard_normal((1, 5))
+    closed = plait.jit(lambda x, g: (x @ g.astype(np.float32), pnp.dot(x.T, x),
+                                     pnp.einsum("ij,kj->ik", x, x))).trace_graph(x, g)
+    fast = tier_ops.FastTier(InterpExecutable(closed))
+    assert any(st.impl is tier_ops.dot for st in fast.steps)
+    for a, b in zip(fast(x, g), InterpExecutable(closed)(x, g)):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_array_equal(a, b)
