@@ -294,3 +294,16 @@ def test_fast_tier_outer_products_match_the_reference():
     for a, b in zip(fast(x, g), InterpExecutable(closed)(x, g)):
         assert a.dtype == b.dtype and a.shape == b.shape
         np.testing.assert_array_equal(a, b)
+
+
+def test_heavy_programs_skip_the_fast_tier(gate, monkeypatch):
+    """A program over FAST_TIER_MAX_FLOPS is built before its first call returns."""
+    from plait.backends.native import tiered
+    gate.set()
+    f = plait.jit(lambda a, b: a @ b)
+    x = np.ones((20, 20))
+    assert isinstance(f.lower(x, x).compile().executable, TieredExecutable)
+    monkeypatch.setattr(tiered, "FAST_TIER_MAX_FLOPS", 2 * 20 ** 3 - 1)
+    g = plait.jit(lambda a, b: a @ b + 1.0)
+    assert type(g.lower(x, x).compile().executable).__name__ == "NativeExecutable"
+    np.testing.assert_array_equal(np.asarray(g(x, x)), x @ x + 1)

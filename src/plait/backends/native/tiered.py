@@ -26,12 +26,13 @@ fast tier runs on the calling thread, like a refused launch) behave the same.
 The fast tier is the interpreter with faster NumPy evaluations of a few primitives
 (``tier_ops``: convolutions as BLAS products), equal to the reference up to
 reassociation. A graph the interpreter cannot run (a primitive without a NumPy
-``impl``, or a collective of ``pmap``) skips the fast tier: its first call waits for
-the build. A failed build is kept and raised, as the plait error it was (anything else
-wrapped in ``CompileError``), by the next call and every call after. The builder is a
-daemon thread, so a build still running never holds up interpreter exit (the kernel
-cache publishes an entry by one atomic rename, so a build cut short leaves nothing
-half-written).
+``impl``, or a collective of ``pmap``), or one heavier than ``FAST_TIER_MAX_FLOPS`` per
+call (its first call is mostly running, which native code does best), skips the fast
+tier: its first call waits for the build. A failed build is kept and raised, as the
+plait error it was (anything else wrapped in ``CompileError``), by the next call and
+every call after. The builder is a daemon thread, so a build still running never holds
+up interpreter exit (the kernel cache publishes an entry by one atomic rename, so a
+build cut short leaves nothing half-written).
 
 ``plait.config.tiered`` (``$PLAIT_TIERED``) switches it: on by default; off makes the
 native backend compile before the first call returns, as the test suite does.
@@ -270,10 +271,29 @@ def _interpretable(closed: ClosedGraph) -> bool:
     return True
 
 
+# Above this many floating-point operations per call (plait.cost) a program's first
+# call is dominated by running it, not by compiling it, and the fast tier, running the
+# same work in NumPy while the build takes a core, loses. Measured on 2 shared cores
+# (load ~11), cold cache, first call: W1 MLP grad (0.4 GFLOP) 1.4 s on the fast tier
+# against 3.2-3.4 s waiting for native; the digits step (0.1 GFLOP) 1.1 s against
+# 13.5-16 s; the All-CNN-C step (61 GFLOP) 51 s against 25 s; VGG19 backward
+# (118 GFLOP) 29-46 s against 24 s.
+FAST_TIER_MAX_FLOPS = 10e9
+
+
+def _cheap_enough(closed: ClosedGraph) -> bool:
+    from plait.cost import cost_analysis
+    try:
+        return cost_analysis(closed)["flops"] <= FAST_TIER_MAX_FLOPS
+    except Exception:        # noqa: BLE001  a missing cost rule: no estimate, tier it
+        return True
+
+
 def compile_tiered(closed: ClosedGraph, build: Callable[[ClosedGraph], object]):
     """``build(closed)`` on the background thread behind a :class:`TieredExecutable`
     answering on the interpreter meanwhile; ``build(closed)`` here and now when the
-    interpreter cannot run the graph."""
-    if not _interpretable(closed):
+    interpreter cannot run the graph or the graph's flops exceed
+    :data:`FAST_TIER_MAX_FLOPS`."""
+    if not _interpretable(closed) or not _cheap_enough(closed):
         return build(closed)
     return TieredExecutable(closed, tier_ops.FastTier(InterpExecutable(closed)), build)
