@@ -89,6 +89,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("backend", "PLAIT_BACKEND", _parse_str, "auto",
             "jit's backend: auto (native when a C compiler is found, else interp with one "
             "warning), native, interp or xla"),
+    Setting("tiered", "PLAIT_TIERED", _parse_flag, True,
+            "the native backend answers a new program's first calls on the interpreter "
+            "while it compiles in the background, then swaps (off: the first call waits "
+            "for the C compiler)"),
     Setting("log_compiles", "PLAIT_LOG_COMPILES", _parse_flag, False,
             "log every trace and compile with the reason for the cache miss"),
     Setting("checks", "PLAIT_CHECKS", _parse_flag, False,

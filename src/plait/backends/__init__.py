@@ -11,7 +11,7 @@ from plait.core.graph import ClosedGraph
 # backend name -> (module, compile function taking a ClosedGraph)
 BACKENDS = {
     "interp": ("plait.backends.interp", "compile_interp"),
-    "native": ("plait.backends.native", "compile_native"),
+    "native": ("plait.backends.native", "compile_native_tiered"),
     "xla": ("plait.backends.xla", "compile_xla"),
     "opencl": ("plait.backends.opencl", "compile_opencl"),
 }

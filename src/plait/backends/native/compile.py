@@ -16,6 +16,7 @@ from plait.backends.native.cprogram import CProgram, CallStep, driver_source
 from plait.backends.native.launch import Launch, launch
 from plait.backends.native.partition import KernelStep, partition
 from plait.backends.native.plan import HostCall, Plan, build_plan, describe
+from plait.backends.native.tiered import compile_tiered
 from plait.codegen.c_pymodule import module_source
 from plait.codegen.c_cpu import PRELUDE
 from plait.codegen.c_expr import op_prelude
@@ -297,6 +298,16 @@ def compile_native(closed: ClosedGraph) -> NativeExecutable:
     """Compile ``closed`` to native code (raises CompileError without a C compiler)."""
     with progress.compiling(closed.graph.name or "a graph"):
         return _compile_native(closed)
+
+
+def compile_native_tiered(closed: ClosedGraph):
+    """The native backend's entry (``backends.BACKENDS``): with ``config.tiered`` the
+    build runs in the background behind a ``TieredExecutable`` whose first calls the
+    interpreter answers (``tiered.py``); else :func:`compile_native`."""
+    if not config.tiered:
+        return compile_native(closed)
+    require_toolchain()
+    return compile_tiered(closed, _compile_native)
 
 
 def _compile_native(closed: ClosedGraph) -> NativeExecutable:
