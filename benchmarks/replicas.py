@@ -43,19 +43,67 @@ def _data(batch: int):
     return sp, params, x, y
 
 
-def _median_time(fn, reps: int) -> float:
+class _Cpu:
+    """Process CPU seconds per call of the last :func:`_median_time` (all threads)."""
+
+    per_call = 0.0
+
+
+def _median_time(fn, reps: int, after=None) -> float:
+    """Median seconds of ``fn()`` over ``reps`` calls after two warm-up calls;
+    ``after()`` runs after each timed call (to collect per-call records)."""
     fn()
     fn()
     ts = []
+    c0 = time.process_time()
     for _ in range(reps):
         t0 = time.perf_counter()
         fn()
         ts.append(time.perf_counter() - t0)
+        if after is not None:
+            after()
+    _Cpu.per_call = (time.process_time() - c0) / reps
     return statistics.median(ts)
 
 
-def worker_plait(devices: int, per_replica: int, reps: int, mpi: bool) -> dict:
+def _thread_census() -> dict[int, tuple[int, str]]:
+    """This process's threads: native id -> (CPU ticks so far, allowed cores)."""
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/self/task/{tid}/status") as f:
+                cores = next(ln.split()[1] for ln in f if ln.startswith("Cpus_allowed_list"))
+        except (OSError, StopIteration):
+            continue
+        out[int(tid)] = (int(fields[11]) + int(fields[12]), cores)   # utime + stime
+    return out
+
+
+def _busy_threads(before: dict, after: dict, replica_ids: dict[int, int]) -> list[str]:
+    """Threads that used CPU between two censuses: who they are and their cores."""
+    rows = []
+    for tid, (ticks, cores) in sorted(after.items()):
+        used = ticks - before.get(tid, (0, ""))[0]
+        if used > 0:
+            who = (f"replica {replica_ids[tid]}" if tid in replica_ids else
+                   "main" if tid == os.getpid() else f"thread {tid}")
+            rows.append(f"{who} on cores {cores}: {used} ticks")
+    return rows
+
+
+def _libgomp_copies() -> int:
+    """How many distinct libgomp files are mapped (1: the kernels, the GEMM/conv library
+    and plait's thread-count setting share one OpenMP runtime)."""
+    with open("/proc/self/maps") as f:
+        return len({ln.split()[-1] for ln in f if "libgomp" in ln})
+
+
+def worker_plait(devices: int, per_replica: int, reps: int, mpi: bool,
+                 mechanism: bool = False) -> dict:
     import plait
+    from plait.distributed import last_run_times
     import plait.numpy as pnp
     from plait import lax, nn
     from plait.example_libraries import models
@@ -80,13 +128,42 @@ def worker_plait(devices: int, per_replica: int, reps: int, mpi: bool) -> dict:
     xs = x[lo:hi].reshape((devices, per_replica) + x.shape[1:])
     ys = y[lo:hi].reshape(devices, per_replica, -1)
     step = plait.pmap(replica_step, "i", in_axes=(None, 0, 0), out_axes=None)
-    step_s = _median_time(lambda: step(sparams, xs, ys), reps)
+    runs: list = []
+    step(sparams, xs, ys)                  # compile (on this thread) before the census
+    census0 = _thread_census()
+    step_s = _median_time(lambda: step(sparams, xs, ys), reps,
+                          after=lambda: runs.append(last_run_times()))
+    census1 = _thread_census()
+    cpu_s = _Cpu.per_call
+    replica_ids = {t.native_id: t.device.id for t in runs[-1]}
+    med = lambda f: statistics.median(f(r) for r in runs)      # noqa: E731
+    extra = {"cpu_s": cpu_s, "replica_cpu_s": med(lambda r: max(t.cpu_s for t in r)),
+             "replica_wall_s": med(lambda r: max(t.wall_s for t in r)),
+             "collective_wait_s": med(lambda r: max(t.collective_wait_s for t in r)),
+             "threads_per_replica": [t.threads for t in runs[-1]],
+             "cores_per_replica": [len(t.device.cores) for t in runs[-1]]}
+    if mechanism:
+        extra["busy_threads"] = _busy_threads(census0, census1, replica_ids)
+        extra["libgomp_copies"] = _libgomp_copies()
+        extra["load_average"] = os.getloadavg()
+        if devices > 1:     # replica 0 alone on its device (same per-replica work)
+            alone = plait.pmap(replica_step, "i", in_axes=(None, 0, 0), out_axes=None,
+                               devices=plait.distributed.local_devices()[:1])
+            solo: list = []
+            _median_time(lambda: alone(sparams, xs[:1], ys[:1]), reps,
+                         after=lambda: solo.append(last_run_times()[0]))
+            extra["alone_cpu_s"] = statistics.median(t.cpu_s for t in solo)
+            extra["alone_wall_s"] = statistics.median(t.wall_s for t in solo)
+            extra["concurrent_cpu_s"] = [statistics.median(r[k].cpu_s for r in runs)
+                                         for k in range(devices)]
+            extra["concurrent_wall_s"] = [statistics.median(r[k].wall_s for r in runs)
+                                          for k in range(devices)]
     grads_like = plait.tree_util.tree_map(
         lambda a: np.broadcast_to(np.asarray(a), (devices,) + np.shape(a)).copy(), sparams)
     allreduce = plait.pmap(lambda g: lax.psum(g, "i"), "i", out_axes=None)
     ar_s = _median_time(lambda: allreduce(grads_like), reps)
     return {"step_s": step_s, "allreduce_s": ar_s, "replicas": total,
-            "per_replica": per_replica, "rank": rank}
+            "per_replica": per_replica, "rank": rank, **extra}
 
 
 def worker_jax(devices: int, per_replica: int, reps: int) -> dict:
@@ -109,19 +186,23 @@ def worker_jax(devices: int, per_replica: int, reps: int) -> dict:
     xs = x.reshape((devices, per_replica) + x.shape[1:])
     ys = y.reshape(devices, per_replica, -1)
     step_s = _median_time(lambda: jax.block_until_ready(step(params, xs, ys)), reps)
+    cpu_s = _Cpu.per_call
     grads_like = jax.tree_util.tree_map(
         lambda a: np.broadcast_to(np.asarray(a), (devices,) + np.shape(a)).copy(), params)
     allreduce = jax.pmap(lambda g: jax.lax.psum(g, "i"), "i", out_axes=None,
                          devices=jax.local_devices()[:devices])
     ar_s = _median_time(lambda: jax.block_until_ready(allreduce(grads_like)), reps)
     return {"step_s": step_s, "allreduce_s": ar_s, "replicas": devices,
-            "per_replica": per_replica, "rank": 0}
+            "per_replica": per_replica, "rank": 0, "cpu_s": cpu_s}
 
 
-def _launch(system: str, devices: int, per_replica: int, reps: int, mpi: bool = False) -> dict:
+def _launch(system: str, devices: int, per_replica: int, reps: int, mpi: bool = False,
+            mechanism: bool = False) -> dict:
     env = dict(os.environ)
     cmd = [sys.executable, "-m", "benchmarks.replicas", "--worker", system,
            "--devices", str(devices), "--per-replica", str(per_replica), "--reps", str(reps)]
+    if mechanism:
+        cmd.append("--mechanism")
     if system == "jax":
         env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
     if mpi:
@@ -134,7 +215,9 @@ def _launch(system: str, devices: int, per_replica: int, reps: int, mpi: bool = 
     if p.returncode or not lines:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{p.stdout}\n{p.stderr}")
     rows = [json.loads(ln) for ln in lines]
-    return max(rows, key=lambda r: r["step_s"])     # the slowest process sets the pace
+    slowest = dict(max(rows, key=lambda r: r["step_s"]))     # it sets the pace
+    slowest["cpu_s"] = sum(r["cpu_s"] for r in rows)          # every process's CPU
+    return slowest
 
 
 def main(argv=None) -> None:
@@ -147,9 +230,12 @@ def main(argv=None) -> None:
     ap.add_argument("--per-replica", type=int, default=16)
     ap.add_argument("--mpi", action="store_true")
     ap.add_argument("--no-jax", action="store_true")
+    ap.add_argument("--mechanism", action="store_true",
+                    help="worker: also time replica 0 alone and list the busy threads")
     args = ap.parse_args(argv)
     if args.worker == "plait":
-        print(json.dumps(worker_plait(args.devices, args.per_replica, args.reps, args.mpi)))
+        print(json.dumps(worker_plait(args.devices, args.per_replica, args.reps, args.mpi,
+                                      args.mechanism)))
         return
     if args.worker == "jax":
         print(json.dumps(worker_jax(args.devices, args.per_replica, args.reps)))
@@ -166,14 +252,39 @@ def main(argv=None) -> None:
     print(f"W4 All-CNN-C SGD step, data-parallel (pmean of gradients); median of "
           f"{args.reps}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
     print("| system | devices | per-replica batch | global batch | step ms | images/s "
-          "| all-reduce ms |")
-    print("|---|---|---|---|---|---|---|")
+          "| CPU ms/step (process) | replica CPU ms | collective wait ms | all-reduce ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    results: dict = {}
     for system, label, dev, per, mpi in runs:
-        r = _launch("jax" if system == "jax.pmap" else "plait", dev, per, args.reps, mpi)
+        r = _launch("jax" if system == "jax.pmap" else "plait", dev, per, args.reps, mpi,
+                    mechanism=system == "plait pmap" and dev > 1)
         glob = r["replicas"] * r["per_replica"]
+        results[(system, r["replicas"], glob)] = r
+        rep = lambda k: f"{1e3 * r[k]:.1f}" if k in r else "-"     # noqa: E731
         print(f"| {system} | {label} | {r['per_replica']} | {glob} | "
-              f"{1e3 * r['step_s']:.1f} | {glob / r['step_s']:.0f} | "
+              f"{1e3 * r['step_s']:.1f} | {glob / r['step_s']:.0f} | {rep('cpu_s')} | "
+              f"{rep('replica_cpu_s')} | {rep('collective_wait_s')} | "
               f"{1e3 * r['allreduce_s']:.2f} |", flush=True)
+    print()
+    for system in ("plait pmap", "plait MPI", "jax.pmap"):
+        two = results.get((system, 2, 2 * b))
+        one_b = results.get(("jax.pmap" if system == "jax.pmap" else "plait pmap", 1, b))
+        one_2b = results.get(("jax.pmap" if system == "jax.pmap" else "plait pmap", 1, 2 * b))
+        if two and one_b and one_2b:
+            print(f"{system}, 2 replicas vs 1: throughput x{one_b['step_s'] * 2 / two['step_s']:.2f} "
+                  f"(fixed per-replica batch {b}), x{one_2b['step_s'] / two['step_s']:.2f} "
+                  f"(fixed global batch {2 * b}); CPU per image x"
+                  f"{two['cpu_s'] / (2 * one_b['cpu_s']):.2f} of one replica's")
+    mech = results.get(("plait pmap", 2, 2 * b))
+    if mech and "alone_cpu_s" in mech:
+        print(f"\nplait pmap, 2 devices: replica 0 alone on its device {1e3 * mech['alone_cpu_s']:.1f} ms "
+              f"CPU / {1e3 * mech['alone_wall_s']:.1f} ms wall; concurrently, replicas "
+              f"{[round(1e3 * c, 1) for c in mech['concurrent_cpu_s']]} ms CPU / "
+              f"{[round(1e3 * w, 1) for w in mech['concurrent_wall_s']]} ms wall; OpenMP "
+              f"threads per replica {mech['threads_per_replica']} for cores per device "
+              f"{mech['cores_per_replica']}; libgomp copies loaded: {mech['libgomp_copies']}; "
+              f"load average {mech['load_average']}")
+        print("threads that used CPU during the timed steps: " + "; ".join(mech["busy_threads"]))
 
 
 if __name__ == "__main__":

@@ -53,15 +53,24 @@ def local_device_count() -> int:
 
 
 @functools.lru_cache(maxsize=None)
-def _omp_set_num_threads():
-    """libgomp's ``omp_set_num_threads`` (the library the kernels load), or None."""
+def _libgomp():
+    """libgomp (the OpenMP runtime the kernels and the GEMM/conv library load), or None."""
     name = ctypes.util.find_library("gomp")
     for lib in ([name] if name else []) + ["libgomp.so.1"]:
         try:
-            return ctypes.CDLL(lib).omp_set_num_threads
+            gomp = ctypes.CDLL(lib)
+            gomp.omp_set_num_threads, gomp.omp_get_max_threads    # noqa: B018 (both exist)
+            return gomp
         except (OSError, AttributeError):
             continue
     return None
+
+
+def omp_max_threads() -> int | None:
+    """The calling thread's OpenMP thread count (what the kernels' parallel loops and
+    the GEMM/conv library's ``omp_get_max_threads()`` use), or None without libgomp."""
+    gomp = _libgomp()
+    return None if gomp is None else int(gomp.omp_get_max_threads())
 
 
 def pin_current_thread(device: CpuDevice) -> None:
@@ -71,6 +80,6 @@ def pin_current_thread(device: CpuDevice) -> None:
         os.sched_setaffinity(0, set(device.cores))   # 0: the calling thread on Linux
     except (AttributeError, OSError):
         pass
-    fn = _omp_set_num_threads()
-    if fn is not None:
-        fn(len(device.cores))     # this thread's ICV: its parallel regions use its cores
+    gomp = _libgomp()
+    if gomp is not None:          # this thread's ICV: its parallel regions use its cores
+        gomp.omp_set_num_threads(len(device.cores))

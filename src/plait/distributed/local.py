@@ -10,6 +10,7 @@ A replica that fails or stops answering breaks the barrier: the others raise
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 
@@ -42,8 +43,10 @@ class LocalComm:
         self.group = group
         self.index = index
         self.size = group.size
+        self.wait_s = 0.0        # seconds this replica spent at barriers (waiting for peers)
 
     def _sync(self, what: str) -> None:
+        t0 = time.perf_counter()
         try:
             self.group.barrier.wait()
         except threading.BrokenBarrierError:
@@ -52,6 +55,8 @@ class LocalComm:
                 f"reach the {what} within {self.group.timeout:g} s (a collective inside "
                 f"a branch only some replicas take, or an error in another replica; "
                 f"config.collective_timeout sets the wait)") from None
+        finally:
+            self.wait_s += time.perf_counter() - t0
 
     def _publish(self, x: np.ndarray, what: str) -> list:
         self.group.slots[self.index] = np.ascontiguousarray(x)

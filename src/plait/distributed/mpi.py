@@ -50,6 +50,7 @@ class World:
         self._timeout = timeout
         self.verified: set[int] = set()
         self.broken = False
+        self.waited_s = 0.0       # seconds spent in MPI waits (read by GlobalComm)
 
     @property
     def timeout(self) -> float:
@@ -57,7 +58,8 @@ class World:
                      else config.collective_timeout)
 
     def _wait(self, req, what: str) -> None:
-        deadline = time.monotonic() + self.timeout
+        start = time.monotonic()
+        deadline = start + self.timeout
         pause = 1e-6
         while not req.Test():
             if time.monotonic() > deadline:
@@ -68,6 +70,7 @@ class World:
                     f"different program or branch); config.collective_timeout sets the wait")
             time.sleep(pause)
             pause = min(pause * 2, 1e-3)
+        self.waited_s += time.monotonic() - start
 
     def allreduce(self, buf: np.ndarray, op: str) -> np.ndarray:
         MPI = _mpi()
@@ -112,16 +115,24 @@ class GlobalComm:
         self.fingerprint = fingerprint
         self.index = world.rank * local.size + local.index
         self.size = world.size * local.size
+        self.mpi_wait_s = 0.0     # this replica's seconds in MPI waits
+
+    def _timed(self, op, value):
+        before = self.world.waited_s
+        try:
+            return op(value)
+        finally:
+            self.mpi_wait_s += self.world.waited_s - before
 
     def _across(self, value: np.ndarray, op, what: str) -> np.ndarray:
         """``op(value)`` run by local replica 0 with MPI; the result on every replica."""
         if self.local.size == 1:
             self.world.verify(self.fingerprint, what)
-            return op(value)
+            return self._timed(op, value)
         if self.local.index == 0:
             try:
                 self.world.verify(self.fingerprint, what)
-                value = op(value)
+                value = self._timed(op, value)
             except BaseException:
                 self.local.group.abort()
                 raise

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Sequence
 
 import numpy as np
@@ -34,11 +36,40 @@ from plait.errors import DistributedError, PlaitValueError
 from plait.runtime.array import Array
 
 from plait.distributed import runtime
-from plait.distributed.devices import CpuDevice, pin_current_thread
+from plait.distributed.devices import CpuDevice, omp_max_threads, pin_current_thread
 from plait.distributed.local import LocalGroup
 
 _POOLS: dict[tuple, ThreadPoolExecutor] = {}
 _POOLS_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class ReplicaTimes:
+    """Where one replica's time went in a pmap call: ``wall_s`` from start to end on
+    its worker thread, ``cpu_s`` the CPU time of that thread (its kernels with one
+    core per device; OpenMP helper threads of wider devices are not counted),
+    ``collective_wait_s`` the part of ``wall_s`` spent waiting for the other replicas
+    (barriers, MPI), ``threads`` the OpenMP threads its kernels may use (read back from libgomp), ``native_id``
+    the worker thread's OS id."""
+
+    device: CpuDevice
+    wall_s: float
+    cpu_s: float
+    collective_wait_s: float
+    threads: int
+    native_id: int
+
+
+class _LastRun:
+    """The :class:`ReplicaTimes` of the last pmap call that ran replicas."""
+
+    times: tuple[ReplicaTimes, ...] = ()
+
+
+def last_run_times() -> tuple[ReplicaTimes, ...]:
+    """Per-replica timings of the most recent pmap call (one entry per local device;
+    for profiling: kernel time alone vs concurrent, time lost at collectives)."""
+    return _LastRun.times
 
 
 def _pool(device: CpuDevice) -> ThreadPoolExecutor:
@@ -214,17 +245,24 @@ def _run(comp: _Compiled, vals, dims, devs, name, world) -> list:
     n = len(devs)
     group = LocalGroup(n, float(config.collective_timeout))
 
+    times: list = [None] * n
+
     def one(k: int):
-        comm = group.member(k)
+        t0, c0 = time.perf_counter(), time.thread_time()
+        local = comm = group.member(k)
         if world is not None:
-            comm = world.replica_comm(comm, comp.fingerprint)
+            comm = world.replica_comm(local, comp.fingerprint)
         args = [v if d is None else np.take(v, k, axis=d) for v, d in zip(vals, dims)]
         try:
             with named_axes.replica_scope({name: comm}):
-                return comp.exe(*args)
+                out = comp.exe(*args)
         except BaseException:
             group.abort()
             raise
+        waited = local.wait_s + getattr(comm, "mpi_wait_s", 0.0)
+        times[k] = ReplicaTimes(devs[k], time.perf_counter() - t0, time.thread_time() - c0,
+                                waited, omp_max_threads() or 1, threading.get_native_id())
+        return out
 
     futures = [_pool(d).submit(one, k) for k, d in enumerate(devs)]
     outs, errors = [], []
@@ -236,4 +274,5 @@ def _run(comp: _Compiled, vals, dims, devs, name, world) -> list:
     if errors:
         first = next((e for e in errors if not isinstance(e, DistributedError)), errors[0])
         raise first
+    _LastRun.times = tuple(times)
     return outs
