@@ -26,6 +26,7 @@ class LocalGroup:
         self.size = size
         self.timeout = timeout
         self.slots: list = [None] * size
+        self.results: list = [None] * size       # per-replica results of a led exchange
         self.barrier = threading.Barrier(size, timeout=timeout)
 
     def member(self, index: int) -> "LocalComm":
@@ -77,6 +78,37 @@ class LocalComm:
         """Every replica's ``x`` stacked along a new leading axis."""
         out = np.stack(self._publish(x, "all_gather"))
         self._sync("all_gather")
+        return out
+
+    def ppermute(self, x: np.ndarray, perm: tuple[tuple[int, int], ...]) -> np.ndarray:
+        """The ``x`` of the replica that sends to this one in ``perm`` (zeros if none)."""
+        slots = self._publish(x, "ppermute")
+        src = next((s for s, d in perm if d == self.index), None)
+        out = np.zeros_like(slots[self.index]) if src is None else np.array(slots[src])
+        self._sync("ppermute")
+        return out
+
+    def all_to_all(self, x: np.ndarray, split_axis: int) -> np.ndarray:
+        """Block ``index`` of ``split_axis`` of every replica's ``x``, stacked by source
+        along a new leading axis (each replica reads only its own blocks)."""
+        slots = self._publish(x, "all_to_all")
+        out = np.stack([np.take(s, self.index, axis=split_axis) for s in slots])
+        self._sync("all_to_all")
+        return out
+
+    def led(self, x: np.ndarray, lead, what: str) -> np.ndarray:
+        """Replica 0 runs ``lead(slots)`` on every replica's ``x`` and returns one result
+        per replica; this replica gets its own (how the MPI level talks for a process)."""
+        slots = self._publish(x, what)
+        if self.index == 0:
+            try:
+                self.group.results = lead(slots)
+            except BaseException:
+                self.group.abort()
+                raise
+        self._sync(what)
+        out = self.group.results[self.index]
+        self._sync(what)
         return out
 
     def broadcast(self, x: np.ndarray | None, root: int = 0) -> np.ndarray:

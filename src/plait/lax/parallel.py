@@ -306,9 +306,7 @@ def _all_to_all_abstract(x: ShapedArray, *, axis_name, axis_size, split_axis, co
 
 
 def _all_to_all_impl(x, *, axis_name, axis_size, split_axis, concat_axis):
-    comm = _comm(axis_name, "all_to_all")
-    g = comm.all_gather(np.asarray(x))                     # (i, *x.shape)
-    mine = np.take(g, comm.index, axis=1 + split_axis)     # (i, x without split)
+    mine = _comm(axis_name, "all_to_all").all_to_all(np.asarray(x), split_axis)  # (i, rest)
     return np.ascontiguousarray(np.moveaxis(mine, 0, concat_axis))
 
 
@@ -338,12 +336,7 @@ all_to_all_p.def_rule("batch", _all_to_all_lanes)
 
 # --- ppermute -----------------------------------------------------------------------
 def _ppermute_impl(x, *, axis_name, axis_size, perm):
-    comm = _comm(axis_name, "ppermute")
-    g = comm.all_gather(np.asarray(x))
-    for src, dst in perm:
-        if dst == comm.index:
-            return np.ascontiguousarray(g[src])
-    return np.zeros_like(np.asarray(x))
+    return _comm(axis_name, "ppermute").ppermute(np.asarray(x), perm)
 
 
 ppermute_p = _collective("ppermute", _same_abstract, _ppermute_impl)
