@@ -60,7 +60,7 @@ class LocalComm:
             self.wait_s += time.perf_counter() - t0
 
     def _publish(self, x: np.ndarray, what: str) -> list:
-        self.group.slots[self.index] = np.ascontiguousarray(x)
+        self.group.slots[self.index] = np.asarray(x, order="C")
         self._sync(what)
         return self.group.slots
 

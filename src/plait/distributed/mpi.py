@@ -143,13 +143,13 @@ class World:
 
     def allreduce(self, buf: np.ndarray, op: str) -> np.ndarray:
         MPI = _mpi()
-        buf = np.ascontiguousarray(buf)
+        buf = np.asarray(buf, order="C")
         mop = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}[op]
         self._wait(self.comm.Iallreduce(MPI.IN_PLACE, buf, op=mop), f"p{op}")
         return buf
 
     def allgather(self, buf: np.ndarray, what: str = "all_gather") -> np.ndarray:
-        buf = np.ascontiguousarray(buf)
+        buf = np.asarray(buf, order="C")
         out = np.empty((self.size,) + buf.shape, buf.dtype)
         self._wait(self.comm.Iallgather(buf, out), what)
         return out
@@ -186,7 +186,7 @@ class World:
             send[:, ls] = b.reshape((P, L) + rest)
         recv = np.empty_like(send)
         self._wait(self.comm.Ialltoall(send, recv), "all_to_all")
-        return [np.ascontiguousarray(recv[:, :, ld].reshape((P * L,) + rest))
+        return [np.asarray(recv[:, :, ld].reshape((P * L,) + rest), order="C")
                 for ld in range(L)]
 
     def verify(self, fingerprint: int, what: str) -> None:
@@ -248,7 +248,7 @@ class GlobalComm:
 
     def all_gather(self, x: np.ndarray) -> np.ndarray:
         part = (self.local.all_gather(x) if self.local.size > 1
-                else np.ascontiguousarray(x)[None])
+                else np.asarray(x, order="C")[None])
         out = self._across(part, self.world.allgather, "all_gather")   # (P, L, ...)
         return out.reshape((self.size,) + np.shape(x))
 
@@ -269,7 +269,7 @@ class GlobalComm:
             self.world.verify(self.fingerprint, what)
             return self._timed(lead, slots)
         if self.local.size == 1:
-            return run([np.ascontiguousarray(x)])[0]
+            return run([np.asarray(x, order="C")])[0]
         return self.local.led(x, run, what)
 
 

@@ -9,10 +9,14 @@ with MPI across processes (:mod:`.mpi`) when ``plait.distributed.initialize()``
 joined a job. Each device has one long-lived worker thread pinned to its cores
 (:func:`.devices.pin_current_thread`), so a replica's OpenMP threads stay there.
 
-A pmapped function called under a transformation (``grad``, ``jit``, ``vmap``, an
-enclosing ``pmap``) runs as ``vmap(f, axis_name=...)`` of the replica function in
-the caller's trace: the same values and derivatives (collectives over a vmapped axis
-are the reference semantics), on the enclosing device.
+A pmapped function called under ``grad``/``jvp`` (only differentiation above eager
+evaluation) binds a ``pmap_call`` primitive (:mod:`.pmap_call`), whose rules
+differentiate the replica program, so the forward and the backward pass each run
+concurrently, one replica per device, at any order. Under another transformation
+(``jit``, ``vmap``, lazy arrays, an enclosing ``pmap``'s trace) it runs as
+``vmap(f, axis_name=...)`` of the replica function in the caller's trace: the same
+values and derivatives (collectives over a vmapped axis are the reference
+semantics), on the enclosing device.
 """
 from __future__ import annotations
 
@@ -30,12 +34,14 @@ from plait.core import named_axes
 from plait.core import trace as _trace
 from plait.core.graph_transforms import graph_transform
 from plait.core.pytree import tree_flatten, tree_unflatten
+from plait.core.graph import ClosedGraph, Graph
 from plait.core.staging import trace_to_graph
 from plait.core.trace import Tracer, concrete_value, get_aval
 from plait.errors import DistributedError, PlaitValueError
+from plait.lax.shape_ops import transpose
 from plait.runtime.array import Array
 
-from plait.distributed import runtime
+from plait.distributed import pmap_call, runtime
 from plait.distributed.devices import CpuDevice, omp_max_threads, pin_current_thread
 from plait.distributed.local import LocalGroup
 
@@ -134,7 +140,8 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0,
     """
     name = axis_name if axis_name is not None else _Anonymous()
     statics = _statics(static_broadcasted_argnums)
-    cache: dict = {}
+    cache: dict = {}        # compiled replica programs (concrete arguments)
+    graphs: dict = {}       # traced replica programs (arguments under grad/jvp)
     fname = getattr(fun, "__name__", "fn")
 
     def split(args):
@@ -166,14 +173,15 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0,
         if isinstance(spec, list):
             spec = tuple(spec)
         leaves, in_tree = tree_flatten(tuple(dyn))
-        if not _trace.at_top_level() or any(isinstance(x, Tracer) for x in leaves):
+        traced = not _trace.at_top_level() or any(isinstance(x, Tracer) for x in leaves)
+        if traced and not _autodiff_only():
             vmap = graph_transform("vmap")
             return vmap(bound(st), in_axes=spec, out_axes=out_axes,
                         axis_name=name)(*dyn)
         dims = _spec_leaves(spec if isinstance(spec, tuple) or spec is None
                             or isinstance(spec, int) else spec, tuple(dyn), "in_axes")
-        vals = [concrete_value(x) for x in leaves]
-        sizes = {v.shape[d] for v, d in zip(vals, dims) if d is not None}
+        full = [get_aval(x) for x in leaves]
+        sizes = {a.shape[d] for a, d in zip(full, dims) if d is not None}
         if len(sizes) != 1:
             raise PlaitValueError(f"pmap of {fname}: the mapped axes have sizes "
                                   f"{sorted(sizes)}; they must all be equal" if sizes else
@@ -193,16 +201,31 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0,
                 f"{len(runtime.local_devices())} local devices; the mapped axis has "
                 f"size {n}")
         global_size = n * (world.size if world is not None else 1)
-        dims = [None if d is None else d % vals[i].ndim for i, d in enumerate(dims)]
-        avals = []
-        for v, d, x in zip(vals, dims, leaves):
-            a = get_aval(x)
-            avals.append(a if d is None else a.update(shape=a.shape[:d] + a.shape[d + 1:]))
+        dims = [None if d is None else d % a.ndim for a, d in zip(full, dims)]
+        avals = [a if d is None else a.update(shape=a.shape[:d] + a.shape[d + 1:])
+                 for a, d in zip(full, dims)]
         key = (in_tree, tuple(avals), tuple(dims), st, global_size, named_axes.env_key())
+        if traced:        # under grad/jvp: the replicas run as a pmap_call primitive
+            hit = graphs.get(key)
+            if hit is None:
+                hit = graphs[key] = _trace_replica(bound(st), in_tree, avals, name,
+                                                   global_size, f"pmap of {fname}")
+            closed, out_tree = hit
+            args = [x if d is None else _to_front(x, d) for x, d in zip(leaves, dims)]
+            stacked = pmap_call.call(closed, args, [d is not None for d in dims], n=n,
+                                     axis_name=name, axis_size=global_size,
+                                     devices=tuple(devs),
+                                     name=f"pmap of {fname}")
+            want = _spec_leaves(out_axes, tree_unflatten(out_tree, list(stacked)),
+                                "out_axes")
+            return tree_unflatten(out_tree, [o[0] if w is None else _from_front(o, w)
+                                             for o, w in zip(stacked, want)])
+        vals = [concrete_value(x) for x in leaves]
         comp = cache.get(key)
         if comp is None:
-            comp = cache[key] = _compile(bound(st), in_tree, avals, name, global_size,
-                                         backend, f"pmap of {fname}")
+            comp = cache[key] = _compile(*_trace_replica(bound(st), in_tree, avals, name,
+                                                         global_size, f"pmap of {fname}"),
+                                         backend)
         outs = _run(comp, vals, dims, devs, name, world)
         want = _spec_leaves(out_axes, tree_unflatten(comp.out_tree, list(outs[0])),
                             "out_axes")
@@ -221,9 +244,9 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0,
     return mapped
 
 
-def _compile(fun, in_tree, avals, name, size: int, backend, description: str) -> _Compiled:
-    from plait.backends import compile as backend_compile
-    from plait.passes import optimize
+def _trace_replica(fun, in_tree, avals, name, size: int, description: str):
+    """The replica program of ``fun`` on per-replica ``avals`` (``name`` bound to
+    ``size`` replicas, so collectives stage as primitives) and its output tree."""
     box: list = []
 
     def flat(*xs):
@@ -234,11 +257,56 @@ def _compile(fun, in_tree, avals, name, size: int, backend, description: str) ->
 
     with named_axes.bind_axis(name, size, None):
         closed, _ = trace_to_graph(flat, avals, description=description)
+    return closed, box[-1]
+
+
+def _compile(closed: ClosedGraph, out_tree, backend=None) -> _Compiled:
+    from plait.backends import compile as backend_compile
+    from plait.passes import optimize
     closed = optimize(closed)
     exe = backend_compile(closed, backend or config.resolved_backend())
-    text = str(closed.graph) if hasattr(closed, "graph") else repr(closed)
+    text = str(closed.graph)
     fp = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little", signed=True)
-    return _Compiled(exe, box[-1], [a.weak_type for a in closed.out_avals], fp)
+    return _Compiled(exe, out_tree, [a.weak_type for a in closed.out_avals], fp)
+
+
+def _autodiff_only() -> bool:
+    """Whether every active transformation is forward or reverse differentiation over
+    eager evaluation (then a pmap runs its replicas as a ``pmap_call``; under
+    ``jit``, ``vmap``, lazy arrays or an enclosing pmap's trace it is a named vmap)."""
+    stack = _trace.cur_stack()
+    return (stack[0].trace_type.__name__ == "EvalTrace"
+            and all(m.trace_type.__name__ in _AUTODIFF_TRACES for m in stack[1:]))
+
+
+# the trace classes of jvp and of linearize's partial evaluation (plait.transforms,
+# which this package may not import)
+_AUTODIFF_TRACES = frozenset({"JVPTrace", "PartialEvalTrace"})
+
+
+def _to_front(x, d: int):
+    nd = get_aval(x).ndim
+    return x if d == 0 else transpose(x, (d,) + tuple(i for i in range(nd) if i != d))
+
+
+def _from_front(x, w: int):
+    nd = get_aval(x).ndim
+    w %= nd
+    perm = list(range(1, nd))
+    perm.insert(w, 0)
+    return x if w == 0 else transpose(x, tuple(perm))
+
+
+def _run_call(comp: _Compiled, vals, dims, devs, name) -> list:
+    return _run(comp, vals, dims, devs, name, runtime.world())
+
+
+def _compile_graph(graph: Graph) -> _Compiled:
+    return _compile(ClosedGraph(graph, []), None)
+
+
+pmap_call.Runner.compile = _compile_graph
+pmap_call.Runner.run = _run_call
 
 
 def _run(comp: _Compiled, vals, dims, devs, name, world) -> list:
