@@ -186,6 +186,39 @@ def test_nested_axes_and_nested_pmap(monkeypatch):
     np.testing.assert_allclose(np.asarray(got_p), want, rtol=1e-12)
 
 
+def test_nested_pmap_runs_inner_replicas_concurrently(monkeypatch):
+    """pmap(pmap(f)) and its grad equal the nested named vmaps, and each outer replica
+    runs its inner replicas on their own threads over its device's cores."""
+    import importlib
+    mod = importlib.import_module("plait.distributed.pmap")
+    monkeypatch.setattr(plait.config, "cpu_devices", 2)
+    runs = []
+    real_run = mod._run
+
+    def recording(comp, vals, dims, devs, name, world, enclosing=None, path=()):
+        out = real_run(comp, vals, dims, devs, name, world, enclosing, path)
+        runs.append((name, path, [d.cores for d in devs],
+                     {t.native_id for t in plait.distributed.last_run_times()}))
+        return out
+    monkeypatch.setattr(mod, "_run", recording)
+    X = np.random.default_rng(4).uniform(size=(2, 2, 3))
+
+    def f(x):
+        y = plait.numpy.sin(x) * lax.psum(x, "i") + lax.pmean(x * x, "j")
+        return y + lax.ppermute(y, "j", [(0, 1)]) * lax.axis_index("i")
+    par = lambda X: (pmap(pmap(f, "j"), "i")(X) ** 2).sum()            # noqa: E731
+    ref = lambda X: (vmap(vmap(f, axis_name="j"), axis_name="i")(X) ** 2).sum()  # noqa: E731
+    np.testing.assert_allclose(np.asarray(par(X)), np.asarray(ref(X)), rtol=1e-12)
+    inner = [r for r in runs if r[0] == "j"]
+    assert {r[1] for r in inner} == {(0,), (1,)}, runs          # inside each outer replica
+    for _, (outer_dev,), cores, ids in inner:
+        assert cores == [(outer_dev,), (outer_dev,)] and len(ids) == 2, runs
+    runs.clear()
+    np.testing.assert_allclose(np.asarray(plait.grad(par)(X)), np.asarray(plait.grad(ref)(X)),
+                               rtol=1e-10, atol=1e-14)
+    assert len([r for r in runs if r[0] == "j"]) >= 4, runs     # forward and backward
+
+
 def test_grad_of_pmap(monkeypatch):
     monkeypatch.setattr(plait.config, "cpu_devices", 2)
     X = np.random.default_rng(0).uniform(size=(2, 3))

@@ -27,6 +27,8 @@ class LocalGroup:
         self.timeout = timeout
         self.slots: list = [None] * size
         self.results: list = [None] * size       # per-replica results of a led exchange
+        self.subgroups: dict = {}                # split(color) -> LocalGroup
+        self.lock = threading.Lock()
         self.barrier = threading.Barrier(size, timeout=timeout)
 
     def member(self, index: int) -> "LocalComm":
@@ -110,6 +112,16 @@ class LocalComm:
         out = self.group.results[self.index]
         self._sync(what)
         return out
+
+    def split(self, color) -> "LocalComm":
+        """This replica's place in the group of the same size that every replica joins
+        by calling ``split`` with the same ``color`` (the threads of a nested pmap's
+        inner replica ``j`` meet over the enclosing axis this way)."""
+        with self.group.lock:
+            sub = self.group.subgroups.get(color)
+            if sub is None:
+                sub = self.group.subgroups[color] = LocalGroup(self.size, self.group.timeout)
+        return sub.member(self.index)
 
     def broadcast(self, x: np.ndarray | None, root: int = 0) -> np.ndarray:
         """Replica ``root``'s ``x`` on every replica."""

@@ -12,8 +12,10 @@ joined a job. Each device has one long-lived worker thread pinned to its cores
 A pmapped function called under ``grad``/``jvp`` (only differentiation above eager
 evaluation) binds a ``pmap_call`` primitive (:mod:`.pmap_call`), whose rules
 differentiate the replica program, so the forward and the backward pass each run
-concurrently, one replica per device, at any order. Under another transformation
-(``jit``, ``vmap``, lazy arrays, an enclosing ``pmap``'s trace) it runs as
+concurrently, one replica per device, at any order. A pmap nested in another's
+replica program (within one process) binds ``pmap_call`` too: each outer replica
+runs the inner replicas on threads over its own device's cores. Under another
+transformation (``jit``, ``vmap``, lazy arrays) it runs as
 ``vmap(f, axis_name=...)`` of the replica function in the caller's trace: the same
 values and derivatives (collectives over a vmapped axis are the reference
 semantics), on the enclosing device.
@@ -78,15 +80,41 @@ def last_run_times() -> tuple[ReplicaTimes, ...]:
     return _LastRun.times
 
 
-def _pool(device: CpuDevice) -> ThreadPoolExecutor:
-    key = (device.id, device.cores)
+class _Worker(threading.local):
+    """The replica a worker thread runs: its device and its path (device ids of the
+    enclosing replicas, then its own position); None on other threads."""
+
+    device: CpuDevice | None = None
+    path: tuple = ()
+
+
+_WORKER = _Worker()
+
+
+def _start_worker(device: CpuDevice, path: tuple) -> None:
+    pin_current_thread(device)
+    _WORKER.device, _WORKER.path = device, path
+
+
+def _pool(device: CpuDevice, path: tuple) -> ThreadPoolExecutor:
+    """The worker thread of ``device`` at ``path`` (one per device for a pmap; one per
+    inner replica for a pmap nested in a replica, beside its parent's thread)."""
+    key = (path, device.cores)
     with _POOLS_LOCK:
         pool = _POOLS.get(key)
         if pool is None:
             pool = _POOLS[key] = ThreadPoolExecutor(
-                1, thread_name_prefix=f"plait-replica-{device.id}",
-                initializer=pin_current_thread, initargs=(device,))
+                1, thread_name_prefix=f"plait-replica-{'.'.join(map(str, path))}",
+                initializer=_start_worker, initargs=(device, path))
     return pool
+
+
+def _subdevices(parent: CpuDevice, n: int) -> list[CpuDevice]:
+    """``n`` devices over ``parent``'s cores (shared round-robin when fewer cores)."""
+    cores = parent.cores
+    groups = ([tuple(cores[k::n]) for k in range(n)] if n <= len(cores) else
+              [(cores[k % len(cores)],) for k in range(n)])
+    return [CpuDevice(parent.id, parent.process_index, g) for g in groups]
 
 
 class _Anonymous:
@@ -174,7 +202,8 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0,
             spec = tuple(spec)
         leaves, in_tree = tree_flatten(tuple(dyn))
         traced = not _trace.at_top_level() or any(isinstance(x, Tracer) for x in leaves)
-        if traced and not _autodiff_only():
+        outer_axes = _enclosing_pmaps()
+        if traced and not _runs_as_call(outer_axes):
             vmap = graph_transform("vmap")
             return vmap(bound(st), in_axes=spec, out_axes=out_axes,
                         axis_name=name)(*dyn)
@@ -188,19 +217,19 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0,
                                   f"pmap of {fname} needs at least one mapped argument")
         n = sizes.pop()
         devs = list(devices) if devices is not None else runtime.local_devices()
-        if n > len(devs):
+        if n > len(devs) and not outer_axes:
             raise PlaitValueError(
                 f"pmap of {fname}: the mapped axis has size {n} but only {len(devs)} "
                 f"device(s) are available ({devs}); set PLAIT_CPU_DEVICES (or "
                 f"plait.config.cpu_devices) or map a smaller axis")
-        devs = devs[:n]
+        devs = devs[:n]           # nested: replaced by sub-devices of the replica's device
         world = runtime.world()
         if world is not None and n != len(runtime.local_devices()):
             raise PlaitValueError(
                 f"pmap of {fname} across {world.size} processes maps each process's "
                 f"{len(runtime.local_devices())} local devices; the mapped axis has "
                 f"size {n}")
-        global_size = n * (world.size if world is not None else 1)
+        global_size = n * (world.size if world is not None and not outer_axes else 1)
         dims = [None if d is None else d % a.ndim for a, d in zip(full, dims)]
         avals = [a if d is None else a.update(shape=a.shape[:d] + a.shape[d + 1:])
                  for a, d in zip(full, dims)]
@@ -214,7 +243,7 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0,
             args = [x if d is None else _to_front(x, d) for x, d in zip(leaves, dims)]
             stacked = pmap_call.call(closed, args, [d is not None for d in dims], n=n,
                                      axis_name=name, axis_size=global_size,
-                                     devices=tuple(devs),
+                                     devices=tuple(devs), outer_axes=outer_axes,
                                      name=f"pmap of {fname}")
             want = _spec_leaves(out_axes, tree_unflatten(out_tree, list(stacked)),
                                 "out_axes")
@@ -270,13 +299,21 @@ def _compile(closed: ClosedGraph, out_tree, backend=None) -> _Compiled:
     return _Compiled(exe, out_tree, [a.weak_type for a in closed.out_avals], fp)
 
 
-def _autodiff_only() -> bool:
-    """Whether every active transformation is forward or reverse differentiation over
-    eager evaluation (then a pmap runs its replicas as a ``pmap_call``; under
-    ``jit``, ``vmap``, lazy arrays or an enclosing pmap's trace it is a named vmap)."""
+def _enclosing_pmaps() -> tuple:
+    """The axis names of the pmaps whose replica program is being traced here."""
+    return tuple(a for a in named_axes.bound_names() if named_axes.lookup(a).main is None)
+
+
+def _runs_as_call(outer_axes: tuple) -> bool:
+    """Whether a pmap called on tracers runs its replicas as a ``pmap_call``: every
+    active transformation is differentiation over eager evaluation, or staging inside
+    an enclosing pmap's replica program (a nested pmap, within one process). Under
+    ``vmap``, lazy arrays, or ``jit`` outside any pmap it is a named vmap instead."""
     stack = _trace.cur_stack()
+    allowed = _AUTODIFF_TRACES | ({"GraphTrace"} if outer_axes and runtime.world() is None
+                                  else set())
     return (stack[0].trace_type.__name__ == "EvalTrace"
-            and all(m.trace_type.__name__ in _AUTODIFF_TRACES for m in stack[1:]))
+            and all(m.trace_type.__name__ in allowed for m in stack[1:]))
 
 
 # the trace classes of jvp and of linearize's partial evaluation (plait.transforms,
@@ -297,8 +334,17 @@ def _from_front(x, w: int):
     return x if w == 0 else transpose(x, tuple(perm))
 
 
-def _run_call(comp: _Compiled, vals, dims, devs, name) -> list:
-    return _run(comp, vals, dims, devs, name, runtime.world())
+def _run_call(comp: _Compiled, vals, dims, devs, name, outer_axes) -> list:
+    """Run a ``pmap_call``: on ``devs``, or, inside a replica (a nested pmap), on
+    sub-devices of the replica's device, each inner replica also joining, for every
+    enclosing axis, the group of replicas at its own inner position."""
+    if _WORKER.device is None:
+        return _run(comp, vals, dims, devs, name, runtime.world())
+    n = next(v.shape[d] for v, d in zip(vals, dims) if d is not None)
+    outer = {a: named_axes.replica_comm(a) for a in outer_axes}
+    return _run(comp, vals, dims, _subdevices(_WORKER.device, n), name, None,
+                lambda k: {a: c.split((name, k)) for a, c in outer.items()},
+                _WORKER.path)
 
 
 def _compile_graph(graph: Graph) -> _Compiled:
@@ -309,7 +355,10 @@ pmap_call.Runner.compile = _compile_graph
 pmap_call.Runner.run = _run_call
 
 
-def _run(comp: _Compiled, vals, dims, devs, name, world) -> list:
+def _run(comp: _Compiled, vals, dims, devs, name, world, enclosing=None,
+         path: tuple = ()) -> list:
+    """One replica of ``comp`` per device, concurrently; ``enclosing(k)`` gives replica
+    ``k``'s communicators of the enclosing pmaps' axes (nested pmap)."""
     n = len(devs)
     group = LocalGroup(n, float(config.collective_timeout))
 
@@ -322,7 +371,8 @@ def _run(comp: _Compiled, vals, dims, devs, name, world) -> list:
             comm = world.replica_comm(local, comp.fingerprint)
         args = [v if d is None else np.take(v, k, axis=d) for v, d in zip(vals, dims)]
         try:
-            with named_axes.replica_scope({name: comm}):
+            comms = {} if enclosing is None else enclosing(k)
+            with named_axes.replica_scope({**comms, name: comm}):
                 out = comp.exe(*args)
         except BaseException:
             group.abort()
@@ -332,7 +382,8 @@ def _run(comp: _Compiled, vals, dims, devs, name, world) -> list:
                                 waited, omp_max_threads() or 1, threading.get_native_id())
         return out
 
-    futures = [_pool(d).submit(one, k) for k, d in enumerate(devs)]
+    futures = [_pool(d, path + (d.id if not path else k,)).submit(one, k)
+               for k, d in enumerate(devs)]
     outs, errors = [], []
     for f in futures:
         try:

@@ -3,7 +3,8 @@
 pass on its own device, concurrently.
 
 Parameters: the replica ``graph``, ``mapped`` (per operand), ``n`` local replicas on
-``devices``, the axis name and its (global) size. Operands are the graph's inputs, each either mapped (stacked along a leading
+``devices``, the axis name and its (global) size, and ``outer_axes``, the axes of the
+pmaps it is nested in (it then runs inside each of their replicas, on sub-devices). Operands are the graph's inputs, each either mapped (stacked along a leading
 axis of size ``n``, replica ``k`` gets row ``k``) or broadcast (every replica gets
 it); every output is stacked along a leading axis of size ``n``. The rules transform
 the replica graph once (``jvp_graph``, ``partial_eval_graph``, ``transpose_graph``
@@ -45,7 +46,8 @@ class Runner:
     run: Callable | None = None
 
 
-def _abstract(*avals, graph: Graph, mapped, n, axis_name, axis_size, devices, name):
+def _abstract(*avals, graph: Graph, mapped, n, axis_name, axis_size, devices, outer_axes,
+              name):
     want = graph.in_avals
     got = [a.update(shape=a.shape[1:]) if m else a for a, m in zip(avals, mapped)]
     if len(got) != len(want) or any((a.shape, a.dtype) != (w.shape, w.dtype)
@@ -58,13 +60,13 @@ def _abstract(*avals, graph: Graph, mapped, n, axis_name, axis_size, devices, na
     return [a.update(shape=(n,) + a.shape) for a in graph.out_avals]
 
 
-def _impl(*args, graph: Graph, mapped, n, axis_name, axis_size, devices, name):
+def _impl(*args, graph: Graph, mapped, n, axis_name, axis_size, devices, outer_axes, name):
     comp = _COMPILED.get(graph)
     if comp is None:
         comp = _COMPILED[graph] = Runner.compile(graph)
     vals = [np.asarray(a) for a in args]
     outs = Runner.run(comp, vals, [0 if m else None for m in mapped], list(devices),
-                      axis_name)
+                      axis_name, outer_axes)
     return [np.stack([o[i] for o in outs]) for i in range(len(graph.outvars))]
 
 
