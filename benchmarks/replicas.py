@@ -5,13 +5,19 @@ share of the batch, the gradients are averaged with ``lax.pmean``, every replica
 applies the same update. Measured configurations (one subprocess each, so
 ``PLAIT_CPU_DEVICES`` and ``XLA_FLAGS`` take effect at start):
 
-- plait ``pmap`` over 1 and 2 CPU devices (``PLAIT_CPU_DEVICES``),
+- plait ``pmap`` over 1 and 2 CPU devices (``PLAIT_CPU_DEVICES``); one device either
+  on one core (the process pinned to it: one replica as the JAX paper counts it) or
+  on all cores,
 - plait across 2 MPI processes of one core each (``mpirun -n 2 --bind-to core``),
 - ``jax.pmap`` of the same step over 1 and 2 host devices
   (``XLA_FLAGS=--xla_force_host_platform_device_count=N``),
 
 at a fixed per-replica batch and at a fixed global batch. The all-reduce of the
 gradients (a ``pmap`` of ``psum`` over the parameter-shaped tree) is timed on its own.
+Beside wall time: the process's CPU time per step and plait's per-replica CPU time
+and collective waits (``plait.distributed.last_run_times``), which show the
+mechanism on a loaded machine; the 2-device plait run also times replica 0 alone on
+its device and lists the threads that used CPU, with their cores.
 
 ``python -m benchmarks.replicas [--batch 32] [--reps 5]`` (WORKLOADS.md: per-replica
 batch 32, global batch 64); prints a Markdown table.
@@ -197,7 +203,9 @@ def worker_jax(devices: int, per_replica: int, reps: int) -> dict:
 
 
 def _launch(system: str, devices: int, per_replica: int, reps: int, mpi: bool = False,
-            mechanism: bool = False) -> dict:
+            mechanism: bool = False, cores: int | None = None) -> dict:
+    """One configuration in a subprocess; ``cores``: pin it to the first ``cores`` of
+    this process's cores (a one-core device for plait, a one-core host for XLA)."""
     env = dict(os.environ)
     cmd = [sys.executable, "-m", "benchmarks.replicas", "--worker", system,
            "--devices", str(devices), "--per-replica", str(per_replica), "--reps", str(reps)]
@@ -210,7 +218,10 @@ def _launch(system: str, devices: int, per_replica: int, reps: int, mpi: bool = 
                   or shutil.which("mpirun"))
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         cmd = [mpirun, "-n", "2", "--bind-to", "core", *cmd, "--mpi"]
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
+    mine = sorted(os.sched_getaffinity(0))
+    pin = (lambda: os.sched_setaffinity(0, mine[:cores])) if cores else None
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800,
+                       preexec_fn=pin)
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
     if p.returncode or not lines:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{p.stdout}\n{p.stderr}")
@@ -241,25 +252,31 @@ def main(argv=None) -> None:
         print(json.dumps(worker_jax(args.devices, args.per_replica, args.reps)))
         return
     b = args.batch
-    runs = [("plait pmap", "1 device", 1, 2 * b, False),
-            ("plait pmap", "1 device", 1, b, False),
-            ("plait pmap", "2 devices", 2, b, False),
-            ("plait MPI", "2 processes x 1 core", 1, b, True)]
+    ncores = len(os.sched_getaffinity(0))
+    # (system, label, devices, per-replica batch, MPI, cores the process may use)
+    runs = [("plait pmap", "1 device x 1 core", 1, 2 * b, False, 1),
+            ("plait pmap", "1 device x 1 core", 1, b, False, 1),
+            ("plait pmap", f"1 device x {ncores} cores", 1, 2 * b, False, None),
+            ("plait pmap", f"1 device x {ncores} cores", 1, b, False, None),
+            ("plait pmap", "2 devices x 1 core", 2, b, False, None),
+            ("plait MPI", "2 processes x 1 core", 1, b, True, None)]
     if not args.no_jax:
-        runs += [("jax.pmap", "1 device", 1, 2 * b, False),
-                 ("jax.pmap", "1 device", 1, b, False),
-                 ("jax.pmap", "2 devices", 2, b, False)]
+        runs += [("jax.pmap", "1 device x 1 core", 1, 2 * b, False, 1),
+                 ("jax.pmap", "1 device x 1 core", 1, b, False, 1),
+                 ("jax.pmap", f"1 device x {ncores} cores", 1, 2 * b, False, None),
+                 ("jax.pmap", f"1 device x {ncores} cores", 1, b, False, None),
+                 ("jax.pmap", "2 devices", 2, b, False, None)]
     print(f"W4 All-CNN-C SGD step, data-parallel (pmean of gradients); median of "
           f"{args.reps}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
     print("| system | devices | per-replica batch | global batch | step ms | images/s "
           "| CPU ms/step (process) | replica CPU ms | collective wait ms | all-reduce ms |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     results: dict = {}
-    for system, label, dev, per, mpi in runs:
+    for system, label, dev, per, mpi, cores in runs:
         r = _launch("jax" if system == "jax.pmap" else "plait", dev, per, args.reps, mpi,
-                    mechanism=system == "plait pmap" and dev > 1)
+                    mechanism=system == "plait pmap" and dev > 1, cores=cores)
         glob = r["replicas"] * r["per_replica"]
-        results[(system, r["replicas"], glob)] = r
+        results[(system, r["replicas"], glob, cores)] = r
         rep = lambda k: f"{1e3 * r[k]:.1f}" if k in r else "-"     # noqa: E731
         print(f"| {system} | {label} | {r['per_replica']} | {glob} | "
               f"{1e3 * r['step_s']:.1f} | {glob / r['step_s']:.0f} | {rep('cpu_s')} | "
@@ -267,15 +284,17 @@ def main(argv=None) -> None:
               f"{1e3 * r['allreduce_s']:.2f} |", flush=True)
     print()
     for system in ("plait pmap", "plait MPI", "jax.pmap"):
-        two = results.get((system, 2, 2 * b))
-        one_b = results.get(("jax.pmap" if system == "jax.pmap" else "plait pmap", 1, b))
-        one_2b = results.get(("jax.pmap" if system == "jax.pmap" else "plait pmap", 1, 2 * b))
-        if two and one_b and one_2b:
-            print(f"{system}, 2 replicas vs 1: throughput x{one_b['step_s'] * 2 / two['step_s']:.2f} "
-                  f"(fixed per-replica batch {b}), x{one_2b['step_s'] / two['step_s']:.2f} "
-                  f"(fixed global batch {2 * b}); CPU per image x"
-                  f"{two['cpu_s'] / (2 * one_b['cpu_s']):.2f} of one replica's")
-    mech = results.get(("plait pmap", 2, 2 * b))
+        base = "jax.pmap" if system == "jax.pmap" else "plait pmap"
+        two = results.get((system, 2, 2 * b, None))
+        for cores, what in ((1, "one replica on 1 core"), (None, f"1 device on {ncores} cores")):
+            one_b = results.get((base, 1, b, cores))
+            one_2b = results.get((base, 1, 2 * b, cores))
+            if two and one_b and one_2b:
+                print(f"{system}, 2 replicas vs {what}: throughput "
+                      f"x{one_b['step_s'] * 2 / two['step_s']:.2f} (fixed per-replica batch "
+                      f"{b}), x{one_2b['step_s'] / two['step_s']:.2f} (fixed global batch "
+                      f"{2 * b}); CPU per image x{two['cpu_s'] / (2 * one_b['cpu_s']):.2f}")
+    mech = results.get(("plait pmap", 2, 2 * b, None))
     if mech and "alone_cpu_s" in mech:
         print(f"\nplait pmap, 2 devices: replica 0 alone on its device {1e3 * mech['alone_cpu_s']:.1f} ms "
               f"CPU / {1e3 * mech['alone_wall_s']:.1f} ms wall; concurrently, replicas "
