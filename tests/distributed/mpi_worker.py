@@ -97,6 +97,16 @@ def check_training_step(rank: int, P: int, L: int) -> None:
     want = W - 0.1 * np.asarray(plait.grad(loss)(W, xs, ys))
     for k in range(L):
         np.testing.assert_allclose(np.asarray(got[k]), want, rtol=1e-10, atol=1e-12)
+    # grad of the pmap itself (the replicas' backward pass runs across both processes)
+    total = lambda w: pmap(lambda w, x, y: lax.psum(loss(w, x, y), "i"), "i",   # noqa: E731
+                           in_axes=(None, 0, 0), out_axes=None)(w, shard(xs), shard(ys))
+    # SPMD: every process seeds its own (equal) output's cotangent, and the transposed
+    # psum adds them, so each process gets the gradient of the sum of the P outputs
+    # with respect to its own copy of W: P times its local replicas' gradients
+    got = plait.grad(total)(W)
+    mine = P * sum(np.asarray(plait.grad(loss)(W, xs[g * 4:(g + 1) * 4], ys[g * 4:(g + 1) * 4]))
+               for g in range(rank * L, (rank + 1) * L))
+    np.testing.assert_allclose(np.asarray(got), mine, rtol=1e-10, atol=1e-12)
 
 
 def main(mode: str) -> None:
