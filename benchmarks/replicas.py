@@ -296,7 +296,8 @@ def main(argv=None) -> None:
                       f"{2 * b}); CPU per image x{two['cpu_s'] / (2 * one_b['cpu_s']):.2f}")
     mech = results.get(("plait pmap", 2, 2 * b, None))
     if mech and "alone_cpu_s" in mech:
-        print(f"\nplait pmap, 2 devices: replica 0 alone on its device {1e3 * mech['alone_cpu_s']:.1f} ms "
+        print(f"\nplait pmap, 2 devices: replica 0 alone on its device "
+              f"{1e3 * mech['alone_cpu_s']:.1f} ms "
               f"CPU / {1e3 * mech['alone_wall_s']:.1f} ms wall; concurrently, replicas "
               f"{[round(1e3 * c, 1) for c in mech['concurrent_cpu_s']]} ms CPU / "
               f"{[round(1e3 * w, 1) for w in mech['concurrent_wall_s']]} ms wall; OpenMP "

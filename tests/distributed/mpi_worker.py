@@ -1,11 +1,11 @@
 """Run by tests/distributed/test_mpi.py under ``mpirun -n 2`` (not a test module).
 
 ``python mpi_worker.py MODE``: ``collectives`` checks every collective of a pmap over
-both processes' devices against its NumPy definition on the global data, and a
-data-parallel training step against the single-process step on the global batch;
-``mismatch`` runs different programs on the two processes; ``dead`` has process 1
-exit before the first collective (process 0 reports it by rank); ``stall`` has process 1 sleep instead (process 0
-times out with an error). Prints ``RESULT <rank> OK`` on success.
+both processes' devices against its NumPy definition on the global data, and a data-
+parallel training step against the single-process step on the global batch; ``mismatch``
+runs different programs on the two processes; ``dead`` has process 1 exit before the
+first collective (process 0 reports it by rank); ``stall`` has process 1 sleep instead
+(process 0 times out with an error). Prints ``RESULT <rank> OK`` on success.
 """
 from __future__ import annotations
 

@@ -28,5 +28,6 @@ def shutdown() -> None:
     mpi.shutdown()
 
 
-__all__ = ["pmap", "last_run_times", "ReplicaTimes", "initialize", "shutdown", "launched_by_mpirun", "process_index", "process_count", "devices",
+__all__ = ["pmap", "last_run_times", "ReplicaTimes", "initialize", "shutdown",
+           "launched_by_mpirun", "process_index", "process_count", "devices",
            "local_devices", "device_count", "local_device_count"]

@@ -37,15 +37,19 @@ def _all_cores() -> list[int]:
         return list(range(os.cpu_count() or 1))
 
 
+def split_cores(cores, count: int) -> list[tuple[int, ...]]:
+    """``count`` groups of ``cores``: ``cores[k::count]``, or one shared core each
+    (round-robin) when there are fewer cores than groups."""
+    cores = list(cores)
+    if count <= len(cores):
+        return [tuple(cores[k::count]) for k in range(count)]
+    return [(cores[k % len(cores)],) for k in range(count)]
+
+
 def make_devices(count: int, process_index: int = 0) -> list[CpuDevice]:
     """``count`` devices over this process's cores."""
-    cores = _all_cores()
-    if count <= len(cores):
-        groups = [tuple(cores[k::count]) for k in range(count)]
-    else:
-        groups = [(cores[k % len(cores)],) for k in range(count)]
     return [CpuDevice(process_index * count + k, process_index, g)
-            for k, g in enumerate(groups)]
+            for k, g in enumerate(split_cores(_all_cores(), count))]
 
 
 def local_device_count() -> int:

@@ -10,15 +10,15 @@ buffer, and the result is shared back to the local replicas.
 each block point to point from its source's process to its destination's,
 ``all_to_all`` is one ``Alltoall`` of the blocks each process owes each other.
 
-Safety: every MPI call is non-blocking and polled against
-``config.collective_timeout``, so a process that died or took another path makes
-the others raise :class:`DistributedError` instead of hanging (a world broken this
-way ends the process with exit status 1 at exit, since MPI cannot finalize with a
-pending request). While waiting, a process also looks every quarter second for peers
-on its host that exited, and names them at once. Open MPI's ``mpirun`` kills the
-whole job when a process exits early unless started with ``--enable-recovery``;
-with it, the survivors report plait's error naming the dead process. The first time a process runs a replica program, the processes
-compare a fingerprint of it: different programs are an error that names the
+Safety: every MPI call is non-blocking and polled against ``config.collective_timeout``,
+so a process that died or took another path makes the others raise
+:class:`DistributedError` instead of hanging (a world broken this way ends the process
+with exit status 1 at exit, since MPI cannot finalize with a pending request). While
+waiting, a process also looks every quarter second for peers on its host that exited,
+and names them at once. Open MPI's ``mpirun`` kills the whole job when a process exits
+early unless started with ``--enable-recovery``; with it, the survivors report plait's
+error naming the dead process. The first time a process runs a replica program, the
+processes compare a fingerprint of it: different programs are an error that names the
 processes, raised before any data is exchanged.
 """
 from __future__ import annotations

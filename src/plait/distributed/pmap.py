@@ -35,8 +35,8 @@ from plait.config import config
 from plait.core import named_axes
 from plait.core import trace as _trace
 from plait.core.graph_transforms import graph_transform
-from plait.core.pytree import tree_flatten, tree_unflatten
 from plait.core.graph import ClosedGraph, Graph
+from plait.core.pytree import tree_flatten, tree_unflatten
 from plait.core.staging import trace_to_graph
 from plait.core.trace import Tracer, concrete_value, get_aval
 from plait.errors import DistributedError, PlaitValueError
@@ -44,7 +44,8 @@ from plait.lax.shape_ops import transpose
 from plait.runtime.array import Array
 
 from plait.distributed import pmap_call, runtime
-from plait.distributed.devices import CpuDevice, omp_max_threads, pin_current_thread
+from plait.distributed.devices import (CpuDevice, omp_max_threads, pin_current_thread,
+                                       split_cores)
 from plait.distributed.local import LocalGroup
 
 _POOLS: dict[tuple, ThreadPoolExecutor] = {}
@@ -57,8 +58,8 @@ class ReplicaTimes:
     its worker thread, ``cpu_s`` the CPU time of that thread (its kernels with one
     core per device; OpenMP helper threads of wider devices are not counted),
     ``collective_wait_s`` the part of ``wall_s`` spent waiting for the other replicas
-    (barriers, MPI), ``threads`` the OpenMP threads its kernels may use (read back from libgomp), ``native_id``
-    the worker thread's OS id."""
+    (barriers, MPI), ``threads`` the OpenMP threads its kernels may use (read back
+    from libgomp), ``native_id`` the worker thread's OS id."""
 
     device: CpuDevice
     wall_s: float
@@ -111,10 +112,8 @@ def _pool(device: CpuDevice, path: tuple) -> ThreadPoolExecutor:
 
 def _subdevices(parent: CpuDevice, n: int) -> list[CpuDevice]:
     """``n`` devices over ``parent``'s cores (shared round-robin when fewer cores)."""
-    cores = parent.cores
-    groups = ([tuple(cores[k::n]) for k in range(n)] if n <= len(cores) else
-              [(cores[k % len(cores)],) for k in range(n)])
-    return [CpuDevice(parent.id, parent.process_index, g) for g in groups]
+    return [CpuDevice(parent.id, parent.process_index, g)
+            for g in split_cores(parent.cores, n)]
 
 
 class _Anonymous:

@@ -4,11 +4,12 @@ pass on its own device, concurrently.
 
 Parameters: the replica ``graph``, ``mapped`` (per operand), ``n`` local replicas on
 ``devices``, the axis name and its (global) size, and ``outer_axes``, the axes of the
-pmaps it is nested in (it then runs inside each of their replicas, on sub-devices). Operands are the graph's inputs, each either mapped (stacked along a leading
-axis of size ``n``, replica ``k`` gets row ``k``) or broadcast (every replica gets
-it); every output is stacked along a leading axis of size ``n``. The rules transform
-the replica graph once (``jvp_graph``, ``partial_eval_graph``, ``transpose_graph``
-cache their results per graph) and bind ``pmap_call`` again:
+pmaps it is nested in (it then runs inside each of their replicas, on sub-devices).
+Operands are the graph's inputs, each either mapped (stacked along a leading axis of
+size ``n``, replica ``k`` gets row ``k``) or broadcast (every replica gets it); every
+output is stacked along a leading axis of size ``n``. The rules transform the replica
+graph once (``jvp_graph``, ``partial_eval_graph``, ``transpose_graph`` cache their
+results per graph) and bind ``pmap_call`` again:
 
 - jvp: the JVP graph; a tangent is mapped like its primal;
 - partial eval: the known part runs now (residuals come out stacked, one row per
