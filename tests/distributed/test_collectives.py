@@ -275,6 +275,27 @@ def test_grad_of_pmap_runs_each_replica_on_its_device(monkeypatch):
                                rtol=1e-10, atol=1e-14)
 
 
+def test_replica_programs_are_compiled_for_their_device_cores(monkeypatch):
+    """The replica program is compiled on a device's worker thread, so its kernels are
+    partitioned for that device's cores (not the whole machine's)."""
+    from plait.backends.native import compile as native_compile
+    monkeypatch.setattr(plait.config, "cpu_devices", 2)
+    seen = []
+    real = native_compile.host_target
+
+    def recording():
+        t = real()
+        seen.append(t.cores)
+        return t
+    monkeypatch.setattr(native_compile, "host_target", recording)
+    x = np.arange(10.0).reshape(2, 5) + 0.5
+    out = pmap(lambda v: lax.psum(plait.numpy.exp(v) * 3.25, "i"), "i", backend="native")(x)
+    np.testing.assert_allclose(np.asarray(out), np.broadcast_to((np.exp(x) * 3.25).sum(0), x.shape),
+                               rtol=1e-12)
+    want = len(plait.distributed.local_devices()[0].cores)
+    assert seen and set(seen) == {want}, (seen, want)
+
+
 def test_static_broadcasted_and_out_axes(monkeypatch):
     monkeypatch.setattr(plait.config, "cpu_devices", 2)
     X = np.arange(6.0).reshape(3, 2)

@@ -251,9 +251,9 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0,
         vals = [concrete_value(x) for x in leaves]
         comp = cache.get(key)
         if comp is None:
-            comp = cache[key] = _compile(*_trace_replica(bound(st), in_tree, avals, name,
-                                                         global_size, f"pmap of {fname}"),
-                                         backend)
+            comp = cache[key] = _on_device(
+                devs[0], _compile, *_trace_replica(bound(st), in_tree, avals, name,
+                                                   global_size, f"pmap of {fname}"), backend)
         outs = _run(comp, vals, dims, devs, name, world)
         want = _spec_leaves(out_axes, tree_unflatten(comp.out_tree, list(outs[0])),
                             "out_axes")
@@ -346,8 +346,16 @@ def _run_call(comp: _Compiled, vals, dims, devs, name, outer_axes) -> list:
                 _WORKER.path)
 
 
-def _compile_graph(graph: Graph) -> _Compiled:
-    return _compile(ClosedGraph(graph, []), None)
+def _compile_graph(graph: Graph, device: CpuDevice) -> _Compiled:
+    return _on_device(device, _compile, ClosedGraph(graph, []), None)
+
+
+def _on_device(device: CpuDevice, fn, *args):
+    """``fn(*args)`` on ``device``'s worker thread (pinned to its cores, so the
+    kernels are compiled for that many cores), or here when already on a replica."""
+    if _WORKER.device is not None:
+        return fn(*args)
+    return _pool(device, (device.id,)).submit(fn, *args).result()
 
 
 pmap_call.Runner.compile = _compile_graph

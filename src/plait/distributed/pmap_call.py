@@ -64,7 +64,7 @@ def _abstract(*avals, graph: Graph, mapped, n, axis_name, axis_size, devices, ou
 def _impl(*args, graph: Graph, mapped, n, axis_name, axis_size, devices, outer_axes, name):
     comp = _COMPILED.get(graph)
     if comp is None:
-        comp = _COMPILED[graph] = Runner.compile(graph)
+        comp = _COMPILED[graph] = Runner.compile(graph, devices[0])
     vals = [np.asarray(a) for a in args]
     outs = Runner.run(comp, vals, [0 if m else None for m in mapped], list(devices),
                       axis_name, outer_axes)
