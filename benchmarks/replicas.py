@@ -5,13 +5,19 @@ share of the batch, the gradients are averaged with ``lax.pmean``, every replica
 applies the same update. Measured configurations (one subprocess each, so
 ``PLAIT_CPU_DEVICES`` and ``XLA_FLAGS`` take effect at start):
 
-- plait ``pmap`` over 1 and 2 CPU devices (``PLAIT_CPU_DEVICES``),
+- plait ``pmap`` over 1 and 2 CPU devices (``PLAIT_CPU_DEVICES``); one device either
+  on one core (the process pinned to it: one replica as the JAX paper counts it) or
+  on all cores,
 - plait across 2 MPI processes of one core each (``mpirun -n 2 --bind-to core``),
 - ``jax.pmap`` of the same step over 1 and 2 host devices
   (``XLA_FLAGS=--xla_force_host_platform_device_count=N``),
 
 at a fixed per-replica batch and at a fixed global batch. The all-reduce of the
 gradients (a ``pmap`` of ``psum`` over the parameter-shaped tree) is timed on its own.
+Beside wall time: the process's CPU time per step and plait's per-replica CPU time
+and collective waits (``plait.distributed.last_run_times``), which show the
+mechanism on a loaded machine; the 2-device plait run also times replica 0 alone on
+its device and lists the threads that used CPU, with their cores.
 
 ``python -m benchmarks.replicas [--batch 32] [--reps 5]`` (WORKLOADS.md: per-replica
 batch 32, global batch 64); prints a Markdown table.
@@ -43,19 +49,67 @@ def _data(batch: int):
     return sp, params, x, y
 
 
-def _median_time(fn, reps: int) -> float:
+class _Cpu:
+    """Process CPU seconds per call of the last :func:`_median_time` (all threads)."""
+
+    per_call = 0.0
+
+
+def _median_time(fn, reps: int, after=None) -> float:
+    """Median seconds of ``fn()`` over ``reps`` calls after two warm-up calls;
+    ``after()`` runs after each timed call (to collect per-call records)."""
     fn()
     fn()
     ts = []
+    c0 = time.process_time()
     for _ in range(reps):
         t0 = time.perf_counter()
         fn()
         ts.append(time.perf_counter() - t0)
+        if after is not None:
+            after()
+    _Cpu.per_call = (time.process_time() - c0) / reps
     return statistics.median(ts)
 
 
-def worker_plait(devices: int, per_replica: int, reps: int, mpi: bool) -> dict:
+def _thread_census() -> dict[int, tuple[int, str]]:
+    """This process's threads: native id -> (CPU ticks so far, allowed cores)."""
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/self/task/{tid}/status") as f:
+                cores = next(ln.split()[1] for ln in f if ln.startswith("Cpus_allowed_list"))
+        except (OSError, StopIteration):
+            continue
+        out[int(tid)] = (int(fields[11]) + int(fields[12]), cores)   # utime + stime
+    return out
+
+
+def _busy_threads(before: dict, after: dict, replica_ids: dict[int, int]) -> list[str]:
+    """Threads that used CPU between two censuses: who they are and their cores."""
+    rows = []
+    for tid, (ticks, cores) in sorted(after.items()):
+        used = ticks - before.get(tid, (0, ""))[0]
+        if used > 0:
+            who = (f"replica {replica_ids[tid]}" if tid in replica_ids else
+                   "main" if tid == os.getpid() else f"thread {tid}")
+            rows.append(f"{who} on cores {cores}: {used} ticks")
+    return rows
+
+
+def _libgomp_copies() -> int:
+    """How many distinct libgomp files are mapped (1: the kernels, the GEMM/conv library
+    and plait's thread-count setting share one OpenMP runtime)."""
+    with open("/proc/self/maps") as f:
+        return len({ln.split()[-1] for ln in f if "libgomp" in ln})
+
+
+def worker_plait(devices: int, per_replica: int, reps: int, mpi: bool,
+                 mechanism: bool = False) -> dict:
     import plait
+    from plait.distributed import last_run_times
     import plait.numpy as pnp
     from plait import lax, nn
     from plait.example_libraries import models
@@ -80,13 +134,42 @@ def worker_plait(devices: int, per_replica: int, reps: int, mpi: bool) -> dict:
     xs = x[lo:hi].reshape((devices, per_replica) + x.shape[1:])
     ys = y[lo:hi].reshape(devices, per_replica, -1)
     step = plait.pmap(replica_step, "i", in_axes=(None, 0, 0), out_axes=None)
-    step_s = _median_time(lambda: step(sparams, xs, ys), reps)
+    runs: list = []
+    step(sparams, xs, ys)                  # compile (on this thread) before the census
+    census0 = _thread_census()
+    step_s = _median_time(lambda: step(sparams, xs, ys), reps,
+                          after=lambda: runs.append(last_run_times()))
+    census1 = _thread_census()
+    cpu_s = _Cpu.per_call
+    replica_ids = {t.native_id: t.device.id for t in runs[-1]}
+    med = lambda f: statistics.median(f(r) for r in runs)      # noqa: E731
+    extra = {"cpu_s": cpu_s, "replica_cpu_s": med(lambda r: max(t.cpu_s for t in r)),
+             "replica_wall_s": med(lambda r: max(t.wall_s for t in r)),
+             "collective_wait_s": med(lambda r: max(t.collective_wait_s for t in r)),
+             "threads_per_replica": [t.threads for t in runs[-1]],
+             "cores_per_replica": [len(t.device.cores) for t in runs[-1]]}
+    if mechanism:
+        extra["busy_threads"] = _busy_threads(census0, census1, replica_ids)
+        extra["libgomp_copies"] = _libgomp_copies()
+        extra["load_average"] = os.getloadavg()
+        if devices > 1:     # replica 0 alone on its device (same per-replica work)
+            alone = plait.pmap(replica_step, "i", in_axes=(None, 0, 0), out_axes=None,
+                               devices=plait.distributed.local_devices()[:1])
+            solo: list = []
+            _median_time(lambda: alone(sparams, xs[:1], ys[:1]), reps,
+                         after=lambda: solo.append(last_run_times()[0]))
+            extra["alone_cpu_s"] = statistics.median(t.cpu_s for t in solo)
+            extra["alone_wall_s"] = statistics.median(t.wall_s for t in solo)
+            extra["concurrent_cpu_s"] = [statistics.median(r[k].cpu_s for r in runs)
+                                         for k in range(devices)]
+            extra["concurrent_wall_s"] = [statistics.median(r[k].wall_s for r in runs)
+                                          for k in range(devices)]
     grads_like = plait.tree_util.tree_map(
         lambda a: np.broadcast_to(np.asarray(a), (devices,) + np.shape(a)).copy(), sparams)
     allreduce = plait.pmap(lambda g: lax.psum(g, "i"), "i", out_axes=None)
     ar_s = _median_time(lambda: allreduce(grads_like), reps)
     return {"step_s": step_s, "allreduce_s": ar_s, "replicas": total,
-            "per_replica": per_replica, "rank": rank}
+            "per_replica": per_replica, "rank": rank, **extra}
 
 
 def worker_jax(devices: int, per_replica: int, reps: int) -> dict:
@@ -109,19 +192,25 @@ def worker_jax(devices: int, per_replica: int, reps: int) -> dict:
     xs = x.reshape((devices, per_replica) + x.shape[1:])
     ys = y.reshape(devices, per_replica, -1)
     step_s = _median_time(lambda: jax.block_until_ready(step(params, xs, ys)), reps)
+    cpu_s = _Cpu.per_call
     grads_like = jax.tree_util.tree_map(
         lambda a: np.broadcast_to(np.asarray(a), (devices,) + np.shape(a)).copy(), params)
     allreduce = jax.pmap(lambda g: jax.lax.psum(g, "i"), "i", out_axes=None,
                          devices=jax.local_devices()[:devices])
     ar_s = _median_time(lambda: jax.block_until_ready(allreduce(grads_like)), reps)
     return {"step_s": step_s, "allreduce_s": ar_s, "replicas": devices,
-            "per_replica": per_replica, "rank": 0}
+            "per_replica": per_replica, "rank": 0, "cpu_s": cpu_s}
 
 
-def _launch(system: str, devices: int, per_replica: int, reps: int, mpi: bool = False) -> dict:
+def _launch(system: str, devices: int, per_replica: int, reps: int, mpi: bool = False,
+            mechanism: bool = False, cores: int | None = None) -> dict:
+    """One configuration in a subprocess; ``cores``: pin it to the first ``cores`` of
+    this process's cores (a one-core device for plait, a one-core host for XLA)."""
     env = dict(os.environ)
     cmd = [sys.executable, "-m", "benchmarks.replicas", "--worker", system,
            "--devices", str(devices), "--per-replica", str(per_replica), "--reps", str(reps)]
+    if mechanism:
+        cmd.append("--mechanism")
     if system == "jax":
         env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
     if mpi:
@@ -129,12 +218,17 @@ def _launch(system: str, devices: int, per_replica: int, reps: int, mpi: bool = 
                   or shutil.which("mpirun"))
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         cmd = [mpirun, "-n", "2", "--bind-to", "core", *cmd, "--mpi"]
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
+    mine = sorted(os.sched_getaffinity(0))
+    pin = (lambda: os.sched_setaffinity(0, mine[:cores])) if cores else None
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800,
+                       preexec_fn=pin)
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
     if p.returncode or not lines:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{p.stdout}\n{p.stderr}")
     rows = [json.loads(ln) for ln in lines]
-    return max(rows, key=lambda r: r["step_s"])     # the slowest process sets the pace
+    slowest = dict(max(rows, key=lambda r: r["step_s"]))     # it sets the pace
+    slowest["cpu_s"] = sum(r["cpu_s"] for r in rows)          # every process's CPU
+    return slowest
 
 
 def main(argv=None) -> None:
@@ -147,33 +241,70 @@ def main(argv=None) -> None:
     ap.add_argument("--per-replica", type=int, default=16)
     ap.add_argument("--mpi", action="store_true")
     ap.add_argument("--no-jax", action="store_true")
+    ap.add_argument("--mechanism", action="store_true",
+                    help="worker: also time replica 0 alone and list the busy threads")
     args = ap.parse_args(argv)
     if args.worker == "plait":
-        print(json.dumps(worker_plait(args.devices, args.per_replica, args.reps, args.mpi)))
+        print(json.dumps(worker_plait(args.devices, args.per_replica, args.reps, args.mpi,
+                                      args.mechanism)))
         return
     if args.worker == "jax":
         print(json.dumps(worker_jax(args.devices, args.per_replica, args.reps)))
         return
     b = args.batch
-    runs = [("plait pmap", "1 device", 1, 2 * b, False),
-            ("plait pmap", "1 device", 1, b, False),
-            ("plait pmap", "2 devices", 2, b, False),
-            ("plait MPI", "2 processes x 1 core", 1, b, True)]
+    ncores = len(os.sched_getaffinity(0))
+    # (system, label, devices, per-replica batch, MPI, cores the process may use)
+    runs = [("plait pmap", "1 device x 1 core", 1, 2 * b, False, 1),
+            ("plait pmap", "1 device x 1 core", 1, b, False, 1),
+            ("plait pmap", f"1 device x {ncores} cores", 1, 2 * b, False, None),
+            ("plait pmap", f"1 device x {ncores} cores", 1, b, False, None),
+            ("plait pmap", "2 devices x 1 core", 2, b, False, None),
+            ("plait MPI", "2 processes x 1 core", 1, b, True, None)]
     if not args.no_jax:
-        runs += [("jax.pmap", "1 device", 1, 2 * b, False),
-                 ("jax.pmap", "1 device", 1, b, False),
-                 ("jax.pmap", "2 devices", 2, b, False)]
+        runs += [("jax.pmap", "1 device x 1 core", 1, 2 * b, False, 1),
+                 ("jax.pmap", "1 device x 1 core", 1, b, False, 1),
+                 ("jax.pmap", f"1 device x {ncores} cores", 1, 2 * b, False, None),
+                 ("jax.pmap", f"1 device x {ncores} cores", 1, b, False, None),
+                 ("jax.pmap", "2 devices", 2, b, False, None)]
     print(f"W4 All-CNN-C SGD step, data-parallel (pmean of gradients); median of "
           f"{args.reps}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
     print("| system | devices | per-replica batch | global batch | step ms | images/s "
-          "| all-reduce ms |")
-    print("|---|---|---|---|---|---|---|")
-    for system, label, dev, per, mpi in runs:
-        r = _launch("jax" if system == "jax.pmap" else "plait", dev, per, args.reps, mpi)
+          "| CPU ms/step (process) | replica CPU ms | collective wait ms | all-reduce ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    results: dict = {}
+    for system, label, dev, per, mpi, cores in runs:
+        r = _launch("jax" if system == "jax.pmap" else "plait", dev, per, args.reps, mpi,
+                    mechanism=system == "plait pmap" and dev > 1, cores=cores)
         glob = r["replicas"] * r["per_replica"]
+        results[(system, r["replicas"], glob, cores)] = r
+        rep = lambda k: f"{1e3 * r[k]:.1f}" if k in r else "-"     # noqa: E731
         print(f"| {system} | {label} | {r['per_replica']} | {glob} | "
-              f"{1e3 * r['step_s']:.1f} | {glob / r['step_s']:.0f} | "
+              f"{1e3 * r['step_s']:.1f} | {glob / r['step_s']:.0f} | {rep('cpu_s')} | "
+              f"{rep('replica_cpu_s')} | {rep('collective_wait_s')} | "
               f"{1e3 * r['allreduce_s']:.2f} |", flush=True)
+    print()
+    for system in ("plait pmap", "plait MPI", "jax.pmap"):
+        base = "jax.pmap" if system == "jax.pmap" else "plait pmap"
+        two = results.get((system, 2, 2 * b, None))
+        for cores, what in ((1, "one replica on 1 core"), (None, f"1 device on {ncores} cores")):
+            one_b = results.get((base, 1, b, cores))
+            one_2b = results.get((base, 1, 2 * b, cores))
+            if two and one_b and one_2b:
+                print(f"{system}, 2 replicas vs {what}: throughput "
+                      f"x{one_b['step_s'] * 2 / two['step_s']:.2f} (fixed per-replica batch "
+                      f"{b}), x{one_2b['step_s'] / two['step_s']:.2f} (fixed global batch "
+                      f"{2 * b}); CPU per image x{two['cpu_s'] / (2 * one_b['cpu_s']):.2f}")
+    mech = results.get(("plait pmap", 2, 2 * b, None))
+    if mech and "alone_cpu_s" in mech:
+        print(f"\nplait pmap, 2 devices: replica 0 alone on its device "
+              f"{1e3 * mech['alone_cpu_s']:.1f} ms "
+              f"CPU / {1e3 * mech['alone_wall_s']:.1f} ms wall; concurrently, replicas "
+              f"{[round(1e3 * c, 1) for c in mech['concurrent_cpu_s']]} ms CPU / "
+              f"{[round(1e3 * w, 1) for w in mech['concurrent_wall_s']]} ms wall; OpenMP "
+              f"threads per replica {mech['threads_per_replica']} for cores per device "
+              f"{mech['cores_per_replica']}; libgomp copies loaded: {mech['libgomp_copies']}; "
+              f"load average {mech['load_average']}")
+        print("threads that used CPU during the timed steps: " + "; ".join(mech["busy_threads"]))
 
 
 if __name__ == "__main__":

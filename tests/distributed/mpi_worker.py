@@ -1,11 +1,11 @@
 """Run by tests/distributed/test_mpi.py under ``mpirun -n 2`` (not a test module).
 
 ``python mpi_worker.py MODE``: ``collectives`` checks every collective of a pmap over
-both processes' devices against its NumPy definition on the global data, and a
-data-parallel training step against the single-process step on the global batch;
-``mismatch`` runs different programs on the two processes; ``dead`` has process 1
-exit before the first collective; ``stall`` has process 1 sleep instead (process 0
-times out with an error). Prints ``RESULT <rank> OK`` on success.
+both processes' devices against its NumPy definition on the global data, and a data-
+parallel training step against the single-process step on the global batch; ``mismatch``
+runs different programs on the two processes; ``dead`` has process 1 exit before the
+first collective (process 0 reports it by rank); ``stall`` has process 1 sleep instead
+(process 0 times out with an error). Prints ``RESULT <rank> OK`` on success.
 """
 from __future__ import annotations
 
@@ -41,6 +41,44 @@ def check_collectives(rank: int, P: int, L: int) -> None:
                                    err_msg=f"output {k}")
 
 
+class _Counting:
+    """The world's communicator, recording each call and its first buffer's bytes."""
+
+    def __init__(self, comm):
+        self.comm, self.sent = comm, []
+
+    def __getattr__(self, name):
+        fn = getattr(self.comm, name)
+
+        def call(*args, **kw):
+            self.sent.append((name, args[0].nbytes if hasattr(args[0], "nbytes") else 0))
+            return fn(*args, **kw)
+        return call
+
+
+def check_only_needed_data_moves(rank: int, P: int, L: int) -> None:
+    """ppermute sends each block once, to its destination's process only; all_to_all
+    sends each process's blocks for the other processes in one Alltoall."""
+    from plait.distributed import runtime
+    G = P * L
+    world = runtime.world()
+    x = np.arange(L * G * 4, dtype=np.float64).reshape(L, G, 4) + 100 * rank
+    f = pmap(lambda v: (lax.ppermute(v, "i", [(0, G - 1)]), lax.all_to_all(v, "i", 0, 0)),
+             "i")
+    f(x)                                     # the program fingerprint is checked once
+    counting = world.comm = _Counting(world.comm)
+    try:
+        perm, a2a = f(x)
+    finally:
+        world.comm = counting.comm
+    block = x[0].nbytes
+    want = ([("Isend", block)] if rank == 0 else [("Irecv", block)] if rank == P - 1 else [])
+    want += [("Ialltoall", L * G * 4 * 8)]
+    assert counting.sent == want, (counting.sent, want)
+    if rank == P - 1:                       # global replica G-1 got replica 0's block
+        np.testing.assert_array_equal(np.asarray(perm)[L - 1], np.arange(G * 4.0).reshape(G, 4))
+
+
 def check_training_step(rank: int, P: int, L: int) -> None:
     import plait.numpy as pnp
     G = P * L
@@ -59,6 +97,16 @@ def check_training_step(rank: int, P: int, L: int) -> None:
     want = W - 0.1 * np.asarray(plait.grad(loss)(W, xs, ys))
     for k in range(L):
         np.testing.assert_allclose(np.asarray(got[k]), want, rtol=1e-10, atol=1e-12)
+    # grad of the pmap itself (the replicas' backward pass runs across both processes)
+    total = lambda w: pmap(lambda w, x, y: lax.psum(loss(w, x, y), "i"), "i",   # noqa: E731
+                           in_axes=(None, 0, 0), out_axes=None)(w, shard(xs), shard(ys))
+    # SPMD: every process seeds its own (equal) output's cotangent, and the transposed
+    # psum adds them, so each process gets the gradient of the sum of the P outputs
+    # with respect to its own copy of W: P times its local replicas' gradients
+    got = plait.grad(total)(W)
+    mine = P * sum(np.asarray(plait.grad(loss)(W, xs[g * 4:(g + 1) * 4], ys[g * 4:(g + 1) * 4]))
+               for g in range(rank * L, (rank + 1) * L))
+    np.testing.assert_allclose(np.asarray(got), mine, rtol=1e-10, atol=1e-12)
 
 
 def main(mode: str) -> None:
@@ -69,6 +117,7 @@ def main(mode: str) -> None:
     assert len(plait.distributed.devices()) == P * L
     if mode == "collectives":
         check_collectives(rank, P, L)
+        check_only_needed_data_moves(rank, P, L)
         check_training_step(rank, P, L)
     elif mode == "mismatch":
         x = np.ones((L, 3))
@@ -78,10 +127,14 @@ def main(mode: str) -> None:
         except plait.errors.DistributedError as e:
             print(f"RESULT {rank} MISMATCH {e}", flush=True)
             return
-    elif mode == "dead":
+    elif mode == "dead":           # process 1 exits after joining (mpirun --enable-recovery)
         if rank == 1:
             os._exit(0)
-        pmap(lambda v: lax.psum(v, "i"), "i")(np.ones((L, 3)))
+        try:
+            pmap(lambda v: lax.psum(v, "i"), "i")(np.ones((L, 3)))
+        except plait.errors.DistributedError as e:
+            print(f"RESULT {rank} DEAD {e}", flush=True)
+            return
     elif mode == "stall":          # process 1 lives on but never reaches the collective
         if rank == 1:
             import time

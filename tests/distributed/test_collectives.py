@@ -186,12 +186,114 @@ def test_nested_axes_and_nested_pmap(monkeypatch):
     np.testing.assert_allclose(np.asarray(got_p), want, rtol=1e-12)
 
 
+def test_nested_pmap_runs_inner_replicas_concurrently(monkeypatch):
+    """pmap(pmap(f)) and its grad equal the nested named vmaps, and each outer replica
+    runs its inner replicas on their own threads over its device's cores."""
+    import importlib
+    mod = importlib.import_module("plait.distributed.pmap")
+    monkeypatch.setattr(plait.config, "cpu_devices", 2)
+    runs = []
+    real_run = mod._run
+
+    def recording(comp, vals, dims, devs, name, world, enclosing=None, path=()):
+        out = real_run(comp, vals, dims, devs, name, world, enclosing, path)
+        runs.append((name, path, [d.cores for d in devs],
+                     {t.native_id for t in plait.distributed.last_run_times()}))
+        return out
+    monkeypatch.setattr(mod, "_run", recording)
+    X = np.random.default_rng(4).uniform(size=(2, 2, 3))
+
+    def f(x):
+        y = plait.numpy.sin(x) * lax.psum(x, "i") + lax.pmean(x * x, "j")
+        return y + lax.ppermute(y, "j", [(0, 1)]) * lax.axis_index("i")
+    par = lambda X: (pmap(pmap(f, "j"), "i")(X) ** 2).sum()            # noqa: E731
+    ref = lambda X: (vmap(vmap(f, axis_name="j"), axis_name="i")(X) ** 2).sum()  # noqa: E731
+    np.testing.assert_allclose(np.asarray(par(X)), np.asarray(ref(X)), rtol=1e-12)
+    inner = [r for r in runs if r[0] == "j"]
+    assert {r[1] for r in inner} == {(0,), (1,)}, runs          # inside each outer replica
+    for _, (outer_dev,), cores, ids in inner:
+        assert cores == [(outer_dev,), (outer_dev,)] and len(ids) == 2, runs
+    runs.clear()
+    np.testing.assert_allclose(np.asarray(plait.grad(par)(X)), np.asarray(plait.grad(ref)(X)),
+                               rtol=1e-10, atol=1e-14)
+    assert len([r for r in runs if r[0] == "j"]) >= 4, runs     # forward and backward
+
+
 def test_grad_of_pmap(monkeypatch):
     monkeypatch.setattr(plait.config, "cpu_devices", 2)
     X = np.random.default_rng(0).uniform(size=(2, 3))
     loss = lambda X: pmap(lambda x: lax.pmean((x * x).sum(), "i"), "i")(X).sum()  # noqa: E731
     np.testing.assert_allclose(np.asarray(plait.grad(loss)(X)), 2 * X, rtol=1e-12)
     check_grads(loss, (X,), order=2)
+
+
+def test_grad_of_pmap_runs_each_replica_on_its_device(monkeypatch):
+    """grad/jvp of a pmap (broadcast and mapped arguments, out_axes None and 0, second
+    order) equal the named-vmap reference, and every pass runs as 2 concurrent
+    replicas, one per device thread (not as a vmap on the calling thread)."""
+    import importlib
+    mod = importlib.import_module("plait.distributed.pmap")
+    monkeypatch.setattr(plait.config, "cpu_devices", 2)
+    threads = []
+    real_run = mod._run
+
+    def counting(comp, vals, dims, devs, name, world):
+        out = real_run(comp, vals, dims, devs, name, world)
+        threads.append(tuple(t.native_id for t in plait.distributed.last_run_times()))
+        return out
+    monkeypatch.setattr(mod, "_run", counting)
+    rng = np.random.default_rng(3)
+    W, X, Y = rng.normal(size=(3, 2)), rng.normal(size=(2, 4, 3)), rng.normal(size=(2, 4, 2))
+
+    def replica(w, x, y):
+        r = plait.numpy.tanh(x @ w) - y
+        return lax.pmean((r * r).sum(), "i"), lax.ppermute(r, "i", [(0, 1), (1, 0)])
+
+    def losses(mapper):
+        f = mapper(replica)
+
+        def loss(w, x, y):
+            total, swapped = f(w, x, y)
+            return total + (swapped * swapped * x[..., :2]).sum()
+        return loss
+    par = losses(lambda g: pmap(g, "i", in_axes=(None, 0, 0), out_axes=(None, 0)))
+    ref = losses(lambda g: vmap(g, axis_name="i", in_axes=(None, 0, 0), out_axes=(None, 0)))
+    got = plait.grad(par, argnums=(0, 1))(W, X, Y)
+    assert threads and all(len(set(t)) == 2 for t in threads), threads
+    want = plait.grad(ref, argnums=(0, 1))(W, X, Y)
+    for g, w in zip(got, want):       # compiled vs vmapped: float64 summation order
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-10, atol=1e-14)
+    n = len(threads)
+    hess = plait.grad(lambda w: plait.grad(par)(w, X, Y).sum())(W)
+    assert len(threads) > n
+    np.testing.assert_allclose(np.asarray(hess),
+                               np.asarray(plait.grad(lambda w: plait.grad(ref)(w, X, Y).sum())(W)),
+                               rtol=1e-10, atol=1e-14)
+    t = np.ones_like(W)
+    np.testing.assert_allclose(np.asarray(jvp(lambda w: par(w, X, Y), (W,), (t,))[1]),
+                               np.asarray(jvp(lambda w: ref(w, X, Y), (W,), (t,))[1]),
+                               rtol=1e-10, atol=1e-14)
+
+
+def test_replica_programs_are_compiled_for_their_device_cores(monkeypatch):
+    """The replica program is compiled on a device's worker thread, so its kernels are
+    partitioned for that device's cores (not the whole machine's)."""
+    from plait.backends.native import compile as native_compile
+    monkeypatch.setattr(plait.config, "cpu_devices", 2)
+    seen = []
+    real = native_compile.host_target
+
+    def recording():
+        t = real()
+        seen.append(t.cores)
+        return t
+    monkeypatch.setattr(native_compile, "host_target", recording)
+    x = np.arange(10.0).reshape(2, 5) + 0.5
+    out = pmap(lambda v: lax.psum(plait.numpy.exp(v) * 3.25, "i"), "i", backend="native")(x)
+    np.testing.assert_allclose(np.asarray(out), np.broadcast_to((np.exp(x) * 3.25).sum(0), x.shape),
+                               rtol=1e-12)
+    want = len(plait.distributed.local_devices()[0].cores)
+    assert seen and set(seen) == {want}, (seen, want)
 
 
 def test_static_broadcasted_and_out_axes(monkeypatch):

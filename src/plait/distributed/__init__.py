@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from plait.distributed.runtime import (process_index, process_count, devices, local_devices,
                                        device_count, local_device_count)
-from plait.distributed.pmap import pmap
+from plait.distributed.pmap import pmap, last_run_times, ReplicaTimes
 from plait.config import launched_by_mpirun
 
 
@@ -28,5 +28,6 @@ def shutdown() -> None:
     mpi.shutdown()
 
 
-__all__ = ["pmap", "initialize", "shutdown", "launched_by_mpirun", "process_index", "process_count", "devices",
+__all__ = ["pmap", "last_run_times", "ReplicaTimes", "initialize", "shutdown",
+           "launched_by_mpirun", "process_index", "process_count", "devices",
            "local_devices", "device_count", "local_device_count"]

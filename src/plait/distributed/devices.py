@@ -37,15 +37,19 @@ def _all_cores() -> list[int]:
         return list(range(os.cpu_count() or 1))
 
 
+def split_cores(cores, count: int) -> list[tuple[int, ...]]:
+    """``count`` groups of ``cores``: ``cores[k::count]``, or one shared core each
+    (round-robin) when there are fewer cores than groups."""
+    cores = list(cores)
+    if count <= len(cores):
+        return [tuple(cores[k::count]) for k in range(count)]
+    return [(cores[k % len(cores)],) for k in range(count)]
+
+
 def make_devices(count: int, process_index: int = 0) -> list[CpuDevice]:
     """``count`` devices over this process's cores."""
-    cores = _all_cores()
-    if count <= len(cores):
-        groups = [tuple(cores[k::count]) for k in range(count)]
-    else:
-        groups = [(cores[k % len(cores)],) for k in range(count)]
     return [CpuDevice(process_index * count + k, process_index, g)
-            for k, g in enumerate(groups)]
+            for k, g in enumerate(split_cores(_all_cores(), count))]
 
 
 def local_device_count() -> int:
@@ -53,15 +57,24 @@ def local_device_count() -> int:
 
 
 @functools.lru_cache(maxsize=None)
-def _omp_set_num_threads():
-    """libgomp's ``omp_set_num_threads`` (the library the kernels load), or None."""
+def _libgomp():
+    """libgomp (the OpenMP runtime the kernels and the GEMM/conv library load), or None."""
     name = ctypes.util.find_library("gomp")
     for lib in ([name] if name else []) + ["libgomp.so.1"]:
         try:
-            return ctypes.CDLL(lib).omp_set_num_threads
+            gomp = ctypes.CDLL(lib)
+            gomp.omp_set_num_threads, gomp.omp_get_max_threads    # noqa: B018 (both exist)
+            return gomp
         except (OSError, AttributeError):
             continue
     return None
+
+
+def omp_max_threads() -> int | None:
+    """The calling thread's OpenMP thread count (what the kernels' parallel loops and
+    the GEMM/conv library's ``omp_get_max_threads()`` use), or None without libgomp."""
+    gomp = _libgomp()
+    return None if gomp is None else int(gomp.omp_get_max_threads())
 
 
 def pin_current_thread(device: CpuDevice) -> None:
@@ -71,6 +84,6 @@ def pin_current_thread(device: CpuDevice) -> None:
         os.sched_setaffinity(0, set(device.cores))   # 0: the calling thread on Linux
     except (AttributeError, OSError):
         pass
-    fn = _omp_set_num_threads()
-    if fn is not None:
-        fn(len(device.cores))     # this thread's ICV: its parallel regions use its cores
+    gomp = _libgomp()
+    if gomp is not None:          # this thread's ICV: its parallel regions use its cores
+        gomp.omp_set_num_threads(len(device.cores))

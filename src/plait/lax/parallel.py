@@ -209,7 +209,7 @@ def _all_gather_impl(x, *, axis_name, axis_size, axis, tiled):
     g = np.moveaxis(g, 0, axis)
     if tiled:
         g = g.reshape(g.shape[:axis] + (-1,) + g.shape[axis + 2:])
-    return np.ascontiguousarray(g)
+    return np.asarray(g, order="C")
 
 
 def _psum_scatter_abstract(x: ShapedArray, *, axis_name, axis_size, scatter_dimension,
@@ -235,8 +235,9 @@ def _psum_scatter_impl(x, *, axis_name, axis_size, scatter_dimension, tiled):
     s, k = scatter_dimension, comm.index
     if tiled:
         m = total.shape[s] // axis_size
-        return np.ascontiguousarray(np.take(total, np.arange(k * m, (k + 1) * m), axis=s))
-    return np.ascontiguousarray(np.take(total, k, axis=s))
+        block = np.take(total, np.arange(k * m, (k + 1) * m), axis=s)
+        return np.asarray(block, order="C")
+    return np.asarray(np.take(total, k, axis=s), order="C")
 
 
 all_gather_p = _collective("all_gather", _all_gather_abstract, _all_gather_impl)
@@ -306,10 +307,8 @@ def _all_to_all_abstract(x: ShapedArray, *, axis_name, axis_size, split_axis, co
 
 
 def _all_to_all_impl(x, *, axis_name, axis_size, split_axis, concat_axis):
-    comm = _comm(axis_name, "all_to_all")
-    g = comm.all_gather(np.asarray(x))                     # (i, *x.shape)
-    mine = np.take(g, comm.index, axis=1 + split_axis)     # (i, x without split)
-    return np.ascontiguousarray(np.moveaxis(mine, 0, concat_axis))
+    mine = _comm(axis_name, "all_to_all").all_to_all(np.asarray(x), split_axis)  # (i, rest)
+    return np.asarray(np.moveaxis(mine, 0, concat_axis), order="C")
 
 
 all_to_all_p = _collective("all_to_all", _all_to_all_abstract, _all_to_all_impl)
@@ -338,12 +337,7 @@ all_to_all_p.def_rule("batch", _all_to_all_lanes)
 
 # --- ppermute -----------------------------------------------------------------------
 def _ppermute_impl(x, *, axis_name, axis_size, perm):
-    comm = _comm(axis_name, "ppermute")
-    g = comm.all_gather(np.asarray(x))
-    for src, dst in perm:
-        if dst == comm.index:
-            return np.ascontiguousarray(g[src])
-    return np.zeros_like(np.asarray(x))
+    return _comm(axis_name, "ppermute").ppermute(np.asarray(x), perm)
 
 
 ppermute_p = _collective("ppermute", _same_abstract, _ppermute_impl)
