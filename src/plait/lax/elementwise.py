@@ -300,6 +300,8 @@ logistic_p, logistic = _op(ElementwiseOp(
     "logistic", 1, _logistic, INEXACT, warn_ok=True,
     jvp=(lambda g, ans, x: mul(g, mul(ans, sub(1, ans))),), intrinsic="logistic",
     c={"f": "(({ct})1 / (({ct})1 + exp{f}(-{0})))"}, stablehlo="stablehlo.logistic",
+    cpu_c={"f": "(({ct})1 / (({ct})1 + plait_exp{f}(-{0})))"},
+    cpu_helper=_vecmath_c.ROUTED["exp"],
     transcendental=True))
 sin_p, sin = _math("sin", np.sin, lambda g, ans, x: mul(g, cos(x)), "stablehlo.sine")
 cos_p, cos = _math("cos", np.cos, lambda g, ans, x: neg(mul(g, sin(x))), "stablehlo.cosine")
