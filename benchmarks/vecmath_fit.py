@@ -1,6 +1,8 @@
-"""Derive the polynomial coefficients of plait's own float32 exp/log/tanh
-(``plait/lax/vecmath_c.py``): near-minimax fits by Lawson's iteratively reweighted
-least squares on a dense grid, in float64, of the error measure each kernel needs.
+"""Derive the polynomial coefficients of plait's own float32 vector math
+(``src/plait/lax/_vecmath_c.py``: the ``expm1`` polynomial of the exp core, which exp,
+expm1 and tanh share, and the ``log`` polynomial, which log and log1p share):
+near-minimax fits by Lawson's iteratively reweighted least squares on a dense grid, in
+float64, of the error measure each kernel needs.
 
 Run ``python -m benchmarks.vecmath_fit``; it prints each fit's coefficients and the maximum
 weighted error of the fit (the polynomial's share of the kernel's error; rounding adds
@@ -46,18 +48,9 @@ def fit_log() -> tuple[np.ndarray, float]:
     return lawson(z, target, z / 2, 2)
 
 
-def fit_tanh(cut: float, degree: int) -> tuple[np.ndarray, float]:
-    """tanh(x) = x + x^3 P(x^2) on |x| < cut; the error relative to tanh counts."""
-    x = np.linspace(1e-4, cut + 1e-4, 20001)
-    z = x * x
-    target = (np.tanh(x) - x) / (x * z)
-    return lawson(z, target, x * z / np.tanh(x), degree)
-
-
 if __name__ == "__main__":
     np.set_printoptions(precision=17)
-    for name, (c, e) in (("exp q(r)", fit_exp()), ("log P(z)", fit_log()),
-                         ("tanh P(z), |x|<0.55", fit_tanh(0.55, 4))):
+    for name, (c, e) in (("exp/expm1/tanh q(r)", fit_exp()), ("log/log1p R(z)", fit_log())):
         print(f"{name}: max weighted error {e:.3e} (2^{np.log2(e):.1f})")
         for k, v in enumerate(c):
             print(f"  c{k} = {float(np.float32(v)).hex()}  /* {np.float32(v)!r} */")

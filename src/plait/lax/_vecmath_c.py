@@ -1,21 +1,22 @@
-"""plait's own float32 ``exp``, ``log`` and ``tanh``: C helper source for the elementwise
-descriptors (``ElementwiseOp.c_helper``).
+"""plait's own float32 ``exp``, ``expm1``, ``log``, ``log1p`` and ``tanh``: C helper source
+for the elementwise descriptors' CPU spelling (``ElementwiseOp.cpu_helper``).
 
-Only ``tanh`` is routed here today (``VECMATH_C + TANH_C``; about 0.86x the time of the
-libmvec kernel over 2^22 float32). ``EXP_C`` measured about 6% slower than libmvec's
-``expf`` and GCC 12 does not vectorize ``LOG_C`` ("control flow in loop"; 7.6x slower),
-so ``exp`` and ``log`` keep libmvec; both stay here, swept by
-``benchmarks/vecmath_sweep.py``, for the next attempt.
+:data:`ROUTED` are the functions native CPU kernels call instead of glibc's libmvec,
+each measured faster over 2^22 float32 on 2 threads (``benchmarks/vecmath_bench.py``;
+figures in ``docs/numpy-differences.md``): ``exp``, ``log``, ``log1p``, ``tanh`` (and
+``logistic``'s exp). ``expm1`` measured level with libmvec, so it stays unrouted; it
+is tested and swept like the others. OpenCL kernels keep OpenCL's builtins.
 
 Each function is branch-free ``static inline`` C (range reduction, a polynomial,
 selects for the special values), with no table lookups, so GCC auto-vectorizes the
-kernel loops that call them inline at ``-O3``. The polynomial coefficients are
-near-minimax fits derived by ``benchmarks/vecmath_fit.py``; the maximum ulp error of each
-function is measured over all 2^32 float32 inputs by ``benchmarks/vecmath_sweep.py`` and
-documented in ``docs/numpy-differences.md``. NaN, ±inf, overflow, underflow, -0.0 and
-subnormal inputs behave as NumPy's. float64 keeps libm (and its libmvec SIMD
-variants): ``plait_exp`` and friends are thin wrappers so one ``{f}`` template serves
-both widths.
+kernel loops that call them inline at ``-O3``; selects whose arms hold a division are
+bit blends (``plait_f32_pick``), which GCC cannot turn back into a branch. The
+polynomial coefficients are near-minimax fits derived by ``benchmarks/vecmath_fit.py``;
+the maximum ulp error of each function is measured over all 2^32 float32 inputs by
+``benchmarks/vecmath_sweep.py`` and documented in ``docs/numpy-differences.md``. NaN,
+±inf, overflow, underflow, -0.0 and subnormal inputs behave as NumPy's. float64 keeps
+libm (and its libmvec SIMD variants): ``plait_exp`` and friends are thin wrappers so
+one ``{f}`` template serves both widths.
 """
 from __future__ import annotations
 
