@@ -2,10 +2,8 @@
 for the elementwise descriptors' CPU spelling (``ElementwiseOp.cpu_helper``).
 
 :data:`ROUTED` are the functions native CPU kernels call instead of glibc's libmvec,
-each measured faster over 2^22 float32 on 2 threads (``benchmarks/vecmath_bench.py``;
-figures in ``docs/numpy-differences.md``): ``exp``, ``log``, ``log1p``, ``tanh`` (and
-``logistic``'s exp). ``expm1`` measured level with libmvec, so it stays unrouted; it
-is tested and swept like the others. OpenCL kernels keep OpenCL's builtins.
+each measured not slower over 2^22 float32 on 2 threads (``benchmarks/vecmath_bench.py``):
+all five (and ``logistic``'s exp). OpenCL kernels keep OpenCL's builtins.
 
 Each function is branch-free ``static inline`` C (range reduction, a polynomial,
 selects for the special values), with no table lookups, so GCC auto-vectorizes the
@@ -83,16 +81,15 @@ static inline double plait_exp(double x) { return exp(x); }
 EXPM1_C = r"""/* plait vecmath expm1: float32 own polynomial, float64 libm.
    x clamped to [-30, 89] (expm1 rounds to -1 below ~-17.3, overflows past ~88.72);
    x = n ln2 + r: expm1(x) = 2^n expm1(r) + 2^n - 1, computed as
-   (2^h expm1(r) + (2^h - 2^(h-n))) 2^(n-h), h = n >> 1, so 2^128 (n = 128) needs no
-   infinite power; x = +-0 returns x (the sign of zero) */
+   2 (2^(n-1) expm1(r) + (2^(n-1) - 1/2)) so that n = 128 needs no infinite power and
+   the doubling is exact; x = +-0 returns x (the sign of zero) */
 static inline float plait_expm1f(float x) {
   float xc = x > -30.0f ? x : -30.0f;
   xc = xc < 89.0f ? xc : 89.0f;
   float n;
   float e = plait_expm1_poly(plait_exp_reduce(xc, &n));
-  int32_t ni = (int32_t)n, h = ni >> 1;
-  float s1 = plait_f32_pow2(h);
-  float y = (s1 * e + (s1 - plait_f32_pow2(h - ni))) * plait_f32_pow2(ni - h);
+  float h = plait_f32_pow2((int32_t)n - 1);
+  float y = 2.0f * (h * e + (h - 0.5f));
   return plait_f32_pick((x != x) | (x == 0.0f), x + x, y);
 }
 static inline double plait_expm1(double x) { return expm1(x); }
@@ -146,4 +143,4 @@ static inline double plait_tanh(double x) { return tanh(x); }
 HELPERS = {"exp": (CORE_C, EXP_C), "expm1": (CORE_C, EXPM1_C), "log": (CORE_C, LOG_C),
            "log1p": (CORE_C, LOG1P_C), "tanh": (CORE_C, TANH_C)}
 #: the functions whose descriptors the CPU renderer routes to plait's own helper
-ROUTED = {name: HELPERS[name] for name in ("exp", "log", "log1p", "tanh")}
+ROUTED = {name: HELPERS[name] for name in ("exp", "expm1", "log", "log1p", "tanh")}
