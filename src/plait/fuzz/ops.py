@@ -16,6 +16,8 @@ Where plait deliberately differs from NumPy, the row says so once:
   sign of a zero result is not compared (``signed_zero=False``).
 * the native backend contracts ``a*b + c`` into one FMA (``-ffp-contract=fast``):
   additive ops are compared at the ulp of their largest operand (``scale="inputs"``).
+* ``floor_divide`` with an infinite operand is ``floor(x / y)`` (the Array API
+  standard's cases) where NumPy gives NaN, and integer ``lax.rem(x, 0)`` is 0.
 * complex inputs are finite (C99's complex special cases are not NumPy's), and the
   sign of a zero real or imaginary part of a complex result is not compared.
 * IEEE leaves ``max(-0.0, +0.0)`` open: max/min/clip/clamp/sort do not compare signs of zero.
@@ -543,7 +545,8 @@ binary("add", dtypes=ALL, scale=s_inputs, grad=True)
 binary("subtract", dtypes=NUM, scale=s_inputs, grad=True)
 binary("multiply", grad=True, smooth=_bounded(1e3))
 binary("divide", grad=True, smooth=lambda x, y: _far(y, [0.0], 0.2))
-binary("floor_divide", dtypes=REAL, tol="round", scale=s_inputs)
+binary("floor_divide", dtypes=REAL, tol="round", scale=s_inputs,
+       np_template="fz.floor_divide({0}, {1})")   # Array API infinities (oracles.floor_divide)
 binary("remainder", dtypes=REAL, tol="round", scale=s_inputs)
 binary("fmod", dtypes=INTS + FLOATS, tol="round", scale=s_inputs)
 binary("power", dtypes=BOOL + INTS + FLOATS + COMPLEX, tol="composite", grad=True,
@@ -770,7 +773,8 @@ op("nn.softmax", 1, "nn.softmax({0}, axis={axis})", np_template="fz.softmax({0},
    dtypes=FLOATS, tol="composite", params=p_softmax_axis, grad=True,
    scale=lambda a, p, w: np.abs(np.asarray(w, np.float64)) + np.max(fabs(a[0]), initial=1) * 1e-3)
 op("nn.log_softmax", 1, "nn.log_softmax({0}, axis={axis})", np_template="fz.log_softmax({0}, {axis})",
-   dtypes=FLOATS, tol="composite", params=p_softmax_axis, scale=s_global, grad=True)
+   dtypes=FLOATS, tol="composite", params=p_softmax_axis, scale=s_global, grad=True,
+   signed_zero=False)   # x - lse(x) of a dominant entry: a zero whose sign is rounding's
 op("custom_jvp", 1, "fzc.log1pexp({0})", np_template="fz.softplus({0})", dtypes=FLOATS, tol="composite",
    scale=s_inputs, grad=True, smooth=_bounded(30))
 op("custom_vjp", 1, "fzc.cube({0})", np_template="{0} * {0} * {0}", dtypes=FLOATS, tol="composite",

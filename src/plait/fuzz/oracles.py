@@ -12,7 +12,9 @@ import numpy as np
 
 
 def rem(x, y):
-    """``lax.rem``: C's ``%``/``fmod`` (sign of the dividend); integer x % 0 is defined as x."""
+    """``lax.rem``: C's ``%``/``fmod`` (sign of the dividend); integer ``x % 0`` is 0, as
+    plait documents it (NumPy's ``fmod``; it keeps ``x == y * div(x, y) + rem(x, y)``
+    false only where ``div`` is also defined as 0)."""
     x, y = np.asarray(x), np.asarray(y)
     if x.dtype.kind == "f":
         with np.errstate(all="ignore"):
@@ -22,13 +24,26 @@ def rem(x, y):
     for k in np.ndindex(*out.shape):
         a, b = int(xb[k]), int(yb[k])
         if b == 0:
-            r = a
+            r = 0
         else:
             q = abs(a) // abs(b)
             q = q if (a >= 0) == (b >= 0) else -q
             r = a - b * q
         out[k] = _wrap(r, x.dtype)
     return out
+
+
+def floor_divide(x, y):
+    """``floor_divide`` with the Array API standard's infinite cases, which plait follows
+    where NumPy's ``divmod`` gives NaN: ``floor(x / y)`` when an operand is infinite
+    (``-inf // 1`` is ``-inf``, ``-1 // inf`` is ``-0.0``)."""
+    with np.errstate(all="ignore"):
+        out = np.floor_divide(x, y)            # the operands as given: Python scalars stay weak
+        if np.asarray(out).dtype.kind != "f":
+            return out
+        inf = np.isinf(x) | np.isinf(y)
+        return np.where(inf & (np.asarray(y) != 0), np.floor(np.true_divide(x, y)),
+                        out).astype(np.asarray(out).dtype)
 
 
 def _wrap(v: int, dt: np.dtype) -> int:
@@ -94,10 +109,14 @@ def integer_pow(x, y):
 
 
 def logistic(x):
+    """``1 / (1 + exp(-x))`` in double width; where the real part is very negative,
+    ``exp(-x)`` overflows even there, so the limit 0 is taken as ``exp(x) / (1 + exp(x))``."""
     x = np.asarray(x)
-    wide = np.complex128 if x.dtype.kind == "c" else np.float64
+    w = x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
     with np.errstate(all="ignore"):
-        return (1.0 / (1.0 + np.exp(-x.astype(wide)))).astype(x.dtype)
+        direct = 1.0 / (1.0 + np.exp(-w))
+        e = np.exp(w)
+        return np.where(np.real(w) < -700, e / (1.0 + e), direct).astype(x.dtype)
 
 
 def rsqrt(x):

@@ -61,7 +61,12 @@ def _convert_impl(x, *, new_dtype, weak_type):
 
 
 def _logistic(x):
-    return 1.0 / (1.0 + np.exp(-x))
+    """``1 / (1 + exp(-x))``, as ``exp(x) / (1 + exp(x))`` where the real part is negative,
+    so that ``exp(-x)`` cannot overflow (float16's ``sigmoid(-12)`` is 6e-6, not 0)."""
+    neg = np.real(x) < 0
+    with np.errstate(all="ignore"):
+        e = np.exp(np.where(neg, x, -x))
+        return np.where(neg, e / (1 + e), 1 / (1 + e)).astype(x.dtype)
 
 
 def _expm1(x):

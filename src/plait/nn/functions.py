@@ -142,7 +142,7 @@ def log_softmax(x, axis: int | Sequence[int] = -1, where=None):
     else:
         xm = x
     mx = lax.stop_gradient(pnp.max(xm, axis=axis, keepdims=True))
-    mx = pnp.where(pnp.isfinite(mx), mx, pnp.zeros_like(mx))
+    mx = pnp.where(mx == -np.inf, pnp.zeros_like(mx), mx)   # all -inf: no nan from the shift
     shifted = x - mx
     e = pnp.exp(shifted)
     if where is not None:
@@ -160,7 +160,7 @@ def softmax(x, axis: int | Sequence[int] = -1, where=None):
     else:
         xm = x
     mx = lax.stop_gradient(pnp.max(xm, axis=axis, keepdims=True))
-    mx = pnp.where(pnp.isfinite(mx), mx, pnp.zeros_like(mx))
+    mx = pnp.where(mx == -np.inf, pnp.zeros_like(mx), mx)   # all -inf: no nan from the shift
     e = pnp.exp(x - mx)
     if where is not None:
         e = pnp.where(where, e, pnp.zeros_like(e))

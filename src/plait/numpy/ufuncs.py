@@ -436,10 +436,18 @@ def _heaviside(x, h0):
 
 
 def _ldexp(x, i):
-    h = lax.div(i, 2)
-    f1 = lax.exp2(lax.convert_element_type(h, get_aval(x).dtype))
-    f2 = lax.exp2(lax.convert_element_type(lax.sub(i, h), get_aval(x).dtype))
-    return lax.mul(lax.mul(x, f1), f2)
+    """``x * 2**i`` as four exact power-of-two factors. ``i`` is first clamped to the
+    span past which every finite ``x`` has already overflowed or underflowed, so no
+    factor overflows (``ldexp(0, 40)`` in float16 is 0, not ``0 * inf``)."""
+    dt = get_aval(x).dtype
+    fi = np.finfo(dt)
+    span = fi.maxexp - fi.minexp + fi.nmant + 2
+    i = lax.max(lax.min(i, _full(i, span)), _full(i, -span))
+    for parts in (4, 3, 2, 1):
+        p = lax.div(i, parts)                    # truncating: |p| <= span / 4 < maxexp
+        x = lax.mul(x, lax.exp2(lax.convert_element_type(p, dt)))
+        i = lax.sub(i, p)
+    return x
 
 
 def _modf(x):
