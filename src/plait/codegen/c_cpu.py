@@ -63,6 +63,8 @@ static inline void plait_oom(int64_t *status, int64_t code) { __atomic_store_n(s
 class CpuRenderer(CFamilyRenderer):
     """Renders one Stripe program as a C function with OpenMP loops."""
 
+    cpu = True
+
     def __init__(self, program: ir.Program, fn_name: str, timed: bool = False,
                  where: int = 0):
         super().__init__(program, fn_name)

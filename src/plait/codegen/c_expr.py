@@ -59,22 +59,25 @@ def cast(expr: str, dst: str) -> str:
     return f"(({COMPUTE_TYPES[dst]})({expr}))"
 
 
-def arith(name: str, args: list[str], dt: str) -> str:
-    """The C expression of intrinsic ``name`` on operands ``args`` of Stripe dtype ``dt``."""
+def arith(name: str, args: list[str], dt: str, cpu: bool = False) -> str:
+    """The C expression of intrinsic ``name`` on operands ``args`` of Stripe dtype ``dt``
+    (``cpu``: the CPU renderer's spelling, which may call plait's own vector math)."""
     op = by_intrinsic(name)
-    tpl = op.c_template(dtype_class(dt)) if op is not None else None
+    tpl = op.c_template(dtype_class(dt), cpu) if op is not None else None
     if tpl is None:
         raise CompileError(f"intrinsic {name!r} on {dt} has no C rendering", locate=False)
     return tpl.format(*args, ct=COMPUTE_TYPES[dt], f="" if dt == "f64" else "f",
                       bits=8 * np.dtype(ir.np_dtype(dt)).itemsize)
 
 
-def intrinsic(name: str, args: list[str], dts: list[str], out: str | None) -> tuple[str, str]:
+def intrinsic(name: str, args: list[str], dts: list[str], out: str | None,
+              cpu: bool = False) -> tuple[str, str]:
     """``(expression, dtype)`` of intrinsic ``name`` on ``args`` (of dtypes ``dts``); the
     operation runs in the last operand's dtype for 3-operand ops (``select``), else the
-    first's; ``out`` (the intrinsic's declared dtype) adds a cast."""
+    first's; ``out`` (the intrinsic's declared dtype) adds a cast; ``cpu`` as in
+    :func:`arith`."""
     dt = (dts[-1] if len(dts) == 3 else dts[0]) if dts else "f32"
-    expr = arith(name, args, dt)
+    expr = arith(name, args, dt, cpu)
     op = by_intrinsic(name)
     if op.bool_result:
         dt = "bool"
@@ -98,16 +101,21 @@ static inline int64_t plait_imin(int64_t a, int64_t b) { return a < b ? a : b; }
 """
 
 
-def op_helpers() -> str:
+def op_helpers(cpu: bool = False) -> str:
     """The C helper functions the ops defined so far bring (plain C99 that OpenCL C also
-    compiles)."""
-    return "".join(op.c_helper for op in ops() if op.c_helper)
+    compiles); ``cpu``: also the CPU-only helpers (plait's own vector math), each shared
+    chunk once."""
+    chunks = [op.c_helper for op in ops() if op.c_helper]
+    if cpu:
+        chunks += [c for op in ops() for c in op.cpu_helper]
+    return "".join(dict.fromkeys(chunks))
 
 
 def op_prelude() -> str:
-    """C for the ops defined so far: their helpers, and libmvec SIMD declarations (so gcc
+    """C for the ops defined so far on the CPU: libmvec SIMD declarations (so gcc
     vectorizes loops calling them at plain -O3; glibc documents their accuracy, a few
-    ulp, and they keep NaN/inf semantics)."""
+    ulp, and they keep NaN/inf semantics), then the ops' helpers (which may call
+    those functions)."""
     decls = []
     for op in ops():
         if op.vecmath and op.libm:
@@ -115,7 +123,7 @@ def op_prelude() -> str:
                 params = ", ".join([ctype] * op.arity)
                 decls.append(f'__attribute__((simd("notinbranch"))) '
                              f'extern {ctype} {fn}({params});\n')
-    return (op_helpers()
-            + "#if defined(__x86_64__) && defined(__GLIBC__) && "
+    return ("#if defined(__x86_64__) && defined(__GLIBC__) && "
             "(__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35)) && "
-            "!defined(PLAIT_NO_VECMATH)\n" + "".join(decls) + "#endif\n")
+            "!defined(PLAIT_NO_VECMATH)\n" + "".join(decls) + "#endif\n"
+            + op_helpers(cpu=True))

@@ -67,7 +67,10 @@ class _Scope:
 class CFamilyRenderer:
     """Renders Stripe blocks and statements as C-family code (C, OpenCL C). Subclasses
     give the function around them and the target's hooks: :meth:`special_block`,
-    :meth:`open_loop`, :meth:`close_loop`, :meth:`alloc_temp`, :meth:`body`."""
+    :meth:`open_loop`, :meth:`close_loop`, :meth:`alloc_temp`, :meth:`body`; ``cpu``
+    picks the descriptors' CPU-only spellings (plait's own vector math)."""
+
+    cpu = False
 
     def __init__(self, program: ir.Program, fn_name: str):
         self.p = program
@@ -93,7 +96,8 @@ class CFamilyRenderer:
 
     def intrinsic(self, st: ir.Intrinsic, scope: _Scope) -> tuple[str, str]:
         args = [scope.scalars[i] for i in st.inputs]
-        return c_intrinsic(st.name, [a[0] for a in args], [a[1] for a in args], st.dtype)
+        return c_intrinsic(st.name, [a[0] for a in args], [a[1] for a in args], st.dtype,
+                           self.cpu)
 
 
     # --- blocks -------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from plait.core import dtypes
 from plait.core.aval import ShapedArray
 from plait.core.trace import wrap_array
 from plait.core.trace import get_aval, Tracer
+from plait.lax import _vecmath_c
 from plait.lax._base import (standard_primitive, to_bool,
                              check_dtype, check_same_dtypes, check_same_shapes,
                              as_operand, ALL, NUMERIC, INEXACT, INTEGRAL, FLOAT, INT, UINT,
@@ -249,10 +250,14 @@ def _bitwise(name: str, fn, sym: str):
 
 
 def _math(name: str, fn, jvp, stablehlo: str | None = None):
-    """A libm function on floats and complex numbers (libmvec has its SIMD variants)."""
+    """A libm function on floats and complex numbers (libmvec has its SIMD variants). When
+    ``_vecmath_c`` routes ``name``, the CPU renderer calls plait's own
+    ``plait_{name}f``/``plait_{name}`` instead (OpenCL keeps its builtin)."""
+    own = _vecmath_c.ROUTED.get(name, ())
     return _op(ElementwiseOp(name, 1, fn, INEXACT, warn_ok=True, jvp=(jvp,), intrinsic=name,
-                             libm=name, vecmath=True, stablehlo=stablehlo,
-                             transcendental=True))
+                             libm=name, vecmath=True, stablehlo=stablehlo, transcendental=True,
+                             cpu_c={"f": f"plait_{name}{{f}}({{0}})"} if own else {},
+                             cpu_helper=own))
 
 
 def _comparison(name: str, fn, kinds, sym: str, direction: str):
@@ -300,6 +305,8 @@ logistic_p, logistic = _op(ElementwiseOp(
     "logistic", 1, _logistic, INEXACT, warn_ok=True,
     jvp=(lambda g, ans, x: mul(g, mul(ans, sub(1, ans))),), intrinsic="logistic",
     c={"f": "(({ct})1 / (({ct})1 + exp{f}(-{0})))"}, stablehlo="stablehlo.logistic",
+    cpu_c={"f": "(({ct})1 / (({ct})1 + plait_exp{f}(-{0})))"},
+    cpu_helper=_vecmath_c.ROUTED["exp"],
     transcendental=True))
 sin_p, sin = _math("sin", np.sin, lambda g, ans, x: mul(g, cos(x)), "stablehlo.sine")
 cos_p, cos = _math("cos", np.cos, lambda g, ans, x: neg(mul(g, sin(x))), "stablehlo.cosine")

@@ -10,7 +10,9 @@ An :class:`ElementwiseOp` says what an elementwise op is in every layer:
   equation runs on the host);
 - **C** (read by ``plait.codegen.c_expr``): per dtype class a C expression template,
   or the libm function its float form calls, whether glibc's vector math library
-  (libmvec) has a SIMD variant of that function, and any helper C it needs;
+  (libmvec) has a SIMD variant of that function, and any helper C it needs; a
+  CPU-only spelling (``cpu_c``/``cpu_helper``: plait's own vector math, GCC C) that
+  the CPU renderer prefers while the OpenCL renderer keeps the portable one;
 - **StableHLO**: the op spelling of its ``to_stablehlo`` rule; without one, XLA lowers
   the op through ``composite`` (the op written with other primitives), else the XLA
   rules module has a custom rule for it;
@@ -59,7 +61,10 @@ class ElementwiseOp:
     ``{bits}`` for the operand's width. ``libm`` (e.g. ``"exp"``) adds the float
     template ``exp{f}(...)`` unless ``c`` has an ``f`` key; ``vecmath`` declares its
     libmvec SIMD variants so loops calling it vectorize. ``c_helper`` is C source put
-    in every program's prelude (``static inline`` functions the templates call).
+    in every program's prelude (``static inline`` functions the templates call), so it
+    must be C99 that OpenCL C also compiles. ``cpu_c`` (same keys as ``c``) overrides
+    ``c`` in the CPU renderer only, and ``cpu_helper`` is the C its templates call
+    (chunks: a chunk several ops share, such as the vecmath core, is emitted once).
 
     Dtype classes (``dtypes``) are the constants of this module: ``FLOAT``, ``INEXACT``
     (float and complex), ``NUMERIC``, ``INTEGRAL`` (bool and integers), ``ALL``...
@@ -79,6 +84,8 @@ class ElementwiseOp:
     libm: str | None = None
     vecmath: bool = False
     c_helper: str = ""
+    cpu_c: dict[str, str] = field(default_factory=dict)
+    cpu_helper: tuple[str, ...] = ()
     stablehlo: str | None = None
     composite: Callable | None = None
     transcendental: bool = False
@@ -88,8 +95,12 @@ class ElementwiseOp:
         """True when the op's result is ``bool`` whatever its operands."""
         return self.out_dtype is to_bool
 
-    def c_template(self, kind: str) -> str | None:
-        """The C template for operands of dtype class ``kind`` (``f``/``i``/``u``/``b``)."""
+    def c_template(self, kind: str, cpu: bool = False) -> str | None:
+        """The C template for operands of dtype class ``kind`` (``f``/``i``/``u``/``b``);
+        ``cpu``: for the CPU renderer (``cpu_c`` first)."""
+        for keys, tpl in (self.cpu_c.items() if cpu else ()):
+            if kind in keys:
+                return tpl
         for keys, tpl in self.c.items():
             if kind in keys:
                 return tpl

@@ -1,0 +1,146 @@
+"""plait's own float32 ``exp``, ``expm1``, ``log``, ``log1p`` and ``tanh``: C helper source
+for the elementwise descriptors' CPU spelling (``ElementwiseOp.cpu_helper``).
+
+:data:`ROUTED` are the functions native CPU kernels call instead of glibc's libmvec,
+each measured not slower over 2^22 float32 on 2 threads (``benchmarks/vecmath_bench.py``):
+all five (and ``logistic``'s exp). OpenCL kernels keep OpenCL's builtins.
+
+Each function is branch-free ``static inline`` C (range reduction, a polynomial,
+selects for the special values), with no table lookups, so GCC auto-vectorizes the
+kernel loops that call them inline at ``-O3``; selects whose arms hold a division are
+bit blends (``plait_f32_pick``), which GCC cannot turn back into a branch. The
+polynomial coefficients are near-minimax fits derived by ``benchmarks/vecmath_fit.py``;
+the maximum ulp error of each function is measured over all 2^32 float32 inputs by
+``benchmarks/vecmath_sweep.py`` and documented in ``docs/numpy-differences.md``. NaN,
+±inf, overflow, underflow, -0.0 and subnormal inputs behave as NumPy's. float64 keeps
+libm (and its libmvec SIMD variants): ``plait_exp`` and friends are thin wrappers so
+one ``{f}`` template serves both widths.
+"""
+from __future__ import annotations
+
+__all__ = ["CORE_C", "EXP_C", "EXPM1_C", "LOG_C", "LOG1P_C", "TANH_C", "HELPERS", "ROUTED"]
+
+#: bit casts, a select GCC keeps branch-free, and the shared exp and log cores
+CORE_C = r"""/* plait vecmath: float32 bit casts (vectorize as plain moves) */
+static inline float plait_f32_from_bits(uint32_t i) { float f; __builtin_memcpy(&f, &i, 4); return f; }
+static inline uint32_t plait_f32_bits(float f) { uint32_t i; __builtin_memcpy(&i, &f, 4); return i; }
+/* c ? a : b as a bit blend: a ?: on floats lets GCC sink a division feeding only one arm
+   into a branch it then cannot if-convert (the division may trap), so no vectorization */
+static inline float plait_f32_pick(int c, float a, float b) {
+  uint32_t m = -(uint32_t)(c != 0);
+  return plait_f32_from_bits((plait_f32_bits(a) & m) | (plait_f32_bits(b) & ~m));
+}
+/* 2^k for integer k in [-126, 127], built in the exponent bits */
+static inline float plait_f32_pow2(int32_t k) { return plait_f32_from_bits((uint32_t)(k + 127) << 23); }
+/* x = n ln2 + r, |r| <= ln2/2 (Cody-Waite, ln2 = hi + lo with hi exact in 15 bits, so
+   n * hi is exact for |n| < 2^9); returns r, and n in *n */
+static inline float plait_exp_reduce(float x, float *n) {
+  *n = __builtin_rintf(x * 0x1.715476p+0f);
+  return (x - *n * 0x1.62e4p-1f) - *n * 0x1.7f7d1cp-20f;
+}
+/* expm1(r) = r + r^2 q(r) on |r| <= ln2/2 (degree 4 near-minimax q) */
+static inline float plait_expm1_poly(float r) {
+  float q = 0x1p-1f + r * (0x1.55548cp-3f + r * (0x1.55545cp-5f
+            + r * (0x1.123dp-7f + r * 0x1.6db67cp-10f)));
+  return r + r * r * q;
+}
+/* exp(x) for x in [-104, 89]: (1 + expm1(r)) 2^n with 2^n as two exact powers of two
+   (so 2^-150..2^128 round once, subnormals too) */
+static inline float plait_expf_core(float x) {
+  float n;
+  float p = 1.0f + plait_expm1_poly(plait_exp_reduce(x, &n));
+  int32_t ni = (int32_t)n, h = ni >> 1;
+  return (p * plait_f32_pow2(h)) * plait_f32_pow2(ni - h);
+}
+/* log(v) - kshift ln2 + c for a positive normal finite v, c a small correction:
+   v = 2^k m, m in [sqrt(1/2), sqrt(2)), f = m - 1, s = f / (2 + f),
+   log(1 + f) = 2 atanh(s) = f - (f^2/2 - s (f^2/2 + z R(z))), z = s^2, R a degree 2
+   near-minimax fit; the result is k ln2 + log(1 + f) + c with ln2 = hi + lo */
+static inline float plait_log_core(float v, float kshift, float c) {
+  uint32_t iv = plait_f32_bits(v);
+  int32_t k = (int32_t)(iv - 0x3f3504f3u) >> 23;
+  float f = plait_f32_from_bits(iv - ((uint32_t)k << 23)) - 1.0f;
+  float kf = (float)k - kshift;
+  float s = f / (2.0f + f);
+  float z = s * s;
+  float R = z * (0x1.55557ap-1f + z * (0x1.995e96p-2f + z * 0x1.31e70cp-2f));
+  float hfsq = 0.5f * f * f;
+  return kf * 0x1.62e4p-1f + (f - (hfsq - (s * (hfsq + R) + (kf * 0x1.7f7d1cp-20f + c))));
+}
+"""
+
+EXP_C = r"""/* plait vecmath exp: float32 own polynomial, float64 libm */
+static inline float plait_expf(float x) {
+  float xc = x > -104.0f ? x : -104.0f;       /* NaN -> -104, masked below */
+  xc = xc < 89.0f ? xc : 89.0f;               /* overflows to inf past ~88.72 */
+  return plait_f32_pick(x != x, x + x, plait_expf_core(xc));
+}
+static inline double plait_exp(double x) { return exp(x); }
+"""
+
+EXPM1_C = r"""/* plait vecmath expm1: float32 own polynomial, float64 libm.
+   x clamped to [-30, 89] (expm1 rounds to -1 below ~-17.3, overflows past ~88.72);
+   x = n ln2 + r: expm1(x) = 2^n expm1(r) + 2^n - 1, computed as
+   2 (2^(n-1) expm1(r) + (2^(n-1) - 1/2)) so that n = 128 needs no infinite power and
+   the doubling is exact; x = +-0 returns x (the sign of zero) */
+static inline float plait_expm1f(float x) {
+  float xc = x > -30.0f ? x : -30.0f;
+  xc = xc < 89.0f ? xc : 89.0f;
+  float n;
+  float e = plait_expm1_poly(plait_exp_reduce(xc, &n));
+  float h = plait_f32_pow2((int32_t)n - 1);
+  float y = 2.0f * (h * e + (h - 0.5f));
+  return plait_f32_pick((x != x) | (x == 0.0f), x + x, y);
+}
+static inline double plait_expm1(double x) { return expm1(x); }
+"""
+
+LOG_C = r"""/* plait vecmath log: float32 own polynomial, float64 libm; subnormals are scaled by
+   2^23 first */
+static inline float plait_logf(float x) {
+  int sub = x < 0x1p-126f;
+  float y = plait_log_core(sub ? x * 0x1p23f : x, sub ? 23.0f : 0.0f, 0.0f);
+  float neg = x < 0.0f ? __builtin_nanf("") : -__builtin_inff();   /* log(+-0) = -inf */
+  y = plait_f32_pick(x <= 0.0f, neg, y);
+  return plait_f32_pick((x != x) | (x == __builtin_inff()), x + x, y);   /* NaN, +inf */
+}
+static inline double plait_log(double x) { return log(x); }
+"""
+
+LOG1P_C = r"""/* plait vecmath log1p: float32 own polynomial, float64 libm.
+   u = 1 + x rounded, log1p(x) = log(u) + (x - (u - 1)) / u (the rounding error of u,
+   to first order; exact for tiny x, where u = 1); x = +-0 returns x */
+static inline float plait_log1pf(float x) {
+  float u = 1.0f + x;
+  float c = (x - (u - 1.0f)) / u;
+  float y = plait_log_core(u, 0.0f, c);
+  float low = x < -1.0f ? __builtin_nanf("") : -__builtin_inff();  /* log1p(-1) = -inf */
+  y = plait_f32_pick(x <= -1.0f, low, y);
+  int keep = (x != x) | (x == __builtin_inff()) | (x == 0.0f);   /* NaN, +inf, +-0 */
+  return plait_f32_pick(keep, x + x, y);
+}
+static inline double plait_log1p(double x) { return log1p(x); }
+"""
+
+TANH_C = r"""/* plait vecmath tanh: float32 own polynomial, float64 libm.
+   on a = |x| clamped to 9.5 (tanh rounds to 1 from ~9.01): t = expm1(2a) =
+   2^n expm1(r) + 2^n - 1 (n in [0, 28]: one exact power of two), tanh a = t / (t + 2);
+   the sign of x copied on */
+static inline float plait_tanhf(float x) {
+  float a = __builtin_fabsf(x);
+  float ac = a < 9.5f ? a : 9.5f;             /* NaN -> 9.5, masked below */
+  float n;
+  float e = plait_expm1_poly(plait_exp_reduce(2.0f * ac, &n));
+  float s = plait_f32_pow2((int32_t)n);
+  float t = s * e + (s - 1.0f);
+  float y = __builtin_copysignf(t / (t + 2.0f), x);   /* odd, -0.0 kept */
+  return plait_f32_pick(x != x, x + x, y);
+}
+static inline double plait_tanh(double x) { return tanh(x); }
+"""
+
+#: the C chunks defining ``plait_{name}f`` (and its float64 wrapper), by function name
+HELPERS = {"exp": (CORE_C, EXP_C), "expm1": (CORE_C, EXPM1_C), "log": (CORE_C, LOG_C),
+           "log1p": (CORE_C, LOG1P_C), "tanh": (CORE_C, TANH_C)}
+#: the functions whose descriptors the CPU renderer routes to plait's own helper
+ROUTED = {name: HELPERS[name] for name in ("exp", "expm1", "log", "log1p", "tanh")}
