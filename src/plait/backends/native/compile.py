@@ -11,7 +11,7 @@ import numpy as np
 from typing import Sequence
 
 from plait.backends.native import control  # noqa: F401  (registers the native rules)
-from plait.backends.native import gemm, lapack  # noqa: F401  (native rules)
+from plait.backends.native import dynslice, gemm, lapack  # noqa: F401  (native rules)
 from plait.backends.native.cprogram import CProgram, CallStep, driver_source
 from plait.backends.native.launch import Launch, launch
 from plait.backends.native.partition import KernelStep, partition
