@@ -17,7 +17,6 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-import os
 import time
 from dataclasses import dataclass, replace
 
