@@ -46,3 +46,25 @@ def test_scan_constants_are_hoisted_and_values_unchanged():
     for x in xs:
         ref_h = np.tanh(W @ W.T @ ref_h + x)
     np.testing.assert_allclose(np.asarray(plait.jit(f)(h0, xs)[0]), ref_h, rtol=1e-12)
+
+
+def test_broadcast_constants_stay_in_the_loop():
+    """A scalar broadcast to a carry's shape is not hoisted (it would become a full array
+    read every iteration instead of a register value fused into its consumers); work on
+    loop constants still is."""
+    W = np.random.default_rng(3).standard_normal((5, 4))
+
+    def f(p, xs):
+        def step(p, x):
+            m = W.T @ W                       # invariant, hoisted
+            return 0.9 * p + 0.1 * (m @ x), p.sum()
+        return lax.scan(step, p, xs)
+    p, xs = np.ones(4), np.random.default_rng(4).standard_normal((3, 4))
+    g = plait.jit(f).trace_graph(p, xs).graph
+    (scan,) = [e for e in g.eqns if e.prim.name == "scan"]
+    hoisted = [a for a in scan.inputs[:scan.params["num_consts"]]]
+    made = {v: e.prim.name for e in g.eqns for v in e.outputs}
+    assert "broadcast_in_dim" not in [made.get(a) for a in hoisted]
+    assert _body_prims(g, "scan", "graph").count("dot_general") == 1
+    for a, b in zip(plait.jit(f)(p, xs), plait.jit(f, backend="interp")(p, xs)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12)

@@ -231,3 +231,29 @@ def test_weight_gradient_accumulates_over_im2col_chunks():
     np.testing.assert_allclose(np.asarray(gn(w, x, r)),
                                np.asarray(plait.jit(g, backend="interp")(w, x, r)),
                                rtol=1e-11, atol=1e-10)
+
+
+def test_openmp_wait_settings_precede_the_gemm_library():
+    """The GEMM library links libgomp and may load before any kernel: its loader sets
+    plait's OpenMP wait defaults first (libgomp reads them once, at its load; with its
+    own default spin a loaded machine ran the stax MNIST epoch 3-4x slower)."""
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    code = (
+        "import os\n"
+        "from plait.backends.native import gemm\n"
+        "maps = lambda: open('/proc/self/maps').read()\n"
+        "before = 'libgomp' in maps()\n"
+        "gemm.library('s')\n"
+        "print(before, os.environ.get('OMP_WAIT_POLICY'),"
+        " os.environ.get('GOMP_SPINCOUNT'))\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env["PYTHONPATH"] = os.path.join(root, "src")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    before, policy, spin = r.stdout.split()
+    assert before == "False"
+    assert (policy, spin) == ("PASSIVE", "2000"), r.stdout

@@ -74,6 +74,7 @@ def _bid_batch(vals, dims, *, shape, broadcast_dimensions):
 
 
 broadcast_in_dim_p.def_rule("batch", _bid_batch)
+broadcast_in_dim_p.def_rule("expands", True)     # stays in loops (passes/licm.py)
 
 
 def broadcast_in_dim(x, shape, broadcast_dimensions):
@@ -590,6 +591,7 @@ def _iota_impl(*, dtype, shape, dimension):
 
 iota_p = standard_primitive("iota", _iota_abstract, _iota_impl)
 defjvp_zero(iota_p)
+iota_p.def_rule("expands", True)     # stays in loops (passes/licm.py)
 # iota has no operands: vmap only sees it unbatched (never calls this rule's body path)
 iota_p.def_rule("batch", lambda vals, dims, **params: (iota_p.bind(**params), None))
 

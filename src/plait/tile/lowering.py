@@ -14,6 +14,7 @@ equation on the host).
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -168,6 +169,7 @@ class LowerCtx:
             if a.shape != shape and (_has_index(a.expr) or
                                      not _right_aligned(a.shape, shape)):
                 a = self.broadcast(a, shape, tuple(range(len(shape) - len(a.shape), len(shape))))
+            a = self._scalar_once(a, shape)
             exprs.append(a.expr)
         out_dt = dtype or _result_dtype(op, args)
         e = Call(op, tuple(exprs), dtype)
@@ -175,6 +177,14 @@ class LowerCtx:
         if _size(e) > self.MAX_EXPR:
             tv = self.as_input(tv)
         return tv
+
+    def _scalar_once(self, v: TVal, shape: tuple) -> TVal:
+        """A computed one-element operand of a larger expression, stored once: fused, it
+        would be recomputed at every element (Adam's bias correction ``1 - b ** (i + 1)``:
+        two ``powf`` per parameter)."""
+        if isinstance(v.expr, Call) and math.prod(v.shape) == 1 and math.prod(shape) > 1:
+            return self.as_input(v)
+        return v
 
     def cast(self, v: TVal, dtype) -> TVal:
         d = tile_dtype(dtype)
@@ -201,11 +211,9 @@ class LowerCtx:
     def broadcast(self, v: TVal, shape, dims) -> TVal:
         """``broadcast_in_dim``: free when right-aligned, else a copy contraction."""
         shape = tuple(shape)
-        if tuple(dims) == tuple(range(len(shape) - len(v.shape), len(shape))) and \
-                not _has_index(v.expr):
-            return TVal(v.expr, shape, v.dtype)
-        if not v.shape and not _has_index(v.expr):
-            return TVal(v.expr, shape, v.dtype)
+        if not _has_index(v.expr) and (
+                not v.shape or tuple(dims) == tuple(range(len(shape) - len(v.shape), len(shape)))):
+            return TVal(self._scalar_once(v, shape).expr, shape, v.dtype)
         xs = self.fresh_vars(len(shape))
         src = [xs[d] if v.shape[i] == shape[d] else Affine((), 0) for i, d in enumerate(dims)]
         return self.contract(shape, v.dtype, xs, "assign", "none", [self.access(v, src)])

@@ -11,7 +11,7 @@ import numpy as np
 from typing import Sequence
 
 from plait.backends.native import control  # noqa: F401  (registers the native rules)
-from plait.backends.native import gemm, lapack  # noqa: F401  (native rules)
+from plait.backends.native import dynslice, gemm, lapack, openmp  # noqa: F401  (native rules)
 from plait.backends.native.cprogram import CProgram, CallStep, driver_source
 from plait.backends.native.launch import Launch, launch
 from plait.backends.native.partition import KernelStep, partition
@@ -30,7 +30,7 @@ from plait.profiler import events
 from plait.runtime import kernel_cache, metrics, progress
 from plait.runtime.cpuinfo import cpu_info
 from plait.backends.native.target import host_target
-from plait.config import config, set_openmp_wait_defaults
+from plait.config import config
 
 
 class NativeExecutable:
@@ -375,18 +375,6 @@ def _c_order(a) -> np.ndarray:
     return a if a.flags.c_contiguous else np.ascontiguousarray(a)
 
 
-def _openmp_defaults() -> None:
-    """Threads that spin briefly, then sleep. libgomp's default spins ~300k rounds,
-    which makes every barrier cost a scheduler time slice when the cores are shared
-    (measured: a 256^2 matmul at 4 GFLOP/s against 150 with passive waiting, on 2 busy
-    cores; the W6 MLP step at 3.7 ms against 0.65 ms with two processes on 2 cores).
-    Purely passive waiting pays a wake-up of tens of microseconds per parallel loop on
-    an idle machine (W6 step 0.81 ms alone); a 2000-round spin keeps most of both
-    (0.47 ms alone, 0.84-0.96 ms with two processes). libgomp reads these when the
-    first kernel library loads it; a user's setting wins."""
-    set_openmp_wait_defaults("PASSIVE", 2000)
-
-
 _SUBGRAPHS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
@@ -401,7 +389,7 @@ def _run_subgraph(graph, args) -> list:
 def _open_library(path: str, module: str | None) -> tuple:
     """``(ctypes library, extension module or None)`` of a cached shared object (raises
     OSError or ImportError when it does not load; the kernel cache then rebuilds it)."""
-    _openmp_defaults()
+    openmp.set_defaults()
     lib = ctypes.CDLL(path)
     lapack.init_library(lib)         # LAPACK pointers, for programs that call LAPACK
     gemm.init_library(lib)           # GEMM library addresses, for programs that call it

@@ -17,7 +17,6 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-import os
 import time
 from dataclasses import dataclass, replace
 
@@ -29,7 +28,8 @@ from plait.codegen.c_cpu import render_program, temp_bytes
 from plait.codegen.c_expr import C_TYPES, literal
 from plait.codegen.c_stripe import oom_status
 from plait.codegen.toolchain import find_toolchain
-from plait.config import config, omp_num_threads
+from plait.backends.native.openmp import omp_threads
+from plait.config import config
 from plait.core.graph import Graph, Literal, Var
 from plait.passes.inline import inline_graph
 from plait.profiler import events
@@ -66,17 +66,6 @@ def c_literal(a: Literal) -> str:
 
 def storage_type(aval) -> str:
     return C_TYPES[STRIPE_DTYPES[np.dtype(aval.dtype)]]
-
-
-def omp_threads() -> int:
-    """How many threads an OpenMP parallel loop of a kernel uses at most here."""
-    n = omp_num_threads()
-    if n is not None:
-        return n
-    try:
-        return max(len(os.sched_getaffinity(0)), 1)
-    except (AttributeError, OSError):
-        return max(os.cpu_count() or 1, 1)
 
 
 class CProgram:

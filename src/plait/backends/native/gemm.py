@@ -30,6 +30,7 @@ import numpy as np
 
 from plait.codegen.c_gemm import Blocking, gemm_source
 from plait.codegen.c_stripe import OOM_WHERE
+from plait.backends.native import openmp
 from plait.lax.contractions import dot_general_p
 from plait.stripe.targets import Target, register_blocks
 
@@ -92,6 +93,7 @@ def _library_for(target: Target, suffix: str):
     from plait.runtime import kernel_cache
     from plait.runtime.cpuinfo import cpu_info
     tc = require_toolchain()
+    openmp.set_defaults()      # before libgomp loads with this library
     src = library_source(target, suffix)
     key = kernel_cache.entry_key("plait-gemm", src, tc.identity(), " ".join(_FLAGS),
                                  ",".join(sorted(cpu_info().flags)))
