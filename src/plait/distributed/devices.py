@@ -14,7 +14,7 @@ import functools
 import os
 from dataclasses import dataclass
 
-from plait.config import config
+from plait.config import config, set_openmp_wait_defaults
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,7 @@ def local_device_count() -> int:
 @functools.lru_cache(maxsize=None)
 def _omp_set_num_threads():
     """libgomp's ``omp_set_num_threads`` (the library the kernels load), or None."""
+    set_openmp_wait_defaults()          # before libgomp loads: it reads them once
     name = ctypes.util.find_library("gomp")
     for lib in ([name] if name else []) + ["libgomp.so.1"]:
         try:

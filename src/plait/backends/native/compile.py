@@ -365,15 +365,9 @@ def _c_order(a) -> np.ndarray:
 
 
 def _openmp_defaults() -> None:
-    """Threads that spin briefly, then sleep. libgomp's default spins ~300k rounds,
-    which makes every barrier cost a scheduler time slice when the cores are shared
-    (measured: a 256^2 matmul at 4 GFLOP/s against 150 with passive waiting, on 2 busy
-    cores; the W6 MLP step at 3.7 ms against 0.65 ms with two processes on 2 cores).
-    Purely passive waiting pays a wake-up of tens of microseconds per parallel loop on
-    an idle machine (W6 step 0.81 ms alone); a 2000-round spin keeps most of both
-    (0.47 ms alone, 0.84-0.96 ms with two processes). libgomp reads these when the
-    first kernel library loads it; a user's setting wins."""
-    set_openmp_wait_defaults("PASSIVE", 2000)
+    """libgomp's waiting defaults (:data:`plait.config.OPENMP_WAIT_POLICY`), set before
+    the first kernel library loads it; a user's setting wins."""
+    set_openmp_wait_defaults()
 
 
 _SUBGRAPHS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
