@@ -542,7 +542,7 @@ def gemm_source(blockings: tuple[tuple[Blocking, Blocking], ...], vector_bytes: 
                 oom_where: int, im2col_bytes: int) -> str:
     """The library's C source: one ``plait_gemm_<suffix>`` and ``plait_conv_<suffix>``
     per dtype's (main, narrow) blocking pair."""
-    head = ("#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n"
+    head = ("#define _GNU_SOURCE\n#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n"
             "#ifdef _OPENMP\n#include <omp.h>\n#endif\n" + POOL_SOURCE)
     return head + "".join(_dtype_source(b, nb, vector_bytes, oom_where)
                           + _conv_source(b, im2col_bytes, oom_where)

@@ -30,6 +30,7 @@ CALLER_SPIN = 2000
 
 POOL_SOURCE = r"""
 #include <pthread.h>
+#include <unistd.h>
 #include <sched.h>
 #include <stdatomic.h>
 #if defined(__x86_64__) || defined(__i386__)
@@ -107,6 +108,13 @@ static int pool_start(int n) {
     pthread_attr_t at;
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+#ifdef __linux__
+    /* the process's cores, not those of the thread that happens to start the pool (a
+       pmap replica pins its own thread) */
+    cpu_set_t cores;
+    if (sched_getaffinity(getpid(), sizeof cores, &cores) == 0)
+      pthread_attr_setaffinity_np(&at, sizeof cores, &cores);
+#endif
     int err = pthread_create(&t, &at, pool_helper, (void *)(uintptr_t)arg);
     pthread_attr_destroy(&at);
     if (err) break;
