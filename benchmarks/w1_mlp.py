@@ -4,15 +4,24 @@
 784-512-512-10, batch 128, weights ``normal * 0.01`` (seed 0). Timed: one
 ``grad(loss)(params, x, targets)``: plait jit and eager, NumPy with a
 hand-written backward pass, JAX ``jit(grad)``. ``python -m benchmarks.w1_mlp``.
+
+A second row times ``plait.jit`` alone twice: in a fresh process where no peer was ever
+loaded, and in this process right after the peers ran (NumPy's BLAS threads and XLA's
+pool alive) -- issue 20's check that plait's speed does not depend on its neighbours.
 """
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
 
 import numpy as np
 
 import plait
 import plait.numpy as pnp
 from benchmarks.common import (xla_jit, Config, Row, check_row, first_outputs, jax_modules, measure,
-                               standalone)
+                               standalone, timed, assert_close)
+from benchmarks.harness import fmt_time
 
 RTOL = 1e-4
 
@@ -59,8 +68,47 @@ def numpy_grad(params, x, t):
     return grads[::-1]
 
 
+def _sizes(cfg: Config):
+    return ((784, 64, 64, 10), 16) if cfg.smoke else ((784, 512, 512, 10), 128)
+
+
+def plait_step_seconds(cfg: Config) -> tuple[float, float]:
+    """Median seconds of one ``plait.jit`` step, timed on its own in this process, and
+    the worst scaled error of its gradient against :func:`numpy_grad` (raises
+    AssertionError beyond ``RTOL``)."""
+    params, x, t = make_data(*_sizes(cfg))
+    gj = plait.jit(plait.grad(make_loss(pnp)))
+    worst = assert_close("W1 plait.jit", numpy_grad(params, x, t), gj(params, x, t), RTOL)
+    return timed({"plait.jit": lambda: gj(params, x, t)}, cfg)["plait.jit"], worst
+
+
+def _alone_in_fresh_process(cfg: Config) -> tuple[float, float]:
+    """:func:`plait_step_seconds` in a new process that never loads a peer."""
+    code = ("import sys; from benchmarks.common import Config; "
+            "from benchmarks.w1_mlp import plait_step_seconds; "
+            f"print(*plait_step_seconds(Config(quick={cfg.quick}, smoke={cfg.smoke})))")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
+               PLAIT_BACKEND=plait.config.resolved_backend())
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=600)
+    if r.returncode != 0:
+        raise RuntimeError(f"the fresh-process W1 step failed: {r.stderr.strip()[-300:]}")
+    seconds, worst = r.stdout.split()[-2:]
+    return float(seconds), float(worst)
+
+
+def peers_row(cfg: Config) -> Row:
+    """plait.jit alone in a fresh process vs in this one right after the peers ran."""
+    after, worst_after = plait_step_seconds(cfg)
+    alone, worst_alone = _alone_in_fresh_process(cfg)
+    return Row("W1 plait.jit after the peers (alone: see note)", times={"plait.jit": after},
+               check=f"rtol {RTOL:g} vs numpy (worst {max(worst_after, worst_alone):.1e})",
+               note=f"alone in a fresh process {fmt_time(alone)}; after/alone "
+                    f"{after / alone:.2f} (1.00: unaffected by the peers)")
+
+
 def run(cfg: Config) -> list[Row]:
-    sizes, batch = ((784, 64, 64, 10), 16) if cfg.smoke else ((784, 512, 512, 10), 128)
+    sizes, batch = _sizes(cfg)
     params, x, t = make_data(sizes, batch)
     ref = numpy_grad(params, x, t)
     loss = make_loss(pnp)
@@ -77,9 +125,10 @@ def run(cfg: Config) -> list[Row]:
         cands["jax.jit"] = lambda: jg(params, x, t)
     row = Row(f"W1 MLP grad {'-'.join(map(str, sizes))} b{batch}")
     outs, row.first_call = first_outputs(cands)
-    if check_row(row, ref, outs, RTOL):
-        measure(row, cands, cfg)
-    return [row]
+    if not check_row(row, ref, outs, RTOL):
+        return [row]
+    measure(row, cands, cfg)
+    return [row, peers_row(cfg)]
 
 
 if __name__ == "__main__":

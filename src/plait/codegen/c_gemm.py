@@ -16,9 +16,11 @@ output (``N`` is the vector dimension): a ``MR x KC`` panel of A stays in L1 whi
 in explicit GNU vectors (``NR`` a multiple of the vector length); products with at most
 ``NR / 2`` columns use a narrow tile one half-width vector wide, and with few row panels
 B is read in place. ``M`` or ``N`` of 1 runs a matrix-vector kernel (no packing);
-otherwise the output is cut into a few pieces per OpenMP thread (over N when it is wide
-enough, else over M), taken dynamically, or a batch of small products is split over
-the batch. Each thread packs into its own buffer, kept between calls.
+otherwise the output is cut into a few pieces per thread (over N when it is wide
+enough, else over M), or a batch of small products is split over the batch; the pieces
+run on plait's own pool (:mod:`plait.codegen.c_pool`: the caller never waits for a
+thread the OS has not scheduled yet), as many threads as ``omp_get_max_threads()``
+allows the caller. Each thread packs into its own buffer, kept between calls.
 
 ``plait_conv_<s|d>(const int64_t *desc, x, w, y)`` computes a 2-d convolution
 (descriptor of sizes and strides: ``backends/native/conv.py``) as GEMMs over im2col
@@ -30,6 +32,8 @@ A function returns 0, or the allocation-failure status of
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from plait.codegen.c_pool import POOL_SOURCE
 
 
 @dataclass(frozen=True)
@@ -222,13 +226,12 @@ static int64_t min_{x}(int64_t a, int64_t b) {{ return a < b ? a : b; }}
 
 """ + _variant_source(b, vector_bytes, oom_where) + \
         _variant_source(nb, vector_bytes, oom_where) + f"""
-/* y[i] = sum_k Mat[i * si + k * sk] * v[k * sv] for i < L, y stride so */
-static int64_t gemv_{x}(int64_t L, int64_t K, const {b.ctype} *mat, int64_t si, int64_t sk,
-                        const {b.ctype} *v, int64_t sv, {b.ctype} *y, int64_t so, int par) {{
+/* y[i] = sum_k Mat[i * si + k * sk] * v[k * sv] for lo <= i < hi, y stride so */
+static void gemv_rows_{x}(int64_t lo, int64_t hi, int64_t K, const {b.ctype} *mat, int64_t si,
+                          int64_t sk, const {b.ctype} *v, int64_t sv, {b.ctype} *y, int64_t so) {{
   if (sk == 1 && sv == 1) {{                   /* dot products along contiguous rows */
-    #pragma omp parallel for schedule(static) if (par)
-    for (int64_t i0 = 0; i0 < L; i0 += 4) {{
-      int64_t n = min_{x}(4, L - i0);
+    for (int64_t i0 = lo; i0 < hi; i0 += 4) {{
+      int64_t n = min_{x}(4, hi - i0);
       V{x} acc[4] = {{{{0}}}};
       {b.ctype} tail[4] = {{0}};
       int64_t kv = K / {b.vlen} * {b.vlen};
@@ -250,12 +253,11 @@ static int64_t gemv_{x}(int64_t L, int64_t K, const {b.ctype} *mat, int64_t si, 
         y[(i0 + r) * so] = s;
       }}
     }}
-    return 0;
+    return;
   }}
   if (si == 1) {{                              /* axpy over contiguous columns */
-    #pragma omp parallel for schedule(static) if (par)
-    for (int64_t i0 = 0; i0 < L; i0 += {axpy}) {{
-      int64_t n = min_{x}({axpy}, L - i0);
+    for (int64_t i0 = lo; i0 < hi; i0 += {axpy}) {{
+      int64_t n = min_{x}({axpy}, hi - i0);
       V{x} acc[{axpy // b.vlen}];
       int64_t nv = n / {b.vlen};            /* whole vectors; the rest is scalar */
       {b.ctype} tail[{b.vlen}] = {{0}};
@@ -281,64 +283,97 @@ static int64_t gemv_{x}(int64_t L, int64_t K, const {b.ctype} *mat, int64_t si, 
         for (int l = 0; l < {b.vlen}; ++l) y[(i0 + q * {b.vlen} + l) * so] = acc[q][l];
       for (int64_t i = nv * {b.vlen}; i < n; ++i) y[(i0 + i) * so] = tail[i - nv * {b.vlen}];
     }}
-    return 0;
+    return;
   }}
-  #pragma omp parallel for schedule(static) if (par)
-  for (int64_t i = 0; i < L; ++i) {{
+  for (int64_t i = lo; i < hi; ++i) {{
     {b.ctype} s = 0;
     for (int64_t k = 0; k < K; ++k) s += mat[i * si + k * sk] * v[k * sv];
     y[i * so] = s;
   }}
+}}
+
+typedef struct {{
+  int64_t L, K, si, sk, sv, so, step; const {b.ctype} *mat, *v; {b.ctype} *y;
+}} gemv_job_{x};
+
+static void gemv_piece_{x}(void *ctx, int64_t p) {{
+  const gemv_job_{x} *j = ctx;
+  int64_t lo = p * j->step;
+  gemv_rows_{x}(lo, min_{x}(lo + j->step, j->L), j->K, j->mat, j->si, j->sk, j->v, j->sv,
+                j->y, j->so);
+}}
+
+/* the matrix-vector product of all L rows, in pieces of whole row groups over up to
+   threads threads (a group: 4 dot products, one axpy block, or one row) */
+static int64_t gemv_{x}(int64_t L, int64_t K, const {b.ctype} *mat, int64_t si, int64_t sk,
+                        const {b.ctype} *v, int64_t sv, {b.ctype} *y, int64_t so, int threads) {{
+  int64_t unit = sk == 1 && sv == 1 ? 4 : si == 1 ? {axpy} : 1;
+  int64_t units = (L + unit - 1) / unit, per = (units + threads * 4 - 1) / (threads * 4);
+  gemv_job_{x} j = {{L, K, si, sk, sv, so, per * unit, mat, v, y}};
+  pool_for(threads, (L + j.step - 1) / j.step, gemv_piece_{x}, &j);
   return 0;
+}}
+
+/* the pieces of one product split over threads: columns (split_n) or rows, with the
+   main tile, or rows with the narrow one */
+typedef struct {{
+  int64_t M, N, K, sam, sak, sbk, sbn, scm, scn, step;
+  const {b.ctype} *A, *B; {b.ctype} *C; int split_n, narrow, acc; _Atomic int64_t status;
+}} gemm_job_{x};
+
+static void gemm_piece_{x}(void *ctx, int64_t p) {{
+  gemm_job_{x} *j = ctx;
+  int64_t lo = p * j->step, r;
+  if (j->split_n)
+    r = block_{x}(j->M, min_{x}(j->step, j->N - lo), j->K, j->A, j->sam, j->sak,
+                  j->B + lo * j->sbn, j->sbk, j->sbn, j->C + lo * j->scn, j->scm, j->scn, j->acc);
+  else if (j->narrow)
+    r = block_{n}(min_{x}(j->step, j->M - lo), j->N, j->K, j->A + lo * j->sam, j->sam, j->sak,
+                  j->B, j->sbk, j->sbn, j->C + lo * j->scm, j->scm, j->scn, j->acc);
+  else
+    r = block_{x}(min_{x}(j->step, j->M - lo), j->N, j->K, j->A + lo * j->sam, j->sam, j->sak,
+                  j->B, j->sbk, j->sbn, j->C + lo * j->scm, j->scm, j->scn, j->acc);
+  if (r) atomic_store(&j->status, r);
 }}
 
 static int64_t one_{x}(int64_t M, int64_t N, int64_t K,
                        const {b.ctype} *A, int64_t sam, int64_t sak,
                        const {b.ctype} *B, int64_t sbk, int64_t sbn,
                        {b.ctype} *C, int64_t scm, int64_t scn, int threads, int acc) {{
-  int par = threads > 1;
-  if (N == 1 && !acc) return gemv_{x}(M, K, A, sam, sak, B, sbk, C, scm, par);
-  if (M == 1 && !acc) return gemv_{x}(N, K, B, sbn, sbk, A, sak, C, scn, par);
-  if (N <= {nn}) {{                            /* narrow: the one-vector tile */
-    if (!par || M < threads * {w.mr})
-      return block_{n}(M, N, K, A, sam, sak, B, sbk, sbn, C, scm, scn, acc);
-    int64_t step = ((M + threads - 1) / threads + {w.mr - 1}) / {w.mr} * {w.mr};
-    int64_t status = 0;
-    #pragma omp parallel for schedule(static) num_threads(threads) reduction(max:status)
-    for (int p = 0; p < threads; ++p) {{
-      int64_t lo = p * step;
-      if (lo < M) {{
-        int64_t r = block_{n}(min_{x}(step, M - lo), N, K, A + lo * sam, sam, sak, B, sbk,
-                              sbn, C + lo * scm, scm, scn, acc);
-        if (r > status) status = r;
-      }}
-    }}
-    return status;
-  }}
-  if (!par) return block_{x}(M, N, K, A, sam, sak, B, sbk, sbn, C, scm, scn, acc);
-  int split_n = N >= threads * {b.nr} || N >= M;
-  /* a few pieces per thread, taken dynamically, so a thread the OS delays holds up
-     less; each piece big enough to pay for packing its own A (or B) */
+  if (N == 1 && !acc) return gemv_{x}(M, K, A, sam, sak, B, sbk, C, scm, threads);
+  if (M == 1 && !acc) return gemv_{x}(N, K, B, sbn, sbk, A, sak, C, scn, threads);
+  int narrow = N <= {nn};                      /* narrow: the one-vector tile */
+  if (threads <= 1 || (narrow && M < threads * {w.mr}))
+    return narrow ? block_{n}(M, N, K, A, sam, sak, B, sbk, sbn, C, scm, scn, acc)
+                  : block_{x}(M, N, K, A, sam, sak, B, sbk, sbn, C, scm, scn, acc);
+  int split_n = !narrow && (N >= threads * {b.nr} || N >= M);
+  /* a few pieces per thread, claimed dynamically by whichever threads are running
+     (pool_for), so a thread the OS delays holds up nothing; each piece big enough to
+     pay for packing its own A (or B) */
   double macs = (double)M * N * K;
   int64_t parts = threads * 4;
   if (macs / parts < {piece_macs}.0) parts = (int64_t)(macs / {piece_macs}.0);
   if (parts < threads) parts = threads;
   int64_t step = split_n ? ((N + parts - 1) / parts + {b.nr - 1}) / {b.nr} * {b.nr}
-                         : ((M + parts - 1) / parts + {b.mr - 1}) / {b.mr} * {b.mr};
-  int64_t pieces = split_n ? (N + step - 1) / step : (M + step - 1) / step;
-  int64_t status = 0;
-  #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) reduction(max:status)
-  for (int64_t p = 0; p < pieces; ++p) {{
-    int64_t lo = p * step, r;
-    if (split_n)
-      r = block_{x}(M, min_{x}(step, N - lo), K, A, sam, sak, B + lo * sbn, sbk, sbn,
-                    C + lo * scn, scm, scn, acc);
-    else
-      r = block_{x}(min_{x}(step, M - lo), N, K, A + lo * sam, sam, sak, B, sbk, sbn,
-                    C + lo * scm, scm, scn, acc);
-    if (r > status) status = r;
-  }}
-  return status;
+               : narrow ? ((M + parts - 1) / parts + {w.mr - 1}) / {w.mr} * {w.mr}
+                        : ((M + parts - 1) / parts + {b.mr - 1}) / {b.mr} * {b.mr};
+  gemm_job_{x} j = {{M, N, K, sam, sak, sbk, sbn, scm, scn, step, A, B, C, split_n, narrow,
+                     acc, 0}};
+  pool_for(threads, split_n ? (N + step - 1) / step : (M + step - 1) / step,
+           gemm_piece_{x}, &j);
+  return atomic_load(&j.status);
+}}
+
+typedef struct {{
+  int64_t M, N, K, sab, sam, sak, sbb, sbk, sbn, scb, scm, scn;
+  const {b.ctype} *A, *B; {b.ctype} *C; _Atomic int64_t status;
+}} batch_job_{x};
+
+static void batch_piece_{x}(void *ctx, int64_t i) {{
+  batch_job_{x} *j = ctx;
+  int64_t r = one_{x}(j->M, j->N, j->K, j->A + i * j->sab, j->sam, j->sak, j->B + i * j->sbb,
+                      j->sbk, j->sbn, j->C + i * j->scb, j->scm, j->scn, 1, 0);
+  if (r) atomic_store(&j->status, r);
 }}
 
 int64_t plait_gemm_{x}(int64_t batch, int64_t M, int64_t N, int64_t K,
@@ -352,14 +387,9 @@ int64_t plait_gemm_{x}(int64_t batch, int64_t M, int64_t N, int64_t K,
   double macs = (double)M * N * K;
   if (macs * batch < {b.par_macs}.0) threads = 1;
   if (threads > 1 && batch >= threads && macs < {b.par_macs * 64}.0) {{
-    int64_t status = 0;                          /* many small products: split the batch */
-    #pragma omp parallel for schedule(static) reduction(max:status)
-    for (int64_t i = 0; i < batch; ++i) {{
-      int64_t r = one_{x}(M, N, K, A + i * sab, sam, sak, B + i * sbb, sbk, sbn,
-                          C + i * scb, scm, scn, 1, 0);
-      if (r > status) status = r;
-    }}
-    return status;
+    batch_job_{x} j = {{M, N, K, sab, sam, sak, sbb, sbk, sbn, scb, scm, scn, A, B, C, 0}};
+    pool_for(threads, batch, batch_piece_{x}, &j);   /* many small products: split the batch */
+    return atomic_load(&j.status);
   }}
   for (int64_t i = 0; i < batch; ++i) {{
     int64_t status = one_{x}(M, N, K, A + i * sab, sam, sak, B + i * sbb, sbk, sbn,
@@ -512,8 +542,8 @@ def gemm_source(blockings: tuple[tuple[Blocking, Blocking], ...], vector_bytes: 
                 oom_where: int, im2col_bytes: int) -> str:
     """The library's C source: one ``plait_gemm_<suffix>`` and ``plait_conv_<suffix>``
     per dtype's (main, narrow) blocking pair."""
-    head = ("#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n"
-            "#ifdef _OPENMP\n#include <omp.h>\n#endif\n")
+    head = ("#define _GNU_SOURCE\n#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n"
+            "#ifdef _OPENMP\n#include <omp.h>\n#endif\n" + POOL_SOURCE)
     return head + "".join(_dtype_source(b, nb, vector_bytes, oom_where)
                           + _conv_source(b, im2col_bytes, oom_where)
                           for b, nb in blockings)

@@ -14,7 +14,7 @@ import functools
 import os
 from dataclasses import dataclass
 
-from plait.config import config
+from plait.config import config, set_openmp_wait_defaults
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,7 @@ def local_device_count() -> int:
 @functools.lru_cache(maxsize=None)
 def _libgomp():
     """libgomp (the OpenMP runtime the kernels and the GEMM/conv library load), or None."""
+    set_openmp_wait_defaults()          # before libgomp loads: it reads them once
     name = ctypes.util.find_library("gomp")
     for lib in ([name] if name else []) + ["libgomp.so.1"]:
         try:

@@ -11,7 +11,7 @@ import numpy as np
 from typing import Sequence
 
 from plait.backends.native import control  # noqa: F401  (registers the native rules)
-from plait.backends.native import dynslice, gemm, lapack, openmp  # noqa: F401  (native rules)
+from plait.backends.native import dynslice, gemm, lapack  # noqa: F401  (native rules)
 from plait.backends.native.cprogram import CProgram, CallStep, driver_source
 from plait.backends.native.launch import Launch, launch
 from plait.backends.native.partition import KernelStep, partition
@@ -30,7 +30,7 @@ from plait.profiler import events
 from plait.runtime import kernel_cache, metrics, progress
 from plait.runtime.cpuinfo import cpu_info
 from plait.backends.native.target import host_target
-from plait.config import config
+from plait.config import config, set_openmp_wait_defaults
 
 
 class NativeExecutable:
@@ -389,7 +389,7 @@ def _run_subgraph(graph, args) -> list:
 def _open_library(path: str, module: str | None) -> tuple:
     """``(ctypes library, extension module or None)`` of a cached shared object (raises
     OSError or ImportError when it does not load; the kernel cache then rebuilds it)."""
-    openmp.set_defaults()
+    set_openmp_wait_defaults()       # before libgomp loads with this library
     lib = ctypes.CDLL(path)
     lapack.init_library(lib)         # LAPACK pointers, for programs that call LAPACK
     gemm.init_library(lib)           # GEMM library addresses, for programs that call it

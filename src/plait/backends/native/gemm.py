@@ -30,7 +30,7 @@ import numpy as np
 
 from plait.codegen.c_gemm import Blocking, gemm_source
 from plait.codegen.c_stripe import OOM_WHERE
-from plait.backends.native import openmp
+from plait.config import set_openmp_wait_defaults
 from plait.lax.contractions import dot_general_p
 from plait.stripe.targets import Target, register_blocks
 
@@ -93,7 +93,9 @@ def _library_for(target: Target, suffix: str):
     from plait.runtime import kernel_cache
     from plait.runtime.cpuinfo import cpu_info
     tc = require_toolchain()
-    openmp.set_defaults()      # before libgomp loads with this library
+    # before libgomp loads with this library (on a background thread, often before the
+    # first program's library): set later, libgomp's 300k-round spin would stay on
+    set_openmp_wait_defaults()
     src = library_source(target, suffix)
     key = kernel_cache.entry_key("plait-gemm", src, tc.identity(), " ".join(_FLAGS),
                                  ",".join(sorted(cpu_info().flags)))

@@ -30,6 +30,7 @@ from typing import Callable
 import numpy as np
 
 from plait.codegen.toolchain import build_shared_object, require_toolchain
+from plait.config import set_openmp_wait_defaults
 from plait.errors import CompileError, PlaitMemoryError
 from plait.profiler import events
 from plait.runtime import kernel_cache
@@ -217,6 +218,7 @@ def _load_runtime():
     """The runtime library, built on first use; None if it cannot be built (every
     launch is then refused and programs run on the calling thread)."""
     tc = require_toolchain()
+    set_openmp_wait_defaults()          # libgomp may load with this library
     key = kernel_cache.entry_key(RUNTIME_SOURCE, tc.identity(), "runtime")
     try:
         lib = kernel_cache.load(

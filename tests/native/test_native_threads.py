@@ -1,0 +1,85 @@
+"""Threads of the native backend beside other libraries: libgomp's waiting defaults are in
+force whichever plait library loads libgomp first, and the GEMM library's own pool
+(plait/codegen/c_pool.py) computes right when several threads call it at once and in a
+forked child. The oracle is NumPy in float64."""
+import concurrent.futures
+import ctypes
+import multiprocessing
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from plait.backends.native import gemm
+
+_SRC = os.path.join(os.path.dirname(__file__), "..", "..", "src")
+
+
+def _gemm(A, B, threads=None):
+    """``A @ B`` (float32, 2-d, C-contiguous) by ``plait_gemm_s``."""
+    f = gemm.library("s").plait_gemm_s
+    f.restype = ctypes.c_int64
+    f.argtypes = [ctypes.c_int64] * 4 + ([ctypes.c_void_p] + [ctypes.c_int64] * 3) * 3
+    (M, K), N = A.shape, B.shape[1]
+    C = np.full((M, N), np.nan, np.float32)
+    assert f(1, M, N, K, A.ctypes.data, 0, K, 1, B.ctypes.data, 0, N, 1,
+             C.ctypes.data, 0, N, 1) == 0
+    return C
+
+
+def _close(C, A, B):
+    A64, B64 = A.astype(np.float64), B.astype(np.float64)
+    bound = 2 * A.shape[1] * np.finfo(np.float32).eps * (np.abs(A64) @ np.abs(B64))
+    return bool((np.abs(C - A64 @ B64) <= bound).all())
+
+
+_PROBE = """
+import ctypes, sys
+from plait.backends.native import gemm
+gemm.library("s")                      # the GEMM library loads libgomp first
+ctypes.CDLL("libgomp.so.1").omp_display_env(1)
+"""
+
+
+def test_openmp_wait_defaults_hold_when_the_gemm_library_loads_libgomp_first():
+    """libgomp reads GOMP_SPINCOUNT once, when it loads; the GEMM library (built or loaded
+    on a background thread, often before any program) must not load it with libgomp's
+    300k-round spin, which made the W1 step 20x slower on 2 shared cores."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env["PYTHONPATH"] = os.path.abspath(_SRC) + os.pathsep + env.get("PYTHONPATH", "")
+    r = subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "GOMP_SPINCOUNT = '2000'" in r.stderr, r.stderr
+    assert "OMP_WAIT_POLICY = 'PASSIVE'" in r.stderr, r.stderr
+
+
+def test_pool_with_concurrent_callers():
+    """Four Python threads (ctypes drops the GIL) call parallel GEMMs at once: one job
+    runs on the pool at a time, the others run serially on their own threads."""
+    rng = np.random.default_rng(0)
+    cases = [(rng.standard_normal((m, k)).astype(np.float32),
+              rng.standard_normal((k, n)).astype(np.float32))
+             for m, n, k in ((300, 200, 500), (128, 512, 784), (64, 8, 900), (1, 700, 300),
+                             (700, 1, 300), (200, 300, 400))]
+    with concurrent.futures.ThreadPoolExecutor(4) as ex:
+        for _ in range(3):
+            outs = list(ex.map(lambda ab: _gemm(*ab), cases))
+            assert all(_close(C, A, B) for C, (A, B) in zip(outs, cases))
+
+
+def _child(seed):
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((256, 300)).astype(np.float32)
+    B = rng.standard_normal((300, 400)).astype(np.float32)
+    return _close(_gemm(A, B), A, B)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="fork start method")
+def test_pool_in_a_forked_child():
+    """A child forked after the pool's helpers started has none; it starts its own."""
+    assert _child(1)                              # the parent's helpers are running
+    with multiprocessing.get_context("fork").Pool(1) as p:
+        assert p.map(_child, [2, 3]) == [True, True]
