@@ -231,3 +231,67 @@ def test_weight_gradient_accumulates_over_im2col_chunks():
     np.testing.assert_allclose(np.asarray(gn(w, x, r)),
                                np.asarray(plait.jit(g, backend="interp")(w, x, r)),
                                rtol=1e-11, atol=1e-10)
+
+
+_PHASE_CONVS = [  # lhs, rhs, window strides, padding, lhs dilation, rhs dilation, groups, layouts
+    ((2, 7, 7, 16), (3, 3, 16, 24), (1, 1), ((2, 3), (2, 3)), (2, 2), (1, 1), 1,
+     ("NHWC", "HWIO", "NHWC")),
+    ((2, 16, 6, 5), (24, 16, 4, 4), (1, 1), ((3, 4), (1, 2)), (2, 2), (1, 1), 1,
+     ("NCHW", "OIHW", "NCHW")),
+    ((4, 9, 10, 12), (3, 5, 12, 20), (2, 1), ((1, 0), (-1, 2)), (3, 2), (2, 1), 1,
+     ("NHWC", "HWIO", "NHWC")),
+    ((2, 9, 8, 12), (2, 2, 12, 16), (1, 1), ((0, 0), (0, 0)), (4, 4), (1, 1), 1,
+     ("NHWC", "HWIO", "NHWC")),
+    ((6, 16, 10), (5, 10, 24), (1,), ((4, 4),), (2,), (1,), 1, ("NWC", "WIO", "NWC")),
+    ((2, 9, 9, 24), (3, 3, 6, 32), (1, 1), ((1, 1), (1, 1)), (1, 1), (1, 1), 4,
+     ("NHWC", "HWIO", "NHWC")),
+    ((6, 15, 15, 8), (2, 5, 5, 30), (1, 1), ((0, -1), (0, -1)), (1, 1), (2, 2), 3,
+     ("CHWN", "IHWO", "HWNC")),
+    ((2, 5, 5, 18), (4, 4, 6, 12), (1, 1), ((3, 4), (3, 4)), (2, 2), (1, 1), 3,
+     ("NHWC", "HWIO", "NHWC")),
+]
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_input_dilated_and_grouped_convolutions_call_the_library(dt):
+    """Input dilation (a strided convolution's input gradient, run by output phase),
+    with window strides, kernel dilation, negative padding, 1-d, NCHW, a phase with no
+    taps (dilation 4 > kernel 2), and feature groups in several layouts, against interp."""
+    rng = np.random.default_rng(9)
+    args = []
+    for ls, rs, *_ in _PHASE_CONVS:
+        args += [rng.standard_normal(ls).astype(dt), rng.standard_normal(rs).astype(dt)]
+
+    def f(*xs):
+        return [lax.conv_general_dilated(x, w, st, pd, lhs_dilation=ld, rhs_dilation=rd,
+                                         dimension_numbers=dn, feature_group_count=g)
+                for (_, _, st, pd, ld, rd, g, dn), x, w in zip(_PHASE_CONVS, xs[::2], xs[1::2])]
+    jn = plait.jit(f, backend="native")
+    plan = jn.lower(*args).compile().as_text("kernels")
+    assert plan.count("native conv_general_dilated") == len(_PHASE_CONVS), plan
+    tol = 1e-5 if dt == np.float32 else 1e-13
+    for got, want in zip(jn(*args), plait.jit(f, backend="interp")(*args)):
+        want = np.asarray(want)
+        np.testing.assert_allclose(np.asarray(got), want, rtol=0, atol=tol * np.abs(want).max())
+
+
+def test_per_example_gradients_of_a_strided_conv_net():
+    """vmap(grad) of a strided conv net (DP-SGD's per-example gradients): the input
+    gradient is input-dilated and the per-example kernel gradients feature-grouped; all
+    run in the library and match interp."""
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((8, 1, 24, 24, 4))
+    w1 = rng.standard_normal((4, 4, 4, 16)) * 0.3
+    w2 = rng.standard_normal((3, 3, 16, 16)) * 0.3
+
+    def loss(w1, w2, x):
+        dn = ("NHWC", "HWIO", "NHWC")
+        h = pnp.tanh(lax.conv_general_dilated(x, w1, (2, 2), "SAME", dimension_numbers=dn))
+        y = lax.conv_general_dilated(h, w2, (2, 2), "VALID", dimension_numbers=dn)
+        return pnp.sum(y ** 2)
+    g = plait.vmap(plait.grad(loss, argnums=(0, 1)), in_axes=(None, None, 0))
+    gn = plait.jit(g, backend="native")
+    plan = gn.lower(w1, w2, x).compile().as_text("kernels")
+    assert plan.count("native conv_general_dilated") >= 5, plan
+    for a, b in zip(gn(w1, w2, x), plait.jit(g, backend="interp")(w1, w2, x)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-11, atol=1e-11)
