@@ -243,11 +243,11 @@ _PHASE_CONVS = [  # lhs, rhs, window strides, padding, lhs dilation, rhs dilatio
     ((2, 9, 8, 12), (2, 2, 12, 16), (1, 1), ((0, 0), (0, 0)), (4, 4), (1, 1), 1,
      ("NHWC", "HWIO", "NHWC")),
     ((6, 16, 10), (5, 10, 24), (1,), ((4, 4),), (2,), (1,), 1, ("NWC", "WIO", "NWC")),
-    ((2, 9, 9, 24), (3, 3, 6, 32), (1, 1), ((1, 1), (1, 1)), (1, 1), (1, 1), 4,
+    ((8, 20, 20, 24), (3, 3, 6, 32), (1, 1), ((1, 1), (1, 1)), (1, 1), (1, 1), 4,
      ("NHWC", "HWIO", "NHWC")),
-    ((6, 15, 15, 8), (2, 5, 5, 30), (1, 1), ((0, -1), (0, -1)), (1, 1), (2, 2), 3,
+    ((6, 23, 23, 16), (2, 5, 5, 30), (1, 1), ((0, -1), (0, -1)), (1, 1), (2, 2), 3,
      ("CHWN", "IHWO", "HWNC")),
-    ((2, 5, 5, 18), (4, 4, 6, 12), (1, 1), ((3, 4), (3, 4)), (2, 2), (1, 1), 3,
+    ((12, 16, 16, 18), (4, 4, 6, 12), (1, 1), ((3, 4), (3, 4)), (2, 2), (1, 1), 3,
      ("NHWC", "HWIO", "NHWC")),
 ]
 
@@ -277,8 +277,8 @@ def test_input_dilated_and_grouped_convolutions_call_the_library(dt):
 
 def test_per_example_gradients_of_a_strided_conv_net():
     """vmap(grad) of a strided conv net (DP-SGD's per-example gradients): the input
-    gradient is input-dilated and the per-example kernel gradients feature-grouped; all
-    run in the library and match interp."""
+    gradient is input-dilated (run by the library) and the per-example kernel gradients
+    feature-grouped (small groups: fused kernels); all match interp."""
     rng = np.random.default_rng(10)
     x = rng.standard_normal((8, 1, 24, 24, 4))
     w1 = rng.standard_normal((4, 4, 4, 16)) * 0.3
@@ -292,6 +292,6 @@ def test_per_example_gradients_of_a_strided_conv_net():
     g = plait.vmap(plait.grad(loss, argnums=(0, 1)), in_axes=(None, None, 0))
     gn = plait.jit(g, backend="native")
     plan = gn.lower(w1, w2, x).compile().as_text("kernels")
-    assert plan.count("native conv_general_dilated") >= 5, plan
+    assert plan.count("native conv_general_dilated") >= 3, plan
     for a, b in zip(gn(w1, w2, x), plait.jit(g, backend="interp")(w1, w2, x)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-11, atol=1e-11)

@@ -453,6 +453,7 @@ static int64_t conv_one_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *
      when they are and the image has enough of them; otherwise the GEMM writes a
      contiguous temporary that is scattered into y (a weight gradient's few rows per
      "image") */
+  int runs = sxc == 1 && sxw == C && dw == 1;
   int64_t all = NB * P;
   int64_t group = syh == OW * syw ? (syb == OH * syh ? all : P) : 1;
   int scatter = group < {b.mr * 8} && group < all;
@@ -474,6 +475,17 @@ static int64_t conv_one_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *
         {t} *row = buf + r * K;
         for (int64_t kh = 0; kh < KH; ++kh) {{
           int64_t ih = oh * sh - ph + kh * dh;
+          if (runs) {{  /* the (kw, ci) columns are one run of x: copy it whole */
+            {t} *o = row + kh * KW * C;
+            int64_t iw0 = ow * sw - pw, lo = iw0 < 0 ? -iw0 : 0, hi = W - iw0;
+            if (hi > KW) hi = KW;
+            if (ih < 0 || ih >= H || hi < lo) lo = hi = 0;
+            memset(o, 0, sizeof({t}) * (size_t)(lo * C));
+            memcpy(o + lo * C, X + bi * sxb + ih * sxh + (iw0 + lo) * sxw,
+                   sizeof({t}) * (size_t)((hi - lo) * C));
+            memset(o + hi * C, 0, sizeof({t}) * (size_t)((KW - hi) * C));
+            continue;
+          }}
           for (int64_t kw = 0; kw < KW; ++kw) {{
             int64_t iw = ow * sw - pw + kw * dw;
             {t} *o = row + (kh * KW + kw) * C;

@@ -85,7 +85,12 @@ def routes(eqn, target: Target) -> bool:
     if target.kind != "cpu":
         return False
     v = conv_view(eqn)
-    return v is not None and v[2] >= gemm.route_macs(target)
+    if v is None:
+        return False
+    # a group is a convolution of its own (its GEMMs pay packing and a call): many small
+    # ones (vmap's per-example kernel gradients) ran faster as one fused kernel
+    groups = eqn.params["feature_group_count"]
+    return v[2] >= gemm.route_macs(target) * (1 if groups == 1 else 16 * groups)
 
 
 def _conv(cp, eqn, name: str) -> bool:
