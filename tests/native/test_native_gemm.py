@@ -295,3 +295,20 @@ def test_per_example_gradients_of_a_strided_conv_net():
     assert plan.count("native conv_general_dilated") >= 3, plan
     for a, b in zip(gn(w1, w2, x), plait.jit(g, backend="interp")(w1, w2, x)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-11, atol=1e-11)
+
+
+def test_convolution_over_many_im2col_chunks_matches_interp():
+    """A convolution whose im2col spans many L3-sized row chunks (32x32 images, 576
+    columns), taken one chunk per thread, against interp."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((6, 32, 32, 64)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 64, 24)).astype(np.float32)
+
+    def f(x, w):
+        return lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                        dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    jn = plait.jit(f, backend="native")
+    assert "native conv_general_dilated" in jn.lower(x, w).compile().as_text("kernels")
+    want = np.asarray(plait.jit(f, backend="interp")(x, w))
+    np.testing.assert_allclose(np.asarray(jn(x, w)), want, rtol=0,
+                               atol=1e-5 * np.abs(want).max())

@@ -462,14 +462,28 @@ static int64_t conv_one_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *
   if (chunk < {b.mr * 8}) chunk = {b.mr * 8};
   if (chunk > group) chunk = group;
   size_t elems = (size_t)(chunk * K + (scatter ? chunk * O : 0));
-  {t} *buf = malloc(sizeof({t}) * (elems > 0 ? elems : 1));
-  if (!buf) {{ free(wcopy); return (int64_t)(elems * sizeof({t})) * {oom_where}LL; }}
-  {t} *ytmp = buf + chunk * K;
+  if (elems == 0) elems = 1;
+  /* chunks c = (group, piece): many of them run one per thread (each gathers into its
+     own buffer and multiplies on its own), so a convolution is one parallel region;
+     few of them use every thread inside each gather and GEMM */
+  int64_t per = (group + chunk - 1) / chunk, nchunks = all / group * per;
+  int outer = threads > 1 && nchunks >= 2 * threads;
   int64_t status = 0;
-  for (int64_t g0 = 0; g0 < all && !status; g0 += group)
-    for (int64_t r0 = g0; r0 < g0 + group && !status; r0 += chunk) {{
-      int64_t rows = min_{x}(chunk, g0 + group - r0);
-      #pragma omp parallel for schedule(static) if (threads > 1 && rows * K > 32768)
+  #pragma omp parallel num_threads(threads) if (outer)
+  {{
+    int th = outer ? 1 : threads;
+    {t} *buf = malloc(sizeof({t}) * elems);
+    if (!buf) {{
+      #pragma omp critical
+      status = (int64_t)(elems * sizeof({t})) * {oom_where}LL;
+    }}
+    #pragma omp for schedule(dynamic, 1)
+    for (int64_t c = 0; c < nchunks; ++c) {{
+      if (!buf) continue;
+      int64_t g0 = c / per * group, r0 = g0 + c % per * chunk;
+      int64_t rows = min_{x}(chunk, g0 + group - r0), st;
+      {t} *ytmp = buf + chunk * K;
+      #pragma omp parallel for schedule(static) if (th > 1 && rows * K > 32768)
       for (int64_t r = 0; r < rows; ++r) {{
         int64_t m = r0 + r, bi = m / P, oh = (m % P) / OW, ow = m % OW;
         {t} *row = buf + r * K;
@@ -500,7 +514,7 @@ static int64_t conv_one_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *
         }}
       }}
       if (scatter) {{
-        status = one_{x}(rows, O, K, buf, K, 1, B, sbk, sbn, ytmp, O, 1, threads, 0);
+        st = one_{x}(rows, O, K, buf, K, 1, B, sbk, sbn, ytmp, O, 1, th, 0);
         for (int64_t r = 0; r < rows; ++r) {{
           int64_t m = r0 + r, bi = m / P, oh = (m % P) / OW, ow = m % OW;
           {t} *yo = Y + bi * syb + oh * syh + ow * syw;
@@ -508,11 +522,17 @@ static int64_t conv_one_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *
         }}
       }} else {{
         int64_t bi = r0 / P, oh = (r0 % P) / OW, ow = r0 % OW;
-        status = one_{x}(rows, O, K, buf, K, 1, B, sbk, sbn,
-                         Y + bi * syb + oh * syh + ow * syw, syw, syo, threads, 0);
+        st = one_{x}(rows, O, K, buf, K, 1, B, sbk, sbn,
+                         Y + bi * syb + oh * syh + ow * syw, syw, syo, th, 0);
+      }}
+      if (st) {{
+        #pragma omp critical
+        status = st;
       }}
     }}
-  free(buf); free(wcopy);
+    free(buf);
+  }}
+  free(wcopy);
   return status;
 }}
 
