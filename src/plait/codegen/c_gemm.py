@@ -552,17 +552,26 @@ static int64_t conv_phase_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t}
   int64_t OH = d[15], OW = d[16], syb = d[17], syo = d[18], syh = d[19], syw = d[20];
   int64_t sh = d[21], sw = d[22], ph = d[23], pw = d[24], dh = d[25], dw = d[26];
   int64_t lh = d[27], lw = d[28];
-  int64_t *idx = malloc(sizeof(int64_t) * (size_t)(OH + OW + KH + KW));
-  {t} *wp = malloc(sizeof({t}) * (size_t)(KH * KW * C * O));
-  if (!idx || !wp) {{ free(idx); free(wp); return (int64_t)(KH * KW * C * O * sizeof({t})) * {oom_where}LL; }}
-  int64_t *ohs = idx, *ows = idx + OH, *khs = idx + OH + OW, *kws = idx + OH + OW + KH;
+  /* with a few phases per thread, each phase runs on one thread */
+  int outer = threads > 1 && lh * lw >= 2 * threads;
+  int nt = outer ? 1 : threads;
   int64_t status = 0;
-  for (int64_t rh = 0; rh < lh && !status; ++rh)
-    for (int64_t rw = 0; rw < lw && !status; ++rw) {{
+  #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (outer)
+  for (int64_t phase = 0; phase < lh * lw; ++phase) {{
+    int64_t rh = phase / lw, rw = phase % lw, st = 0;
+    int64_t *idx = malloc(sizeof(int64_t) * (size_t)(OH + OW + KH + KW));
+    {t} *wp = malloc(sizeof({t}) * (size_t)(KH * KW * C * O));
+    {t} *buf = NULL;
+    if (!idx || !wp) {{
+      st = (int64_t)(KH * KW * C * O * sizeof({t})) * {oom_where}LL;
+      goto done;
+    }}
+    int64_t *ohs = idx, *ows = idx + OH, *khs = idx + OH + OW, *kws = idx + OH + OW + KH;
+    {{
       int64_t noh = 0, now = 0, nth = 0, ntw = 0;
       for (int64_t oh = 0; oh < OH; ++oh) if (mod_{x}(oh * sh - ph, lh) == rh) ohs[noh++] = oh;
       for (int64_t ow = 0; ow < OW; ++ow) if (mod_{x}(ow * sw - pw, lw) == rw) ows[now++] = ow;
-      if (noh == 0 || now == 0) continue;
+      if (noh == 0 || now == 0) goto done;
       for (int64_t kh = 0; kh < KH; ++kh) if (mod_{x}(rh + kh * dh, lh) == 0) khs[nth++] = kh;
       for (int64_t kw = 0; kw < KW; ++kw) if (mod_{x}(rw + kw * dw, lw) == 0) kws[ntw++] = kw;
       int64_t per = noh * now, all = NB * per, K = nth * ntw * C;
@@ -571,7 +580,7 @@ static int64_t conv_phase_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t}
           {t} *yo = Y + (m / per) * syb + ohs[(m / now) % noh] * syh + ows[m % now] * syw;
           for (int64_t o = 0; o < O; ++o) yo[o * syo] = 0;
         }}
-        continue;
+        goto done;
       }}
       for (int64_t th = 0; th < nth; ++th) for (int64_t tw = 0; tw < ntw; ++tw)
         for (int64_t ci = 0; ci < C; ++ci) for (int64_t o = 0; o < O; ++o)
@@ -580,12 +589,12 @@ static int64_t conv_phase_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t}
       int64_t chunk = {im2col_bytes} / (int64_t)sizeof({t}) / K;
       if (chunk < {b.mr * 8}) chunk = {b.mr * 8};
       if (chunk > all) chunk = all;
-      {t} *buf = malloc(sizeof({t}) * (size_t)(chunk * (K + O)));
-      if (!buf) {{ status = (int64_t)(chunk * (K + O) * sizeof({t})) * {oom_where}LL; break; }}
+      buf = malloc(sizeof({t}) * (size_t)(chunk * (K + O)));
+      if (!buf) {{ st = (int64_t)(chunk * (K + O) * sizeof({t})) * {oom_where}LL; goto done; }}
       {t} *ytmp = buf + chunk * K;
-      for (int64_t r0 = 0; r0 < all && !status; r0 += chunk) {{
+      for (int64_t r0 = 0; r0 < all && !st; r0 += chunk) {{
         int64_t rows = min_{x}(chunk, all - r0);
-        #pragma omp parallel for schedule(static) if (threads > 1 && rows * K > 32768)
+        #pragma omp parallel for schedule(static) if (nt > 1 && rows * K > 32768)
         for (int64_t r = 0; r < rows; ++r) {{
           int64_t m = r0 + r, bi = m / per, oh = ohs[(m / now) % noh], ow = ows[m % now];
           {t} *row = buf + r * K;
@@ -604,16 +613,21 @@ static int64_t conv_phase_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t}
             }}
           }}
         }}
-        status = one_{x}(rows, O, K, buf, K, 1, wp, O, 1, ytmp, O, 1, threads, 0);
-        for (int64_t r = 0; r < rows && !status; ++r) {{
+        st = one_{x}(rows, O, K, buf, K, 1, wp, O, 1, ytmp, O, 1, nt, 0);
+        for (int64_t r = 0; r < rows && !st; ++r) {{
           int64_t m = r0 + r;
           {t} *yo = Y + (m / per) * syb + ohs[(m / now) % noh] * syh + ows[m % now] * syw;
           for (int64_t o = 0; o < O; ++o) yo[o * syo] = ytmp[r * O + o];
         }}
       }}
-      free(buf);
     }}
-  free(idx); free(wp);
+  done:
+    free(buf); free(idx); free(wp);
+    if (st) {{
+      #pragma omp critical
+      status = st;
+    }}
+  }}
   return status;
 }}
 
