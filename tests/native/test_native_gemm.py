@@ -5,6 +5,9 @@ and dot_general routed to it from jitted programs, through grad and inside a loo
 The oracle is NumPy in float64; the bound is the classical one for any summation
 order, ``|C - C_ref| <= 2 K eps (|A| @ |B|)``."""
 import ctypes
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -312,3 +315,19 @@ def test_convolution_over_many_im2col_chunks_matches_interp():
     want = np.asarray(plait.jit(f, backend="interp")(x, w))
     np.testing.assert_allclose(np.asarray(jn(x, w)), want, rtol=0,
                                atol=1e-5 * np.abs(want).max())
+
+
+def test_loading_the_library_first_sets_the_openmp_wait_policy():
+    """The GEMM library links libgomp; when it is the first plait library a process
+    loads, plait's OpenMP wait defaults are set before it (libgomp reads them once)."""
+    src = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "src")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env["PYTHONPATH"] = os.pathsep.join([src, env.get("PYTHONPATH", "")])
+    code = ("import os\nfrom plait.backends.native import gemm\ngemm.library('s')\n"
+            "print(os.environ.get('OMP_WAIT_POLICY'), os.environ.get('GOMP_SPINCOUNT'))")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["PASSIVE", "2000"], out.stdout
