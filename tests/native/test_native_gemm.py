@@ -233,27 +233,82 @@ def test_weight_gradient_accumulates_over_im2col_chunks():
                                rtol=1e-11, atol=1e-10)
 
 
-def test_openmp_wait_settings_precede_the_gemm_library():
-    """The GEMM library links libgomp and may load before any kernel: its loader sets
-    plait's OpenMP wait defaults first (libgomp reads them once, at its load; with its
-    own default spin a loaded machine ran the stax MNIST epoch 3-4x slower)."""
-    import os
-    import subprocess
-    import sys
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    code = (
-        "import os\n"
-        "from plait.backends.native import gemm\n"
-        "maps = lambda: open('/proc/self/maps').read()\n"
-        "before = 'libgomp' in maps()\n"
-        "gemm.library('s')\n"
-        "print(before, os.environ.get('OMP_WAIT_POLICY'),"
-        " os.environ.get('GOMP_SPINCOUNT'))\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
-    env["PYTHONPATH"] = os.path.join(root, "src")
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                       timeout=300)
-    assert r.returncode == 0, r.stderr
-    before, policy, spin = r.stdout.split()
-    assert before == "False"
-    assert (policy, spin) == ("PASSIVE", "2000"), r.stdout
+_PHASE_CONVS = [  # lhs, rhs, window strides, padding, lhs dilation, rhs dilation, groups, layouts
+    ((2, 7, 7, 16), (3, 3, 16, 24), (1, 1), ((2, 3), (2, 3)), (2, 2), (1, 1), 1,
+     ("NHWC", "HWIO", "NHWC")),
+    ((2, 16, 6, 5), (24, 16, 4, 4), (1, 1), ((3, 4), (1, 2)), (2, 2), (1, 1), 1,
+     ("NCHW", "OIHW", "NCHW")),
+    ((4, 9, 10, 12), (3, 5, 12, 20), (2, 1), ((1, 0), (-1, 2)), (3, 2), (2, 1), 1,
+     ("NHWC", "HWIO", "NHWC")),
+    ((2, 9, 8, 12), (2, 2, 12, 16), (1, 1), ((0, 0), (0, 0)), (4, 4), (1, 1), 1,
+     ("NHWC", "HWIO", "NHWC")),
+    ((6, 16, 10), (5, 10, 24), (1,), ((4, 4),), (2,), (1,), 1, ("NWC", "WIO", "NWC")),
+    ((8, 20, 20, 24), (3, 3, 6, 32), (1, 1), ((1, 1), (1, 1)), (1, 1), (1, 1), 4,
+     ("NHWC", "HWIO", "NHWC")),
+    ((6, 23, 23, 16), (2, 5, 5, 30), (1, 1), ((0, -1), (0, -1)), (1, 1), (2, 2), 3,
+     ("CHWN", "IHWO", "HWNC")),
+    ((12, 16, 16, 18), (4, 4, 6, 12), (1, 1), ((3, 4), (3, 4)), (2, 2), (1, 1), 3,
+     ("NHWC", "HWIO", "NHWC")),
+]
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_input_dilated_and_grouped_convolutions_call_the_library(dt):
+    """Input dilation (a strided convolution's input gradient, run by output phase),
+    with window strides, kernel dilation, negative padding, 1-d, NCHW, a phase with no
+    taps (dilation 4 > kernel 2), and feature groups in several layouts, against interp."""
+    rng = np.random.default_rng(9)
+    args = []
+    for ls, rs, *_ in _PHASE_CONVS:
+        args += [rng.standard_normal(ls).astype(dt), rng.standard_normal(rs).astype(dt)]
+
+    def f(*xs):
+        return [lax.conv_general_dilated(x, w, st, pd, lhs_dilation=ld, rhs_dilation=rd,
+                                         dimension_numbers=dn, feature_group_count=g)
+                for (_, _, st, pd, ld, rd, g, dn), x, w in zip(_PHASE_CONVS, xs[::2], xs[1::2])]
+    jn = plait.jit(f, backend="native")
+    plan = jn.lower(*args).compile().as_text("kernels")
+    assert plan.count("native conv_general_dilated") == len(_PHASE_CONVS), plan
+    tol = 1e-5 if dt == np.float32 else 1e-13
+    for got, want in zip(jn(*args), plait.jit(f, backend="interp")(*args)):
+        want = np.asarray(want)
+        np.testing.assert_allclose(np.asarray(got), want, rtol=0, atol=tol * np.abs(want).max())
+
+
+def test_per_example_gradients_of_a_strided_conv_net():
+    """vmap(grad) of a strided conv net (DP-SGD's per-example gradients): the input
+    gradient is input-dilated (run by the library) and the per-example kernel gradients
+    feature-grouped (small groups: fused kernels); all match interp."""
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((8, 1, 24, 24, 4))
+    w1 = rng.standard_normal((4, 4, 4, 16)) * 0.3
+    w2 = rng.standard_normal((3, 3, 16, 16)) * 0.3
+
+    def loss(w1, w2, x):
+        dn = ("NHWC", "HWIO", "NHWC")
+        h = pnp.tanh(lax.conv_general_dilated(x, w1, (2, 2), "SAME", dimension_numbers=dn))
+        y = lax.conv_general_dilated(h, w2, (2, 2), "VALID", dimension_numbers=dn)
+        return pnp.sum(y ** 2)
+    g = plait.vmap(plait.grad(loss, argnums=(0, 1)), in_axes=(None, None, 0))
+    gn = plait.jit(g, backend="native")
+    plan = gn.lower(w1, w2, x).compile().as_text("kernels")
+    assert plan.count("native conv_general_dilated") >= 3, plan
+    for a, b in zip(gn(w1, w2, x), plait.jit(g, backend="interp")(w1, w2, x)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-11, atol=1e-11)
+
+
+def test_convolution_over_many_im2col_chunks_matches_interp():
+    """A convolution whose im2col spans many L3-sized row chunks (32x32 images, 576
+    columns), taken one chunk per thread, against interp."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((6, 32, 32, 64)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 64, 24)).astype(np.float32)
+
+    def f(x, w):
+        return lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                        dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    jn = plait.jit(f, backend="native")
+    assert "native conv_general_dilated" in jn.lower(x, w).compile().as_text("kernels")
+    want = np.asarray(plait.jit(f, backend="interp")(x, w))
+    np.testing.assert_allclose(np.asarray(jn(x, w)), want, rtol=0,
+                               atol=1e-5 * np.abs(want).max())

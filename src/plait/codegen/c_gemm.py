@@ -26,6 +26,9 @@ allows the caller. Each thread packs into its own buffer, kept between calls.
 (descriptor of sizes and strides: ``backends/native/conv.py``) as GEMMs over im2col
 chunks of rows; a weight gradient in NHWC (its "batch" the contiguous channel) instead
 gathers im2col columns as contiguous runs and accumulates one GEMM per chunk of them.
+An input-dilated convolution (a strided one's input gradient) runs one GEMM per output
+phase over only the kernel taps that meet real input elements; feature groups (vmap's
+per-example kernels) are a loop of such convolutions, over threads when small.
 A function returns 0, or the allocation-failure status of
 ``c_stripe.oom_status`` when a pack buffer cannot be allocated.
 """
@@ -453,21 +456,16 @@ static int64_t conv_t_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y,
   return status;
 }}
 
-/* y = conv(x, w), 2 spatial dimensions, no input dilation, one group. d[]: batch, C, H, W,
-   x strides (b, c, h, w); O, KH, KW, w strides (o, i, h, w); OH, OW, y strides (b, o, h,
-   w); window strides (h, w), low padding (h, w), kernel dilation (h, w). Rows (b, oh, ow)
-   are gathered (im2col, columns (kh, kw, ci)) in chunks of at most {im2col_bytes} bytes,
-   each multiplied by the kernel as one GEMM. */
-int64_t plait_conv_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y) {{
+/* plait_conv of one group without input dilation: rows (b, oh, ow) are gathered
+   (im2col, columns (kh, kw, ci)) in chunks of at most {im2col_bytes} bytes, each
+   multiplied by the kernel as one GEMM. */
+static int64_t conv_one_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y,
+                            int threads) {{
   int64_t NB = d[0], C = d[1], H = d[2], W = d[3], sxb = d[4], sxc = d[5], sxh = d[6], sxw = d[7];
   int64_t O = d[8], KH = d[9], KW = d[10], swo = d[11], swi = d[12], swh = d[13], sww = d[14];
   int64_t OH = d[15], OW = d[16], syb = d[17], syo = d[18], syh = d[19], syw = d[20];
   int64_t sh = d[21], sw = d[22], ph = d[23], pw = d[24], dh = d[25], dw = d[26];
   int64_t K = KH * KW * C, P = OH * OW;
-  int threads = 1;
-#ifdef _OPENMP
-  threads = omp_get_max_threads();
-#endif
   if (sxb == 1 && NB > 1 && syh == OW * syw && syw == NB * syb)
     return conv_t_{x}(d, X, Wt, Y, threads);
   /* the kernel as B[(kh, kw, ci), o]: in place when its strides allow, else a copy */
@@ -485,6 +483,7 @@ int64_t plait_conv_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y) {{
      when they are and the image has enough of them; otherwise the GEMM writes a
      contiguous temporary that is scattered into y (a weight gradient's few rows per
      "image") */
+  int runs = sxc == 1 && sxw == C && dw == 1;
   int64_t all = NB * P;
   int64_t group = syh == OW * syw ? (syb == OH * syh ? all : P) : 1;
   int scatter = group < {b.mr * 8} && group < all;
@@ -493,19 +492,44 @@ int64_t plait_conv_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y) {{
   if (chunk < {b.mr * 8}) chunk = {b.mr * 8};
   if (chunk > group) chunk = group;
   size_t elems = (size_t)(chunk * K + (scatter ? chunk * O : 0));
-  {t} *buf = malloc(sizeof({t}) * (elems > 0 ? elems : 1));
-  if (!buf) {{ free(wcopy); return (int64_t)(elems * sizeof({t})) * {oom_where}LL; }}
-  {t} *ytmp = buf + chunk * K;
+  if (elems == 0) elems = 1;
+  /* chunks c = (group, piece): many of them run one per thread (each gathers into its
+     own buffer and multiplies on its own), so a convolution is one parallel region;
+     few of them use every thread inside each gather and GEMM */
+  int64_t per = (group + chunk - 1) / chunk, nchunks = all / group * per;
+  int outer = threads > 1 && nchunks >= 2 * threads;
   int64_t status = 0;
-  for (int64_t g0 = 0; g0 < all && !status; g0 += group)
-    for (int64_t r0 = g0; r0 < g0 + group && !status; r0 += chunk) {{
-      int64_t rows = min_{x}(chunk, g0 + group - r0);
-      #pragma omp parallel for schedule(static) if (threads > 1 && rows * K > 32768)
+  #pragma omp parallel num_threads(threads) if (outer)
+  {{
+    int th = outer ? 1 : threads;
+    {t} *buf = malloc(sizeof({t}) * elems);
+    if (!buf) {{
+      #pragma omp critical
+      status = (int64_t)(elems * sizeof({t})) * {oom_where}LL;
+    }}
+    #pragma omp for schedule(dynamic, 1)
+    for (int64_t c = 0; c < nchunks; ++c) {{
+      if (!buf) continue;
+      int64_t g0 = c / per * group, r0 = g0 + c % per * chunk;
+      int64_t rows = min_{x}(chunk, g0 + group - r0), st;
+      {t} *ytmp = buf + chunk * K;
+      #pragma omp parallel for schedule(static) if (th > 1 && rows * K > 32768)
       for (int64_t r = 0; r < rows; ++r) {{
         int64_t m = r0 + r, bi = m / P, oh = (m % P) / OW, ow = m % OW;
         {t} *row = buf + r * K;
         for (int64_t kh = 0; kh < KH; ++kh) {{
           int64_t ih = oh * sh - ph + kh * dh;
+          if (runs) {{  /* the (kw, ci) columns are one run of x: copy it whole */
+            {t} *o = row + kh * KW * C;
+            int64_t iw0 = ow * sw - pw, lo = iw0 < 0 ? -iw0 : 0, hi = W - iw0;
+            if (hi > KW) hi = KW;
+            if (ih < 0 || ih >= H || hi < lo) lo = hi = 0;
+            memset(o, 0, sizeof({t}) * (size_t)(lo * C));
+            memcpy(o + lo * C, X + bi * sxb + ih * sxh + (iw0 + lo) * sxw,
+                   sizeof({t}) * (size_t)((hi - lo) * C));
+            memset(o + hi * C, 0, sizeof({t}) * (size_t)((KW - hi) * C));
+            continue;
+          }}
           for (int64_t kw = 0; kw < KW; ++kw) {{
             int64_t iw = ow * sw - pw + kw * dw;
             {t} *o = row + (kh * KW + kw) * C;
@@ -520,7 +544,7 @@ int64_t plait_conv_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y) {{
         }}
       }}
       if (scatter) {{
-        status = one_{x}(rows, O, K, buf, K, 1, B, sbk, sbn, ytmp, O, 1, threads, 0);
+        st = one_{x}(rows, O, K, buf, K, 1, B, sbk, sbn, ytmp, O, 1, th, 0);
         for (int64_t r = 0; r < rows; ++r) {{
           int64_t m = r0 + r, bi = m / P, oh = (m % P) / OW, ow = m % OW;
           {t} *yo = Y + bi * syb + oh * syh + ow * syw;
@@ -528,11 +552,149 @@ int64_t plait_conv_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y) {{
         }}
       }} else {{
         int64_t bi = r0 / P, oh = (r0 % P) / OW, ow = r0 % OW;
-        status = one_{x}(rows, O, K, buf, K, 1, B, sbk, sbn,
-                         Y + bi * syb + oh * syh + ow * syw, syw, syo, threads, 0);
+        st = one_{x}(rows, O, K, buf, K, 1, B, sbk, sbn,
+                         Y + bi * syb + oh * syh + ow * syw, syw, syo, th, 0);
+      }}
+      if (st) {{
+        #pragma omp critical
+        status = st;
       }}
     }}
-  free(buf); free(wcopy);
+    free(buf);
+  }}
+  free(wcopy);
+  return status;
+}}
+
+static int64_t mod_{x}(int64_t a, int64_t m) {{ return ((a % m) + m) % m; }}
+
+/* plait_conv of one group with input dilation (lh, lw) -- the input gradient of a strided
+   convolution -- without the zero-interleaved copy of x. An output row oh reads dilated
+   position oh*sh - ph + kh*dh, a real input element only when that is a multiple of lh,
+   so the rows fall into lh phases by (oh*sh - ph) mod lh, each with its own taps kh
+   (likewise for w). A phase (rh, rw) is one GEMM: im2col rows (b, oh, ow) of that phase
+   with columns (its taps, ci), times the kernel rows of those taps (copied), in chunks,
+   into a temporary scattered to y; a phase without taps writes zeros. */
+static int64_t conv_phase_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y,
+                              int threads) {{
+  int64_t NB = d[0], C = d[1], H = d[2], W = d[3], sxb = d[4], sxc = d[5], sxh = d[6], sxw = d[7];
+  int64_t O = d[8], KH = d[9], KW = d[10], swo = d[11], swi = d[12], swh = d[13], sww = d[14];
+  int64_t OH = d[15], OW = d[16], syb = d[17], syo = d[18], syh = d[19], syw = d[20];
+  int64_t sh = d[21], sw = d[22], ph = d[23], pw = d[24], dh = d[25], dw = d[26];
+  int64_t lh = d[27], lw = d[28];
+  /* with a few phases per thread, each phase runs on one thread */
+  int outer = threads > 1 && lh * lw >= 2 * threads;
+  int nt = outer ? 1 : threads;
+  int64_t status = 0;
+  #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (outer)
+  for (int64_t phase = 0; phase < lh * lw; ++phase) {{
+    int64_t rh = phase / lw, rw = phase % lw, st = 0;
+    int64_t *idx = malloc(sizeof(int64_t) * (size_t)(OH + OW + KH + KW));
+    {t} *wp = malloc(sizeof({t}) * (size_t)(KH * KW * C * O));
+    {t} *buf = NULL;
+    if (!idx || !wp) {{
+      st = (int64_t)(KH * KW * C * O * sizeof({t})) * {oom_where}LL;
+      goto done;
+    }}
+    int64_t *ohs = idx, *ows = idx + OH, *khs = idx + OH + OW, *kws = idx + OH + OW + KH;
+    {{
+      int64_t noh = 0, now = 0, nth = 0, ntw = 0;
+      for (int64_t oh = 0; oh < OH; ++oh) if (mod_{x}(oh * sh - ph, lh) == rh) ohs[noh++] = oh;
+      for (int64_t ow = 0; ow < OW; ++ow) if (mod_{x}(ow * sw - pw, lw) == rw) ows[now++] = ow;
+      if (noh == 0 || now == 0) goto done;
+      for (int64_t kh = 0; kh < KH; ++kh) if (mod_{x}(rh + kh * dh, lh) == 0) khs[nth++] = kh;
+      for (int64_t kw = 0; kw < KW; ++kw) if (mod_{x}(rw + kw * dw, lw) == 0) kws[ntw++] = kw;
+      int64_t per = noh * now, all = NB * per, K = nth * ntw * C;
+      if (K == 0) {{
+        for (int64_t m = 0; m < all; ++m) {{
+          {t} *yo = Y + (m / per) * syb + ohs[(m / now) % noh] * syh + ows[m % now] * syw;
+          for (int64_t o = 0; o < O; ++o) yo[o * syo] = 0;
+        }}
+        goto done;
+      }}
+      for (int64_t th = 0; th < nth; ++th) for (int64_t tw = 0; tw < ntw; ++tw)
+        for (int64_t ci = 0; ci < C; ++ci) for (int64_t o = 0; o < O; ++o)
+          wp[((th * ntw + tw) * C + ci) * O + o] =
+              Wt[o * swo + ci * swi + khs[th] * swh + kws[tw] * sww];
+      int64_t chunk = {im2col_bytes} / (int64_t)sizeof({t}) / K;
+      if (chunk < {b.mr * 8}) chunk = {b.mr * 8};
+      if (chunk > all) chunk = all;
+      buf = malloc(sizeof({t}) * (size_t)(chunk * (K + O)));
+      if (!buf) {{ st = (int64_t)(chunk * (K + O) * sizeof({t})) * {oom_where}LL; goto done; }}
+      {t} *ytmp = buf + chunk * K;
+      for (int64_t r0 = 0; r0 < all && !st; r0 += chunk) {{
+        int64_t rows = min_{x}(chunk, all - r0);
+        #pragma omp parallel for schedule(static) if (nt > 1 && rows * K > 32768)
+        for (int64_t r = 0; r < rows; ++r) {{
+          int64_t m = r0 + r, bi = m / per, oh = ohs[(m / now) % noh], ow = ows[m % now];
+          {t} *row = buf + r * K;
+          for (int64_t th = 0; th < nth; ++th) {{
+            int64_t ih = (oh * sh - ph + khs[th] * dh) / lh;
+            for (int64_t tw = 0; tw < ntw; ++tw) {{
+              int64_t iw = (ow * sw - pw + kws[tw] * dw) / lw;
+              {t} *o = row + (th * ntw + tw) * C;
+              if (ih < 0 || ih >= H || iw < 0 || iw >= W) {{
+                for (int64_t ci = 0; ci < C; ++ci) o[ci] = 0;
+              }} else {{
+                const {t} *src = X + bi * sxb + ih * sxh + iw * sxw;
+                if (sxc == 1) memcpy(o, src, sizeof({t}) * (size_t)C);
+                else for (int64_t ci = 0; ci < C; ++ci) o[ci] = src[ci * sxc];
+              }}
+            }}
+          }}
+        }}
+        st = one_{x}(rows, O, K, buf, K, 1, wp, O, 1, ytmp, O, 1, nt, 0);
+        for (int64_t r = 0; r < rows && !st; ++r) {{
+          int64_t m = r0 + r;
+          {t} *yo = Y + (m / per) * syb + ohs[(m / now) % noh] * syh + ows[m % now] * syw;
+          for (int64_t o = 0; o < O; ++o) yo[o * syo] = ytmp[r * O + o];
+        }}
+      }}
+    }}
+  done:
+    free(buf); free(idx); free(wp);
+    if (st) {{
+      #pragma omp critical
+      status = st;
+    }}
+  }}
+  return status;
+}}
+
+/* y = conv(x, w), 2 spatial dimensions. d[]: batch, C, H, W, x strides (b, c, h, w); O,
+   KH, KW, w strides (o, i, h, w); OH, OW, y strides (b, o, h, w); window strides (h, w),
+   low padding (h, w), kernel dilation (h, w), input dilation (h, w), feature groups G
+   (C and O are the totals; group g reads channels [g*C/G, (g+1)*C/G) of x and writes
+   [g*O/G, (g+1)*O/G) of y). Many small groups (vmap's per-example kernels) run one per
+   thread; otherwise each group's GEMMs use all threads. */
+int64_t plait_conv_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y) {{
+  int threads = 1;
+#ifdef _OPENMP
+  threads = omp_get_max_threads();
+#endif
+  int64_t G = d[29], Cg = d[1] / G, Og = d[8] / G;
+  int dilated = d[27] > 1 || d[28] > 1;
+  if (G == 1)
+    return dilated ? conv_phase_{x}(d, X, Wt, Y, threads) : conv_one_{x}(d, X, Wt, Y, threads);
+  int64_t dg[30];
+  memcpy(dg, d, sizeof(dg));
+  dg[1] = Cg; dg[8] = Og;
+  int64_t macs = d[0] * d[15] * d[16] * Og * d[9] * d[10] * Cg / (d[27] * d[28]);
+  int outer = threads > 1 && G >= threads && macs < {b.par_macs} * 16;
+  int64_t status = 0;
+  #pragma omp parallel for schedule(dynamic) if (outer)
+  for (int64_t g = 0; g < G; ++g) {{
+    const {t} *xg = X + g * Cg * d[5];
+    const {t} *wg = Wt + g * Og * d[11];
+    {t} *yg = Y + g * Og * d[18];
+    int inner = outer ? 1 : threads;
+    int64_t st = dilated ? conv_phase_{x}(dg, xg, wg, yg, inner)
+                         : conv_one_{x}(dg, xg, wg, yg, inner);
+    if (st) {{
+      #pragma omp critical
+      status = st;
+    }}
+  }}
   return status;
 }}
 """

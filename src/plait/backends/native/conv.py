@@ -1,14 +1,15 @@
 """``conv_general_dilated`` as im2col chunks multiplied by plait's GEMM library.
 
-A convolution with one or two spatial dimensions, one group and no input dilation, in
-any layout, calls ``plait_conv_<s|d>`` (source: :mod:`plait.codegen.c_gemm`): rows
+A convolution with one or two spatial dimensions and one batch group, in any layout,
+calls ``plait_conv_<s|d>`` (source: :mod:`plait.codegen.c_gemm`): rows
 ``(batch, out spatial)`` are gathered in L3-sized chunks with columns ``(kh, kw, in
 feature)`` and each chunk is one GEMM with the kernel, read in place when its layout
 allows. The descriptor of sizes and strides is a static array in the call step, so a
 new convolution shape compiles only its few-line call. The backward convolutions are
-convolutions too (``contractions.py``'s transpose rules) and take the same path when
-they qualify; an input-dilated one (the input gradient of a strided convolution) stays
-a fused kernel.
+convolutions too (``contractions.py``'s transpose rules) and take the same path: an
+input-dilated one (the input gradient of a strided convolution) runs by output phase
+without the zero-interleaved copy, and feature groups (the per-example kernel
+gradients of ``vmap(grad)``) are a loop of group convolutions.
 """
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ def _strides(shape) -> list[int]:
 
 def conv_view(eqn) -> tuple | None:
     """``(dtype, descriptor, macs)`` of a convolution the library computes, else None.
-    The descriptor is ``plait_conv``'s 27 sizes and strides (see its C comment)."""
+    The descriptor is ``plait_conv``'s 30 sizes and strides (see its C comment); macs
+    counts only products with real input elements."""
     if eqn.prim is not conv_general_dilated_p:
         return None
     p = eqn.params
@@ -41,9 +43,7 @@ def conv_view(eqn) -> tuple | None:
             or np.dtype(rhs.dtype) != dt or np.dtype(out.dtype) != dt):
         return None
     nsp = lhs.ndim - 2
-    if nsp not in (1, 2) or p["feature_group_count"] != 1 or p["batch_group_count"] != 1:
-        return None
-    if any(d != 1 for d in p["lhs_dilation"]):
+    if nsp not in (1, 2) or p["batch_group_count"] != 1:
         return None
     if 0 in lhs.shape or 0 in rhs.shape or 0 in out.shape:
         return None
@@ -62,18 +62,20 @@ def conv_view(eqn) -> tuple | None:
     ws_ = list(p["window_strides"])
     pads = [lo for lo, _ in p["padding"]]
     dil = list(p["rhs_dilation"])
+    ldil = list(p["lhs_dilation"])
     if nsp == 1:
-        ws_, pads, dil = [1] + ws_, [0] + pads, [1] + dil
+        ws_, pads, dil, ldil = [1] + ws_, [0] + pads, [1] + dil, [1] + ldil
     # a unit kernel dimension's stride is free: make it one the kernel read in place
     if KW == 1:
-        sww = ws[rs[1]] * lhs.shape[ls[1]]
+        sww = ws[rs[1]] * rhs.shape[rs[1]]
     if KH == 1:
         swh = sww * KW
     d = [lhs.shape[ls[0]], lhs.shape[ls[1]], H, W, xs[ls[0]], xs[ls[1]], sxh, sxw,
          rhs.shape[rs[0]], KH, KW, ws[rs[0]], ws[rs[1]], swh, sww,
          OH, OW, ys[os_[0]], ys[os_[1]], syh, syw,
-         ws_[0], ws_[1], pads[0], pads[1], dil[0], dil[1]]
-    macs = math.prod(out.shape) * KH * KW * lhs.shape[ls[1]]
+         ws_[0], ws_[1], pads[0], pads[1], dil[0], dil[1], ldil[0], ldil[1],
+         p["feature_group_count"]]
+    macs = math.prod(out.shape) * KH * KW * rhs.shape[rs[1]] // (ldil[0] * ldil[1])
     return dt, d, macs
 
 
@@ -83,7 +85,12 @@ def routes(eqn, target: Target) -> bool:
     if target.kind != "cpu":
         return False
     v = conv_view(eqn)
-    return v is not None and v[2] >= gemm.route_macs(target)
+    if v is None:
+        return False
+    # a group is a convolution of its own (its GEMMs pay packing and a call): many small
+    # ones (vmap's per-example kernel gradients) ran faster as one fused kernel
+    groups = eqn.params["feature_group_count"]
+    return v[2] >= gemm.route_macs(target) * (1 if groups == 1 else 16 * groups)
 
 
 def _conv(cp, eqn, name: str) -> bool:
@@ -99,7 +106,7 @@ def _conv(cp, eqn, name: str) -> bool:
         f"  return ((plait_conv_t)plait_gemm_fn[{gemm.entry_index('conv', dt)}])"
         f"(d, bufs[0], bufs[1], bufs[2]);\n}}")
     isz = dt.itemsize
-    k = d[9] * d[10] * d[1]
+    k = d[9] * d[10] * (d[1] // d[29])
     mr = gemm.blockings(cp.target)[0][0].mr
     rows = min(d[0] * d[15] * d[16], max(gemm.im2col_bytes(cp.target) // isz // k, 8 * mr))
     # im2col chunk, kernel copy, scattered output chunk
