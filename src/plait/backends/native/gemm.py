@@ -95,15 +95,11 @@ def _library_for(target: Target, suffix: str):
     tc = require_toolchain()
     # before libgomp loads with this library (on a background thread, often before the
     # first program's library): set later, libgomp's 300k-round spin would stay on
+    # (DP-SGD's epoch took 9 s instead of 1.2 s, W1's step 20x longer, on 2 busy cores)
     set_openmp_wait_defaults()
     src = library_source(target, suffix)
     key = kernel_cache.entry_key("plait-gemm", src, tc.identity(), " ".join(_FLAGS),
                                  ",".join(sorted(cpu_info().flags)))
-    # the library links libgomp and may be the first to load it: libgomp reads its
-    # wait policy then, so set plait's defaults first (without them every barrier
-    # spins ~300k rounds: DP-SGD's epoch took 9 s instead of 1.2 s on 2 busy cores)
-    from plait.backends.native.compile import _openmp_defaults
-    _openmp_defaults()
     return kernel_cache.load(key, lambda out: build_shared_object(src, out, tc, _FLAGS),
                              ctypes.CDLL)
 
