@@ -377,3 +377,27 @@ def test_failing_replica_stops_the_others_at_once(monkeypatch):
     with pytest.raises(Exception, match="replica 1 failed"):
         pmap(f, "i")(np.ones((2, 3)))
     assert time.monotonic() - t0 < 30
+
+
+def test_vmap_of_a_pmapped_vjp_matches_the_named_vmap(monkeypatch):
+    """vmap over a pmapped function's vjp (the staged backward pass is a pmap_call: its
+    batch rule runs each replica over the whole batch of cotangents), equal to the same
+    program with vmap(axis_name) for pmap; a direct vmap of pmap is a named vmap."""
+    monkeypatch.setattr(plait.config, "cpu_devices", 2)
+    rng = np.random.default_rng(4)
+    W, X = rng.normal(size=(3, 2)), rng.normal(size=(2, 4, 3))
+
+    def replica(w, x):
+        r = plait.numpy.tanh(x @ w)
+        return r * lax.psum((r * r).sum(), "i") + lax.ppermute(r, "i", [(0, 1), (1, 0)])
+
+    cts = rng.normal(size=(5, 2, 4, 2))             # a batch of output cotangents
+    got = vmap(vjp(pmap(replica, "i", in_axes=(None, 0)), W, X)[1])(cts)
+    want = vmap(vjp(vmap(replica, axis_name="i", in_axes=(None, 0)), W, X)[1])(cts)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-10, atol=1e-13)
+    direct = vmap(lambda w: pmap(replica, "i", in_axes=(None, 0))(w, X))(np.stack([W, 2 * W]))
+    np.testing.assert_allclose(
+        np.asarray(direct),
+        np.asarray(vmap(lambda w: vmap(replica, axis_name="i", in_axes=(None, 0))(w, X))(
+            np.stack([W, 2 * W]))), rtol=1e-12)

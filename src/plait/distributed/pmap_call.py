@@ -155,6 +155,28 @@ def _transpose(cts, *invals, graph, mapped, **params):
     return res
 
 
+def _batch(vals, dims, *, graph, mapped, **params):
+    """vmap over a pmapped call: the replica program is batched (a mapped operand's
+    batch dim sits after its replica axis), so each replica runs its whole batch;
+    outputs come back stacked as ``(n, batch, ...)``."""
+    from plait.lax._batch_helpers import batch_size, move_batch_dim
+    size = batch_size(vals, dims)
+    moved, in_dims = [], []
+    for v, d, m in zip(vals, dims, mapped):
+        if d is None:
+            moved.append(v)
+            in_dims.append(None)
+        else:                       # replica axis first, then the batch axis
+            moved.append(move_batch_dim(v, d, 1 if m else 0, size))
+            in_dims.append(0)
+    with _bound(params):
+        bg, _, consts = graph_transform("batch_graph")(graph, size, in_dims,
+                                                       [0] * len(graph.outvars))
+    outs = call(bg, list(consts) + moved, (False,) * len(consts) + tuple(mapped), **params)
+    return outs, [1] * len(outs)
+
+
+pmap_call_p.def_rule("batch", _batch)
 pmap_call_p.def_rule("jvp", _jvp)
 pmap_call_p.def_rule("partial_eval", _partial_eval)
 pmap_call_p.def_rule("transpose", _transpose)
