@@ -88,15 +88,22 @@ class OpenCLRenderer(CFamilyRenderer):
         self.kernel_block: ir.Block | None = None   # the top-level block being rendered
         self.threads = 0          # its work-item dimensions
         self.scratch: list = []   # its global temporaries: (argument, dtype, elements)
+        self.local: list = []     # its local arrays: (dtype, elements)
 
     def open_loop(self, blk: ir.Block, loops: list, k: int, cv: str, rng: tuple,
                   scope: _Scope) -> None:
         """A thread index is a grid-stride loop over its NDRange dimension; an innermost
         loop reducing into views it does not address accumulates in registers."""
+        lo, hi = rng
         if blk is self.kernel_block and k < self.threads:
-            lo, hi = rng
-            self.emit(f"for (int64_t {cv} = {lo} + get_global_id({k}); {cv} < {hi}; "
-                      f"{cv} += get_global_size({k})) {{")
+            ids = ("group_id", "num_groups") if "workgroups" in blk.tags else \
+                ("global_id", "global_size")
+            self.emit(f"for (int64_t {cv} = {lo} + get_{ids[0]}({k}); {cv} < {hi}; "
+                      f"{cv} += get_{ids[1]}({k})) {{")
+            return
+        if k < _items(blk):
+            self.emit(f"for (int64_t {cv} = {lo} + get_local_id({k}); {cv} < {hi}; "
+                      f"{cv} += get_local_size({k})) {{")
             return
         if k == len(loops) - 1:
             self.reduction_prologue(blk, loops[k].name, scope)
@@ -122,7 +129,7 @@ class OpenCLRenderer(CFamilyRenderer):
         """Render top-level block ``blk`` as kernel ``name``."""
         start = len(self.lines)
         self.depth += 1
-        self.kernel_block, self.scratch = blk, []
+        self.kernel_block, self.scratch, self.local = blk, [], []
         ranges, group = launch_shape(blk)
         self.threads = len(ranges)
         self.block(blk, self._entry_scope(temps))
@@ -131,6 +138,8 @@ class OpenCLRenderer(CFamilyRenderer):
         del self.lines[start:]
         extra = "".join(f", __global {CL_TYPES[dt]} *restrict {n}" for n, dt, _ in self.scratch)
         self.emit(f"__kernel void {name}({params}{extra}) {{")
+        for k, (dt, n) in enumerate(self.local):
+            self.emit(f"  __local {CL_TYPES[dt]} l_{k}[{n}];")
         if self.scratch:
             self.emit("  const int64_t plait_item = get_global_id(0) + get_global_size(0) * "
                       "(get_global_id(1) + get_global_size(1) * get_global_id(2));")
@@ -141,13 +150,26 @@ class OpenCLRenderer(CFamilyRenderer):
         return Launch(name, ranges, group, tuple((dt, n * items) for _, dt, n in self.scratch))
 
     def alloc_temp(self, r: ir.Refinement, cv: str, size: int, frees: list) -> str:
-        """A ``global`` temporary is this work-item's slice of a scratch buffer."""
+        """A ``global`` temporary is this work-item's slice of a scratch buffer; a
+        ``local`` one, an array declared at the kernel's scope (OpenCL C allows
+        ``__local`` variables nowhere else), shared by the work-group."""
+        if r.location == "local":
+            self.local.append((r.dtype, size))
+            self.emit(f"__local {CL_TYPES[r.dtype]} *restrict {cv} = l_{len(self.local) - 1};")
+            return "__local "
         if r.location != "global":
             return super().alloc_temp(r, cv, size, frees)
         arg = f"w_{len(self.scratch)}"
         self.scratch.append((arg, r.dtype, size))
         self.emit(f"__global {CL_TYPES[r.dtype]} *restrict {cv} = {arg} + plait_item * {size};")
         return "__global "
+
+    def stmt(self, st, scope: _Scope) -> None:
+        """A barrier waits for the work-group and makes its local writes visible."""
+        if isinstance(st, ir.Barrier):
+            self.emit("barrier(CLK_LOCAL_MEM_FENCE);")
+        else:
+            super().stmt(st, scope)
 
     def _entry_scope(self, temps: tuple) -> _Scope:
         """Views of the entry block: its refinements of the buffers and its temporaries."""
@@ -183,6 +205,11 @@ class OpenCLRenderer(CFamilyRenderer):
         self.emit("}")
         # grid-stride: at most 64Ki work-items, in groups the driver picks
         return Launch(name, (min(max(n for _, n, _ in fills), 1 << 16),), ())
+
+
+def _items(blk: ir.Block) -> int:
+    """How many leading indexes of ``blk`` are spread over a work-group's items."""
+    return next((int(t[6:]) for t in blk.tags if t.startswith("items_")), 0)
 
 
 def render_kernels(program: ir.Program, name: str) -> KernelSet:
