@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 
+from plait.core.device import register_platform
 from plait.core.graph import ClosedGraph
 
 # backend name -> (module, compile function taking a ClosedGraph)
@@ -15,6 +16,14 @@ BACKENDS = {
     "xla": ("plait.backends.xla", "compile_xla"),
     "opencl": ("plait.backends.opencl", "compile_opencl"),
 }
+
+
+def _opencl_devices() -> None:
+    from plait.backends.opencl.device import register_devices
+    register_devices()
+
+
+register_platform("opencl", _opencl_devices)
 
 
 def compile(closed: ClosedGraph, backend: str = "interp"):

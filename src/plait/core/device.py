@@ -42,6 +42,7 @@ class Device:
 
 _DEVICES: dict[str, list[Device]] = {}
 _PUT: dict[str, Callable] = {}
+_LOADERS: dict[str, Callable] = {}      # platform -> registers its devices on first use
 DEFAULT_PLATFORM = "cpu"
 
 
@@ -53,14 +54,23 @@ def register_devices(platform: str, devs: list[Device], put: Callable | None = N
         _PUT[platform] = put
 
 
+def register_platform(platform: str, loader: Callable) -> None:
+    """Make ``devices(platform)`` call ``loader()`` the first time, which registers the
+    platform's devices (for platforms whose device query is costly or may fail)."""
+    _LOADERS[platform] = loader
+
+
 def devices(backend: str | None = None) -> list[Device]:
-    """The devices of a platform: ``devices()`` is the CPU, ``devices("lazy")`` the lazy device."""
+    """The devices of a platform: ``devices()`` is the CPU, ``devices("lazy")`` the lazy
+    device, ``devices("opencl")`` the OpenCL devices."""
     if backend is None:
         backend = DEFAULT_PLATFORM
+    if backend not in _DEVICES and backend in _LOADERS:
+        _LOADERS[backend]()
     if backend not in _DEVICES:
         from plait.errors import PlaitValueError
         raise PlaitValueError(f"unknown device platform {backend!r}; available: "
-                              f"{', '.join(repr(k) for k in _DEVICES)}")
+                              f"{', '.join(repr(k) for k in {**_DEVICES, **_LOADERS})}")
     return list(_DEVICES[backend])
 
 
