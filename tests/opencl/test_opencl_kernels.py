@@ -48,8 +48,8 @@ def _run_on_device(program, inputs):
     for la in ks.launches:
         scratch = [cl.Buffer(dev.context, cl.mem_flags.READ_WRITE, size=n * np_dtype(dt).itemsize)
                    for dt, n in la.scratch]
-        cl.Kernel(prg, la.name)(dev.queue, la.global_size, tuple(la.group) or None, *bufs,
-                                *scratch)
+        cl.Kernel(prg, la.name)(dev.queue, la.global_size, tuple(la.group) or None,
+                                *la.arguments(bufs, scratch))
     out = {}
     for b, buf in zip(program.buffers, bufs):
         if b.kind == "out":

@@ -200,7 +200,8 @@ class OpenCLExecutable:
         for launch in k.kernels.launches:
             scratch = [self._new_buffer(n * np_dtype(dt).itemsize) for dt, n in launch.scratch]
             self.cl_kernels[launch.name](self.dev.queue, launch.global_size,
-                                         tuple(launch.group) or None, *bufs, *scratch)
+                                         tuple(launch.group) or None,
+                                         *launch.arguments(bufs, scratch))
 
     def _run_host(self, st: HostStep, env: dict) -> None:
         e = st.eqn
