@@ -86,7 +86,7 @@ def test_kernels_match_the_interpreter(private_bytes):
         got = _run_on_device(after, ins)
         for k in want:
             np.testing.assert_allclose(got[k], want[k], rtol=1e-5, atol=1e-5, err_msg=prog.name)
-    assert tiled == 5       # the matmuls and convolutions use local-memory tiles
+    assert tiled == 6       # the matmuls (one fused) and convolutions use local tiles
 
 
 def test_no_device_is_a_clear_error(monkeypatch):

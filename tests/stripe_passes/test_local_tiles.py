@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 
 from sp_helpers import blocks, check_passes
-from sp_programs import batch_matmul, matmul_bt, row_sum
+from sp_programs import batch_matmul, matmul_bt, mm_epilogue, row_sum
 from plait.errors import StripeVerifyError
 from plait.stripe import Barrier, parse, to_text, verify, walk_blocks
 from plait.stripe.passes.threads import launch_shape
@@ -15,7 +15,8 @@ from stripe_programs import conv2d, matmul
 
 GPU = load_target("opencl-gpu", {"cores": 4, "max_workgroup": 256, "local_bytes": 32768,
                                  "global_bytes": 1 << 30, "unsupported_dtypes": ["f16"]})
-THREADS = [("elide_init", {}), ("fuse", {}), ("scalarize", {}), ("threads", {})]
+# the opencl-gpu pass list up to the thread assignment
+THREADS = [(n, dict(ps)) for n, ps in GPU.passes[:[n for n, _ in GPU.passes].index("threads") + 1]]
 
 
 def _tiles(tile_k=8, tags=("contraction",)):
@@ -26,6 +27,7 @@ def _tiles(tile_k=8, tags=("contraction",)):
 CASES = {   # partial work-groups and partial K tiles on purpose
     "matmul": lambda: matmul(20, 30, 17)[0],
     "matmul_bt": lambda: matmul_bt(19, 21, 33),
+    "mm_epilogue": lambda: mm_epilogue(50, 70, 90),     # fused: the tile feeds relu(. + b)
     "batch_matmul": lambda: batch_matmul(3, 18, 13, 20),
     "conv": lambda: conv2d(n=2, h=9, w=10, ci=8, co=24)[0],
     "conv_strided": lambda: conv2d(n=1, h=11, w=9, ci=5, co=7, stride=(2, 2),
@@ -41,6 +43,9 @@ def test_local_tiles_keep_semantics(case):
     (kt,) = blocks(p, "ktiles")
     stages = blocks(p, "stage")
     assert stages and len(blocks(p, "compute")) == 1
+    # each work-item's accumulator element: set, accumulated per K tile, then combined
+    # into the outputs (through the fused epilogue, if any) once
+    assert len(blocks(p, "init")) == len(blocks(p, "epilogue")) == 1
     # the staged tiles live in local memory and fit the device's
     cached = [r for r in kt.refs if "cache" in r.tags]
     assert len(cached) == len(stages) and all(r.location == "local" for r in cached)
