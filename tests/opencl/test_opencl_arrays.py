@@ -101,3 +101,15 @@ def test_deleted_device_array_is_a_clear_error():
     assert x.is_deleted() and not x.on_device()
     with pytest.raises(plait.errors.PlaitValueError, match="deleted"):
         np.asarray(x)
+
+
+def test_float16_runs_on_the_host_and_says_why():
+    f = plait.jit(lambda x, y: pnp.tanh(x * y) + x, backend="opencl")
+    x = np.linspace(-1, 1, 9).astype(np.float16)
+    got = f(x, x)
+    want = plait.jit(lambda x, y: pnp.tanh(x * y) + x, backend="interp")(x, x)
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    text = f.lower(x, x).compile().executable.as_text("kernels").splitlines()
+    assert text and all(line.startswith("host:") and "float16" in line and
+                        "runs on the host" in line for line in text), text

@@ -245,7 +245,22 @@ class OpenCLExecutable:
         back = sum(1 for a in st.eqn.inputs if a in made_on_device)
         moves = (f"copies {back} input{'s' if back != 1 else ''} device->host"
                  if back else "no copy in")
-        return f"host: {st.eqn.prim.name} ({moves}; results copied to the device when a kernel reads them)"
+        return (f"host: {st.eqn.prim.name} ({moves}; results copied to the device when a "
+                f"kernel reads them){self._why_host(st.eqn)}")
+
+    def _why_host(self, e) -> str:
+        """Why an equation runs on the host, when a dtype the device lacks is the reason."""
+        names = {"f16": ("float16", "cl_khr_fp16"), "f64": ("float64", "cl_khr_fp64")}
+        dts = {np.dtype(v.aval.dtype) for v in list(e.inputs) + list(e.outputs)
+               if hasattr(v.aval, "dtype")}
+        for sdt in self.dev.target.unsupported_dtypes:
+            if sdt in names and np_dtype(sdt) in dts:
+                what, ext = names[sdt]
+                if ext in self.dev.device.extensions:   # float16 with cl_khr_fp16
+                    return f" [{what}: no OpenCL rendering of {what} yet, so it runs on the host]"
+                return (f" [{what}: device {self.dev.device.name.strip()!r} has no {ext}, "
+                        f"so {what} runs on the host]")
+        return ""
 
 
 _OPTIONS = "-w"     # no warnings: the NaN self-comparisons are intended
