@@ -1,6 +1,6 @@
 """Render a Stripe program as OpenCL C kernels, one per top-level block.
 
-A program becomes :class:`KernelSet`: launches of the prelude's ``plait_fill_<type>``
+A program becomes :class:`KernelSet`: launches of the prelude's ``plait_fill_<dtype>``
 kernels (one per non-input buffer, filling it with its aggregation identity; shared by
 every program, so a driver that generates code per kernel, like PoCL, does it once
 per type) and ``<name>_<k>`` for each top-level block of the entry, enqueued in order on one in-order queue. Every
@@ -47,23 +47,21 @@ typedef uchar uint8_t; typedef ushort uint16_t; typedef uint uint32_t; typedef u
 """ + "".join(f"#define {f}f {f}\n" for f in _C99_MATH) + SCALAR_HELPERS)
 
 
-_FILL_TYPES = ("char", "short", "int", "long", "uchar", "ushort", "uint", "ulong", "float",
-               "double")
-
-
-def _fill_kernel(t: str) -> str:
-    k = (f"__kernel void plait_fill_{t}(__global {t} *restrict p, long n, {t} v) {{\n"
+def _fill_kernel(dt: str) -> str:
+    t = CL_TYPES[dt]
+    k = (f"__kernel void plait_fill_{dt}(__global {t} *restrict p, long n, {t} v) {{\n"
          f"  for (long z = get_global_id(0); z < n; z += get_global_size(0)) p[z] = v;\n}}\n")
-    return f"#ifdef cl_khr_fp64\n{k}#endif\n" if t == "double" else k
+    return f"#ifdef cl_khr_fp64\n{k}#endif\n" if dt == "f64" else k
 
 
-_FILLS = "".join(_fill_kernel(t) for t in _FILL_TYPES)
+# one per Stripe dtype stored on a device (float16 runs on the host)
+_FILLS = "".join(_fill_kernel(dt) for dt in CL_TYPES if dt != "f16")
 
 
 def prelude() -> str:
     """The OpenCL C every program starts with: fixed-width integer names, the C99 float
     math names, plait's min/max/division helpers, the helpers of the ops defined so
-    far, and the fill kernels (``plait_fill_<type>(buffer, elements, value)``)."""
+    far, and the fill kernels (``plait_fill_<dtype>(buffer, elements, value)``)."""
     return _HEADER + op_helpers() + _FILLS
 
 
@@ -224,7 +222,7 @@ class OpenCLRenderer(CFamilyRenderer):
         fills += [(nb + k, n, aggs[name].agg, dt) for k, (name, dt, n) in enumerate(temps)
                   if "overwritten" not in aggs[name].tags]
         # grid-stride: at most 64Ki work-items, in groups the driver picks
-        return [Launch(f"plait_fill_{CL_TYPES[dt]}", (min(max(n, 1), 1 << 16),), (),
+        return [Launch(f"plait_fill_{dt}", (min(max(n, 1), 1 << 16),), (),
                        fill=(k, n, np_dtype(CL_STORAGE.get(dt, dt)).type(
                            ir.agg_identity(agg, dt))))
                 for k, n, agg, dt in fills if n]
