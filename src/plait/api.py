@@ -35,24 +35,7 @@ from plait.profiler import events as _events
 from plait.runtime import metrics, nan_check
 from plait.runtime.array import Array
 from plait.runtime.once import Once
-from plait.core.device import Device as _Device, register_platform as _register_platform
-
-
-def _pjrt_platform(platform: str):
-    """``plait.devices(platform)``'s lookup: the XLA backend's PJRT devices as plait devices."""
-    def lookup() -> list:
-        from plait.backends.xla import pjrt
-        out = []
-        for d in pjrt.platform_devices(platform):
-            dev = _Device(platform, d.id)
-            dev.pjrt_device = d
-            out.append(dev)
-        return out
-    return lookup
-
-
-for _platform in ("gpu", "tpu"):
-    _register_platform(_platform, _pjrt_platform(_platform))
+import plait.backends  # noqa: F401,E402  registers devices("opencl"), queried on first use
 
 log = logging.getLogger("plait")
 _ONCE = Once()      # traces and compiles in progress, keyed by what they build
@@ -376,6 +359,10 @@ class Jitted:
             if entry is not None:
                 metrics.bump("cache_hits")
                 self._cache.touch(entry.key)
+                device_call = getattr(entry.executable, "call_arrays", None)
+                if device_call is not None:      # results stay on the backend's device
+                    return _device_results(entry, device_call(args, entry.out_weak), args,
+                                           self._name)
                 outs = _unaliased(entry.executable(*[concrete_value(a) for a in args]), args)
                 if nan_check.enabled():
                     nan_check.check_jit(entry.closed, args, outs, self._name)
@@ -392,6 +379,10 @@ class Jitted:
             if not kwargs and not self.static_argnums and all(
                     type(a) in (Array, np.ndarray) for a in args):
                 self._fast[_fast_key(args)] = entry
+            device_call = getattr(exe, "call_arrays", None)
+            if device_call is not None:          # results stay on the backend's device
+                return _device_results(entry, device_call(
+                    leaves, [a.weak_type for a in entry.closed.out_avals]), leaves, self._name)
             outs = _unaliased(exe(*[concrete_value(x) for x in leaves]), leaves)
             if nan_check.enabled():
                 nan_check.check_jit(entry.closed, leaves, outs, self._name)
@@ -449,6 +440,13 @@ class Jitted:
 
 
 _LEAF_TYPES = (Array, np.ndarray, float, int, bool, complex)
+
+
+def _device_results(entry, outs: list, args, name: str):
+    """The caller's value from the plait arrays a device-resident executable returned."""
+    if nan_check.enabled():
+        nan_check.check_jit(entry.closed, args, [np.asarray(o) for o in outs], name)
+    return outs[0] if entry.out_tree.kind == "leaf" else tree_unflatten(entry.out_tree, outs)
 
 
 def _unaliased(outs, args):

@@ -25,7 +25,8 @@ from plait.stripe import lower, run, verify, walk_blocks  # noqa: E402
 from plait.stripe.ir import np_dtype  # noqa: E402
 from plait.stripe.passes import run_passes  # noqa: E402
 from sp_helpers import random_inputs  # noqa: E402
-from sp_programs import chain, mm_epilogue, row_max, row_sum, softmax  # noqa: E402
+from sp_programs import (batch_matmul, chain, matmul_bt, mm_epilogue, row_max,  # noqa: E402
+                         row_sum, softmax)  # noqa: E402
 from stripe_programs import conv2d, matmul  # noqa: E402
 
 
@@ -47,8 +48,8 @@ def _run_on_device(program, inputs):
     for la in ks.launches:
         scratch = [cl.Buffer(dev.context, cl.mem_flags.READ_WRITE, size=n * np_dtype(dt).itemsize)
                    for dt, n in la.scratch]
-        cl.Kernel(prg, la.name)(dev.queue, la.global_size, tuple(la.group) or None, *bufs,
-                                *scratch)
+        cl.Kernel(prg, la.name)(dev.queue, la.global_size, tuple(la.group) or None,
+                                *la.arguments(bufs, scratch))
     out = {}
     for b, buf in zip(program.buffers, bufs):
         if b.kind == "out":
@@ -68,19 +69,24 @@ def test_kernels_match_the_interpreter(private_bytes):
         target = replace(target, memory=memory)
     programs = [mm_epilogue(50, 70, 90), matmul(64, 130, 96)[0], row_sum(33, 20, "f64"),
                 conv2d(n=2, h=9, w=10, ci=8, co=24)[0], softmax(40, 70), chain(3000),
-                row_max(30, 50)]
+                row_max(30, 50), batch_matmul(3, 18, 45, 20), matmul_bt(19, 40, 33),
+                conv2d(n=1, h=11, w=9, ci=5, co=7, stride=(2, 2), pad=((1, 0), (0, 1)),
+                       dil=(1, 2))[0]]
+    tiled = 0
     for prog in programs:
         before = lower(prog)
         after = run_passes(before, target)
         verify(after)
-        if private_bytes == 0:
-            assert all(r.location == "global" for b in walk_blocks(after.entry)
-                       for r in b.refs if r.from_ is None)
+        tiled += any("workgroups" in b.tags for b in walk_blocks(after.entry))
+        if private_bytes == 0:    # the staged tiles stay in local memory
+            assert all(r.location == ("local" if "cache" in r.tags else "global")
+                       for b in walk_blocks(after.entry) for r in b.refs if r.from_ is None)
         ins = random_inputs(before)
         want = run(before, ins)
         got = _run_on_device(after, ins)
         for k in want:
             np.testing.assert_allclose(got[k], want[k], rtol=1e-5, atol=1e-5, err_msg=prog.name)
+    assert tiled == 6       # the matmuls (one fused) and convolutions use local tiles
 
 
 def test_no_device_is_a_clear_error(monkeypatch):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 
+from plait.core.device import register_platform
 from plait.core.graph import ClosedGraph
 
 # backend name -> (module, compile function taking a ClosedGraph)
@@ -15,6 +16,30 @@ BACKENDS = {
     "xla": ("plait.backends.xla", "compile_xla"),
     "opencl": ("plait.backends.opencl", "compile_opencl"),
 }
+
+
+def _opencl_devices() -> None:
+    from plait.backends.opencl.device import register_devices
+    register_devices()
+
+
+def _pjrt_devices(platform: str):
+    """``devices(platform)``'s loader: the XLA backend's PJRT devices as plait devices."""
+    def load() -> None:
+        from plait.backends.xla import pjrt
+        from plait.core.device import Device, register_devices
+        out = []
+        for d in pjrt.platform_devices(platform):
+            dev = Device(platform, d.id)
+            dev.pjrt_device = d
+            out.append(dev)
+        register_devices(platform, out)
+    return load
+
+
+register_platform("opencl", _opencl_devices)
+for _platform in ("gpu", "tpu"):
+    register_platform(_platform, _pjrt_devices(_platform))
 
 
 def compile(closed: ClosedGraph, backend: str = "interp"):

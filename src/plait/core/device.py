@@ -42,6 +42,7 @@ class Device:
 
 _DEVICES: dict[str, list[Device]] = {}
 _PUT: dict[str, Callable] = {}
+_LOADERS: dict[str, Callable] = {}      # platform -> registers its devices on first use
 DEFAULT_PLATFORM = "cpu"
 
 
@@ -53,26 +54,24 @@ def register_devices(platform: str, devs: list[Device], put: Callable | None = N
         _PUT[platform] = put
 
 
-def register_platform(platform: str, lookup: Callable[[], list[Device]]) -> None:
-    """``devices(platform)`` asks ``lookup()`` on first use (e.g. a PJRT plugin's devices,
-    which may raise an error saying what to install)."""
-    _LOOKUP[platform] = lookup
-
-
-_LOOKUP: dict[str, Callable[[], list[Device]]] = {}
+def register_platform(platform: str, loader: Callable) -> None:
+    """Make ``devices(platform)`` call ``loader()`` the first time, which registers the
+    platform's devices (for platforms whose device query is costly or may fail)."""
+    _LOADERS[platform] = loader
 
 
 def devices(backend: str | None = None) -> list[Device]:
     """The devices of a platform: ``devices()`` is the CPU, ``devices("lazy")`` the lazy
-    device, ``devices("gpu" | "tpu")`` what XLA's PJRT plugin for it reports."""
+    device, ``devices("opencl")`` the OpenCL devices, ``devices("gpu" | "tpu")`` what
+    XLA's PJRT plugin for it reports."""
     if backend is None:
         backend = DEFAULT_PLATFORM
-    if backend not in _DEVICES and backend in _LOOKUP:
-        register_devices(backend, _LOOKUP[backend]())
+    if backend not in _DEVICES and backend in _LOADERS:
+        _LOADERS[backend]()
     if backend not in _DEVICES:
         from plait.errors import PlaitValueError
         raise PlaitValueError(f"unknown device platform {backend!r}; available: "
-                              f"{', '.join(repr(k) for k in {**_DEVICES, **_LOOKUP})}")
+                              f"{', '.join(repr(k) for k in {**_DEVICES, **_LOADERS})}")
     return list(_DEVICES[backend])
 
 

@@ -15,6 +15,7 @@ from .interp import SPECIALS, register_special, run
 from .intrinsics import INTRINSICS, register_intrinsic
 from .ir import (
     AGG_OPS,
+    Barrier,
     Block,
     Buffer,
     Constant,

@@ -28,6 +28,7 @@ import numpy as np
 
 from .intrinsics import INTRINSICS
 from .ir import (
+    Barrier,
     Block,
     Constant,
     Intrinsic,
@@ -163,6 +164,8 @@ def _exec_rows(block: Block, n: int, prow: np.ndarray, env: dict, pviews: dict[s
             _exec_special(block, s, n, views)
         elif isinstance(s, Block):
             _exec_block(s, n, env, views)
+        elif isinstance(s, Barrier):
+            pass    # orders work-items on a device; nothing in the semantics
         else:
             raise StripeRuntimeError(f"unknown statement {s!r}")
 

@@ -229,6 +229,15 @@ class Special:
         return dict(self.params)
 
 
+@dataclass(frozen=True)
+class Barrier:
+    """``barrier()``: the work-items of a work-group wait here until all arrive, and
+    their earlier writes to local memory are visible after it. Only GPU-model kernels
+    hold one (inside a ``workgroups`` block, outside any ``items_<n>`` block; the
+    verifier checks). It orders nothing in the Stripe semantics, where each iteration
+    runs its statements in order: the interpreter skips it."""
+
+
 def _freeze(v):
     if isinstance(v, list):
         return tuple(_freeze(x) for x in v)
@@ -283,7 +292,7 @@ class Block:
         return math.prod(i.range for i in self.idxs)
 
 
-Statement = Union[Load, Store, Constant, LoadIndex, Intrinsic, Special, Block]
+Statement = Union[Load, Store, Constant, LoadIndex, Intrinsic, Special, Barrier, Block]
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from typing import Optional
 
 from .affine import parse_affine
 from .ir import (
+    Barrier,
     Block,
     Buffer,
     Constant,
@@ -123,6 +124,8 @@ def parse_stmt(s: str):
         m = rx.match(s)
         if m:
             return mk(m.groups())
+    if s == "barrier()":
+        return Barrier()
     m = _SPECIAL.match(s)
     if m and not m.group(1).strip().startswith("$"):
         outs, name, ins, params = m.groups()

@@ -35,6 +35,7 @@ Indexes print as ``x:12``, passed-in parent indexes as ``xo = 3*x`` (range 1) or
 from __future__ import annotations
 
 from .ir import (
+    Barrier,
     Block,
     Constant,
     Index,
@@ -102,6 +103,8 @@ def format_stmt(s: Statement) -> str:
         lhs = s.outputs[0] if len(s.outputs) == 1 else "(" + ", ".join(s.outputs) + ")"
         t = f":{s.dtype}" if s.dtype is not None else ""
         return f"{lhs} = {s.name}({', '.join(s.inputs)}){t}"
+    if isinstance(s, Barrier):
+        return "barrier()"
     if isinstance(s, Special):
         out = f"({', '.join(s.outputs)}) = {s.name}({', '.join(s.inputs)})"
         if s.params:

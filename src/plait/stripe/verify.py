@@ -39,6 +39,7 @@ from .affine import Affine, var
 from .intrinsics import INTRINSICS
 from .ir import (
     AGG_OPS,
+    Barrier,
     Block,
     Constant,
     Intrinsic,
@@ -338,6 +339,8 @@ def _verify_block(block: Block, path: str, parent_idxs: Sequence[str], scope: di
                 _check_bounds(ctx, info, f"special {s.name} output", info.ref.shape)
         elif isinstance(s, Block):
             _verify_block(s, f"{path}/{s.name or n}", names, refs, ctx)
+        elif isinstance(s, Barrier):
+            pass    # placement checked by _check_barriers
         else:
             raise _fail(path, f"statement {n} is not a Stripe statement: {s!r}")
     for r in block.refs:
@@ -358,3 +361,19 @@ def verify(program: Program) -> None:
         scope[b.name] = _RefInfo(fake, [], b.dtype, b.strides, "in" if b.kind == "in" else "inout", None,
                                  len(b.shape), f"buffer {b.name!r}")
     _verify_block(program.entry, program.entry.name or "entry", (), scope, None)
+    _check_barriers(program.entry, program.entry.name or "entry", False)
+
+
+def _check_barriers(block: Block, path: str, in_group: bool, in_items: bool = False) -> None:
+    """A barrier must be reached by every work-item of a group: it sits in a block
+    inside a ``workgroups`` block and outside any ``items_<n>`` block (whose
+    iterations are spread over the work-items)."""
+    in_items = in_items or any(t.startswith("items_") for t in block.tags)
+    in_group = in_group or "workgroups" in block.tags
+    for n, s in enumerate(block.stmts):
+        if isinstance(s, Barrier) and (in_items or not in_group):
+            where = "inside an items_<n> block" if in_items else "outside any workgroups block"
+            raise _fail(path, f"statement {n} is a barrier {where}; a barrier must be "
+                              f"reached by all work-items of a group")
+        if isinstance(s, Block):
+            _check_barriers(s, f"{path}/{s.name or n}", in_group, in_items)

@@ -8,8 +8,10 @@ kernel cache directory (``<cache>/opencl/<sha256>.bin``). Equations without a lo
 with their ``impl``. Values move lazily: a value lives where it was made (device
 buffer or host array) and is copied only when a step on the other side reads it, so
 consecutive kernels never leave the device; ``as_text("kernels")`` says which host
-steps copy what. Arguments are uploaded once per call and outputs downloaded at the
-end of the call.
+steps copy what. Called through ``jit``, arguments that are already on the device
+(:class:`~plait.backends.opencl.array.OpenCLArray`) are used in place, others are
+uploaded once, and outputs stay on the device as OpenCLArrays (:meth:`call_arrays`);
+called directly, the executable takes and returns host arrays.
 """
 from __future__ import annotations
 
@@ -22,14 +24,17 @@ from dataclasses import replace
 import numpy as np
 
 from plait.backends.native.partition import HostStep, KernelStep, partition
+from plait.backends.opencl.array import OpenCLArray, download, upload
 from plait.backends.opencl.device import Device, opencl_device
 from plait.codegen.opencl_c import KernelSet, needs_fp64, prelude, render_kernels
 from plait.config import config
+from plait.core.trace import concrete_value
 from plait.core.graph import (ClosedGraph, Literal, reset_graph_runner, set_graph_runner)
 from plait.core.printer import pp_graph
 from plait.errors import CompileError, PlaitValueError
 from plait.passes.inline import inline
 from plait.runtime import kernel_cache
+from plait.runtime.array import Array
 from plait.stripe import lower as stripe_lower
 from plait.stripe.ir import np_dtype
 from plait.stripe.passes import run_passes
@@ -103,7 +108,7 @@ class OpenCLExecutable:
         self.cl_kernels = {la.name: dev.cl.Kernel(self.program, la.name) for k in kernels
                            for la in k.kernels.launches}
         self.consts = [np.asarray(getattr(c, "_value", c)) for c in self.closed.consts]
-        self.transfers = {"to_device": 0, "to_host": 0}     # counts, for tests and tuning
+        self.transfers = dev.transfers      # the device's copy counts (tests, tuning)
         self._last = self._last_uses()
 
     def _last_uses(self) -> dict:
@@ -119,20 +124,12 @@ class OpenCLExecutable:
     # --- moving values ---------------------------------------------------------------
     def _on_device(self, v: _Value):
         if v.dev is None:
-            cl = self.dev.cl
-            a = np.ascontiguousarray(v.host)
-            v.dev = cl.Buffer(self.dev.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
-                              hostbuf=a if a.nbytes else np.zeros(1, np.uint8))
-            self.transfers["to_device"] += 1
+            v.dev = upload(self.dev, v.host)
         return v.dev
 
     def _on_host(self, v: _Value) -> np.ndarray:
         if v.host is None:
-            out = np.empty(v.aval.shape, v.aval.dtype)
-            if out.nbytes:
-                self.dev.cl.enqueue_copy(self.dev.queue, out, v.dev)
-            v.host = out
-            self.transfers["to_host"] += 1
+            v.host = download(self.dev, v.dev, v.aval.shape, v.aval.dtype)
         return v.host
 
     def _new_buffer(self, nbytes: int):
@@ -141,11 +138,42 @@ class OpenCLExecutable:
 
     # --- running ---------------------------------------------------------------------
     def __call__(self, *args) -> list:
+        """Run on host arrays; the outputs come back as host arrays."""
+        env = self._run([_Value(v.aval, host=np.asarray(x))
+                         for v, x in zip(self.closed.graph.invars, args)], len(args))
+        return [np.asarray(a.val) if isinstance(a, Literal) else self._on_host(env[a])
+                for a in self.closed.graph.outvars]
+
+    def call_arrays(self, args: list, weak: list) -> list:
+        """Run on plait arrays (or host values): arguments on this device are used in
+        place; the outputs stay on the device as OpenCLArrays (weak-typed by ``weak``)."""
         g = self.closed.graph
-        if len(args) != len(g.invars):
-            raise TypeError(f"executable takes {len(g.invars)} arguments, got {len(args)}")
-        env = {v: _Value(v.aval, host=np.asarray(x))
-               for v, x in zip(g.constvars + g.invars, self.consts + list(args))}
+        vals = []
+        for v, x in zip(g.invars, args):
+            buf = x.buffer_for(self.dev) if isinstance(x, OpenCLArray) else None
+            vals.append(_Value(v.aval, dev=buf) if buf is not None
+                        else _Value(v.aval, host=concrete_value(x)))
+        env = self._run(vals, len(args))
+        outs = []
+        for a, w in zip(g.outvars, weak):
+            if isinstance(a, Literal):
+                outs.append(Array(np.asarray(a.val), w))
+                continue
+            v = env[a]
+            host = v.host
+            if host is not None and (host.base is not None or any(host is x for x in args)):
+                host = np.array(host)       # plait arrays never share a caller's memory
+            outs.append(Array(host, w) if v.dev is None else
+                        OpenCLArray(v.dev, v.aval.shape, v.aval.dtype, w, self.dev, host))
+        return outs
+
+    def _run(self, vals: list, nargs: int) -> dict:
+        """Run every step; the environment holding the outputs."""
+        g = self.closed.graph
+        if nargs != len(g.invars):
+            raise TypeError(f"executable takes {len(g.invars)} arguments, got {nargs}")
+        env = {v: _Value(v.aval, host=x) for v, x in zip(g.constvars, self.consts)}
+        env.update(zip(g.invars, vals))
         keep = set(g.outvars)
         for n, st in enumerate(self.steps):
             if isinstance(st, _DeviceKernel):
@@ -154,8 +182,7 @@ class OpenCLExecutable:
                 self._run_host(st, env)
             for v in [v for v, k in self._last.items() if k == n and v not in keep]:
                 env.pop(v, None)
-        return [np.asarray(a.val) if isinstance(a, Literal) else self._on_host(env[a])
-                for a in g.outvars]
+        return env
 
     def _run_kernel(self, k: _DeviceKernel, env: dict) -> None:
         bufs = []
@@ -173,7 +200,8 @@ class OpenCLExecutable:
         for launch in k.kernels.launches:
             scratch = [self._new_buffer(n * np_dtype(dt).itemsize) for dt, n in launch.scratch]
             self.cl_kernels[launch.name](self.dev.queue, launch.global_size,
-                                         tuple(launch.group) or None, *bufs, *scratch)
+                                         tuple(launch.group) or None,
+                                         *launch.arguments(bufs, scratch))
 
     def _run_host(self, st: HostStep, env: dict) -> None:
         e = st.eqn
@@ -217,7 +245,22 @@ class OpenCLExecutable:
         back = sum(1 for a in st.eqn.inputs if a in made_on_device)
         moves = (f"copies {back} input{'s' if back != 1 else ''} device->host"
                  if back else "no copy in")
-        return f"host: {st.eqn.prim.name} ({moves}; results copied to the device when a kernel reads them)"
+        return (f"host: {st.eqn.prim.name} ({moves}; results copied to the device when a "
+                f"kernel reads them){self._why_host(st.eqn)}")
+
+    def _why_host(self, e) -> str:
+        """Why an equation runs on the host, when a dtype the device lacks is the reason."""
+        names = {"f16": ("float16", "cl_khr_fp16"), "f64": ("float64", "cl_khr_fp64")}
+        dts = {np.dtype(v.aval.dtype) for v in list(e.inputs) + list(e.outputs)
+               if hasattr(v.aval, "dtype")}
+        for sdt in self.dev.target.unsupported_dtypes:
+            if sdt in names and np_dtype(sdt) in dts:
+                what, ext = names[sdt]
+                if ext in self.dev.device.extensions:   # float16 with cl_khr_fp16
+                    return f" [{what}: no OpenCL rendering of {what} yet, so it runs on the host]"
+                return (f" [{what}: device {self.dev.device.name.strip()!r} has no {ext}, "
+                        f"so {what} runs on the host]")
+        return ""
 
 
 _OPTIONS = "-w"     # no warnings: the NaN self-comparisons are intended

@@ -16,6 +16,7 @@ from plait.stripe.passes.autotile import autotile_pass
 from plait.stripe.passes.boundary import boundary_pass
 from plait.stripe.passes.elide_init import elide_init_pass
 from plait.stripe.passes.fuse import fuse_pass
+from plait.stripe.passes.local_tiles import local_tiles_pass
 from plait.stripe.passes.localize import localize_pass
 from plait.stripe.passes.partition import partition_pass
 from plait.stripe.passes.place import place_pass
@@ -33,6 +34,7 @@ PASSES = {
     "boundary": boundary_pass,
     "partition": partition_pass,
     "threads": threads_pass,
+    "local_tiles": local_tiles_pass,
     "place": place_pass,
 }
 

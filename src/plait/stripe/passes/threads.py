@@ -72,9 +72,13 @@ def threads_pass(program: Program, target, dims: int = 2,
 
 
 def launch_shape(block: Block) -> tuple[tuple, tuple]:
-    """``(ranges, group)`` of a tagged block's work-item dimensions (``((), ())`` if none)."""
+    """``(ranges, group)`` of a tagged block's work-item dimensions (``((), ())`` if none);
+    a ``workgroups`` block's indexes count groups, so its ranges are in work-items."""
     n = next((int(t[8:]) for t in block.tags if t.startswith("threads_")), 0)
     g = next((tuple(int(x) for x in t[6:].split("x")) for t in block.tags
-              if t.startswith("group_")), ())
+              if t.startswith("group_")), ())[:n]
     loops = [i for i in block.idxs if not (i.range == 1 and i.affine is not None)]
-    return tuple(i.range for i in loops[:n]), g[:n]
+    ranges = tuple(i.range for i in loops[:n])
+    if "workgroups" in block.tags:
+        ranges = tuple(r * s for r, s in zip(ranges, g))
+    return ranges, g

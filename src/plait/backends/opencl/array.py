@@ -1,0 +1,109 @@
+"""Arrays whose value lives in an OpenCL device buffer.
+
+An opencl executable returns its outputs as :class:`OpenCLArray`: a ``plait.Array``
+that knows its device and holds the device buffer. Feeding one to the next call of an
+opencl executable on the same device passes the buffer (no copy); the value comes to
+the host once, the first time anything asks for it (``np.asarray``, printing,
+``item()``, an eager NumPy-style op, another backend), and is kept there too.
+``block_until_ready()`` waits for the device without copying. Buffers are never
+written after the kernel that made them finishes, so arrays may share one.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from plait.core.aval import ShapedArray
+from plait.runtime.array import Array, _Deleted
+
+_HOST = Array.__dict__["_value"]        # the slot holding the host copy (None: not yet)
+
+
+class OpenCLArray(Array):
+    """A plait Array on an OpenCL device (see the module docstring)."""
+
+    __slots__ = ("_buf", "_dev")
+
+    def __init__(self, buf, shape: tuple, dtype, weak_type: bool, dev, host=None):
+        _HOST.__set__(self, host)
+        self.weak_type = weak_type
+        self._aval = ShapedArray(tuple(shape), np.dtype(dtype), weak_type)
+        self._buf, self._dev = buf, dev
+
+    @property
+    def _value(self) -> np.ndarray:
+        """The host copy, made by the first use that needs it (one counted transfer)."""
+        v = _HOST.__get__(self)
+        if v is None:
+            v = download(self._dev, self._buf, self._aval.shape, self._aval.dtype)
+            v.flags.writeable = False
+            _HOST.__set__(self, v)
+        return v
+
+    @_value.setter
+    def _value(self, v) -> None:        # delete(): the buffer goes too
+        _HOST.__set__(self, v)
+        self._buf = None
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: len(self.aval.shape))
+    size = property(lambda self: int(np.prod(self.aval.shape, dtype=np.int64)))
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    def devices(self) -> set:
+        return {self._dev.plait_device}
+
+    @property
+    def device(self):
+        return self._dev.plait_device
+
+    def is_deleted(self) -> bool:
+        return type(_HOST.__get__(self)) is _Deleted
+
+    def on_device(self) -> bool:
+        """Whether the value is (still) in a device buffer."""
+        return self._buf is not None
+
+    def on_host(self) -> bool:
+        """Whether a host copy has been made."""
+        return isinstance(_HOST.__get__(self), np.ndarray)
+
+    def buffer_for(self, dev):
+        """The device buffer, if this array lives on ``dev`` (else None)."""
+        return self._buf if dev is self._dev else None
+
+    def block_until_ready(self) -> "OpenCLArray":
+        """Wait until the device has computed the value (no copy); returns self."""
+        self._dev.queue.finish()
+        return self
+
+
+def download(dev, buf, shape: tuple, dtype) -> np.ndarray:
+    """The host copy of a device buffer (counted in ``dev.transfers``)."""
+    out = np.empty(shape, dtype)
+    if out.nbytes:
+        dev.cl.enqueue_copy(dev.queue, out, buf)
+    dev.transfers["to_host"] += 1
+    return out
+
+
+def upload(dev, value: np.ndarray):
+    """A new device buffer holding ``value`` (counted in ``dev.transfers``)."""
+    cl = dev.cl
+    a = np.ascontiguousarray(value)
+    dev.transfers["to_device"] += 1
+    return cl.Buffer(dev.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                     hostbuf=a if a.nbytes else np.zeros(1, np.uint8))
+
+
+def put(x, dev) -> OpenCLArray:
+    """``device_put(x, opencl device)``: ``x`` as an array on ``dev``."""
+    if isinstance(x, OpenCLArray) and x.buffer_for(dev) is not None:
+        return x
+    from plait.runtime.array import device_put
+    host = device_put(x)        # the canonical host array (dtype rules, lazy arrays...)
+    v = np.asarray(host)
+    return OpenCLArray(upload(dev, v), v.shape, v.dtype, host.weak_type, dev, host=v)
