@@ -98,3 +98,23 @@ def test_complex_stays_a_host_step():
     jf = plait.jit(lambda a: L.cholesky(a), backend="native")
     assert "host: cholesky" in jf.lower(a).compile().as_text("kernels")
     np.testing.assert_allclose(np.asarray(jf(a)), np.sqrt(2) * np.eye(3))
+
+
+def test_native_calls_across_copy_tiles():
+    """Matrices larger than the 32 x 32 tiles of the row-/column-major copies around
+    LAPACK (square, tall, wide; partial edge tiles) against the reference backend."""
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((2, 45, 45))
+    sym = a + a.swapaxes(-1, -2)
+    rect = rng.standard_normal((2, 70, 37))
+    b = rng.standard_normal((2, 45, 3))
+
+    def f(a, sym, rect, b):
+        return [*L.lu(a), *L.lu(rect), *L.lu(rect.mT), pnp.linalg.solve(a, b),
+                *L.eigh(sym), *L.svd(rect), *L.svd(rect.mT, full_matrices=False),
+                *L.qr(rect), *L.qr(rect.mT, full_matrices=False)]
+    jn = plait.jit(f, backend="native")
+    assert "host" not in jn.lower(a, sym, rect, b).compile().as_text("kernels")
+    got, want = jn(a, sym, rect, b), plait.jit(f, backend="interp")(a, sym, rect, b)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-10, atol=1e-10)
