@@ -110,7 +110,9 @@ def test_native_calls_across_copy_tiles():
     b = rng.standard_normal((2, 45, 3))
 
     def f(a, sym, rect, b):
+        wide = pnp.concatenate([b] * 4, axis=-1)     # 12 columns: rows permuted by P @ b
         return [*L.lu(a), *L.lu(rect), *L.lu(rect.mT), pnp.linalg.solve(a, b),
+                pnp.linalg.solve(a, wide),
                 *L.eigh(sym), *L.svd(rect), *L.svd(rect.mT, full_matrices=False),
                 *L.qr(rect), *L.qr(rect.mT, full_matrices=False)]
     jn = plait.jit(f, backend="native")
@@ -118,3 +120,14 @@ def test_native_calls_across_copy_tiles():
     got, want = jn(a, sym, rect, b), plait.jit(f, backend="interp")(a, sym, rect, b)
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-10, atol=1e-10)
+
+
+def test_solve_permutes_few_columns_without_a_product():
+    """A solve with one right-hand side permutes its rows by a fused select-and-sum,
+    not by a product with an n x n permutation matrix (n² memory traffic)."""
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((40, 40)), rng.standard_normal(40)
+    jf = plait.jit(pnp.linalg.solve, backend="native")
+    plan = jf.lower(a, b).compile().as_text("kernels")
+    assert "dot_general" not in plan, plan
+    np.testing.assert_allclose(np.asarray(jf(a, b)), np.linalg.solve(a, b), rtol=1e-10)
