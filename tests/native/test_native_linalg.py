@@ -131,3 +131,22 @@ def test_solve_permutes_few_columns_without_a_product():
     plan = jf.lower(a, b).compile().as_text("kernels")
     assert "dot_general" not in plan, plan
     np.testing.assert_allclose(np.asarray(jf(a, b)), np.linalg.solve(a, b), rtol=1e-10)
+
+
+def test_one_column_solve_gradient_has_no_outer_product_gemm():
+    """The matrix gradient of a one-column triangular solve, ``-(L⁻ᵀ g) xᵀ`` on the
+    triangle, is an elementwise outer product fused with its neighbours, not a GEMM
+    call over a contraction of size 1; its value against the closed form."""
+    rng = np.random.default_rng(4)
+    n = 30
+    lt = np.tril(rng.standard_normal((n, n))) + n * np.eye(n)
+    b = rng.standard_normal((n, 1))
+    w = rng.standard_normal((n, 1))
+
+    def f(lt):
+        return pnp.sum(w * L.triangular_solve(lt, b, left_side=True, lower=True))
+    jg = plait.jit(plait.grad(f), backend="native")
+    assert "dot_general" not in jg.lower(lt).as_text("graph")
+    x = np.linalg.solve(lt, b)
+    want = np.tril(-np.linalg.solve(lt.T, w) @ x.T)
+    np.testing.assert_allclose(np.asarray(jg(lt)), want, rtol=1e-10, atol=1e-13)
