@@ -120,9 +120,16 @@ def _H(x):
 
 
 def _mm(a, b):
-    """Batched matrix product of ``(..., m, k)`` and ``(..., k, n)`` (same batch dims)."""
+    """Batched matrix product of ``(..., m, k)`` and ``(..., k, n)`` (same batch dims).
+    With one column (``n == 1``), a broadcast product summed over ``k``: elementwise,
+    so it fuses with its neighbours, and so does its transpose for ``a`` (the outer
+    product ``ct xᵀ`` of a solve's gradient), which as a contraction over a size-1
+    axis would be a GEMM call writing an ``m x k`` matrix of its own."""
     nd = _ndim(a)
     batch = tuple(range(nd - 2))
+    if _shape(b)[-1] == 1 and _shape(a)[-1] > 1:
+        row = _broadcast_in_dim(_swap(b), _shape(a), batch + (nd - 2, nd - 1))
+        return _col(_reduce_sum(_ew.mul(a, row), (nd - 1,)), 1)
     return _dot_general(a, b, (((nd - 1,), (nd - 2,)), (batch, batch)))
 
 

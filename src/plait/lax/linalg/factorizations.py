@@ -11,6 +11,7 @@ from plait.lax._base import (standard_primitive as _standard_primitive,
 from plait.lax._ad_helpers import Zero as _Zero, tangent_aval as _tangent_aval
 from plait.lax._batch_helpers import move_batch_dim as _move_batch_dim
 from plait.lax import elementwise as _ew
+from plait.lax.reductions import reduce_sum as _reduce_sum
 from plait.lax.shape_ops import (broadcast_in_dim as _broadcast_in_dim,
                                  broadcasted_iota as _broadcasted_iota)
 from plait.lax.linalg._common import (_band_mask, _batch_unary, _check_matrix, _convert,
@@ -197,11 +198,32 @@ def lu_pivots_to_permutation(pivots, permutation_size: int):
     return _lu_pivots_to_permutation_np(_np.asarray(pivots), int(permutation_size))
 
 
+# Up to this many right-hand sides the rows of ``b`` are permuted by a fused
+# compare-select-sum; beyond, by a product with the permutation matrix.
+_SELECT_RHS = 8
+
+
+def _permute_rows(perm, b):
+    """``(P b)[..., i, :] = b[..., perm[i], :]`` without a gather (a gather would be a
+    host step). Few columns: one fused select-and-sum over ``(..., i, j, k)``, never
+    materializing ``P`` (its n² entries cost more memory traffic than the n² k
+    compares); many: a product with ``P`` (a native contraction)."""
+    s = _shape(b)
+    nb, (m, k) = len(s) - 2, s[-2:]
+    if k > _SELECT_RHS:
+        return _mm(_perm_matrix(perm, _dtype(b)), b)
+    batch = tuple(range(nb))
+    shape = s[:-2] + (m, m, k)
+    p = _broadcast_in_dim(perm, shape, batch + (nb,))
+    j = _broadcasted_iota(_dtypes.int32, shape, nb + 1)
+    bb = _broadcast_in_dim(b, shape, batch + (nb + 1, nb + 2))
+    return _reduce_sum(_ew.select(_ew.eq(p, j), bb, _zeros_like(bb)), (nb + 1,))
+
+
 def lu_solve(lu_, permutation, b):
     """``a⁻¹ b`` from ``lu(a)``'s ``lu`` and ``permutation``; ``b`` of shape
-    ``(..., n, k)`` with ``a``'s batch dims. The rows are permuted by a product with
-    the permutation matrix (a native contraction; a gather would be a host step)."""
-    pb = _mm(_perm_matrix(permutation, _dtype(b)), b)
+    ``(..., n, k)`` with ``a``'s batch dims."""
+    pb = _permute_rows(permutation, b)
     y = triangular_solve(lu_, pb, left_side=True, lower=True, unit_diagonal=True)
     return triangular_solve(lu_, y, left_side=True, lower=False)
 
