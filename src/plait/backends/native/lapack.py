@@ -49,14 +49,14 @@ typedef void (*plait_trsm_t)(char *, char *, char *, char *, int *, int *, void 
 typedef void (*plait_trsv_t)(char *, char *, char *, int *, void *, int *, void *, int *);
 /* d[i + j*ld] = s[i*c + j] for an r x c row-major s: by 32 x 32 tiles, so a large
    matrix's strided side stays in cache (a plain double loop misses on every write) */
-#define PLAIT_TRANSPOSE(NAME, T) \
+#define plait_def_transpose(NAME, T) \
 static void NAME(const T *s, T *d, int r, int c, int ld) {{ \
   for (int i0 = 0; i0 < r; i0 += 32) for (int j0 = 0; j0 < c; j0 += 32) {{ \
     int i1 = i0 + 32 < r ? i0 + 32 : r, j1 = j0 + 32 < c ? j0 + 32 : c; \
     for (int i = i0; i < i1; ++i) for (int j = j0; j < j1; ++j) \
       d[i + (int64_t)j * ld] = s[(int64_t)i * c + j]; }} }}
-PLAIT_TRANSPOSE(plait_transpose_float, float)
-PLAIT_TRANSPOSE(plait_transpose_double, double)
+plait_def_transpose(plait_transpose_float, float)
+plait_def_transpose(plait_transpose_double, double)
 """
 
 _POINTERS: list | None = None

@@ -63,6 +63,11 @@ class TieredExecutable:
     """An executable whose calls run on the interpreter until the native executable
     is built on the background thread, then on the native one."""
 
+    # jit asks every executable for a device-resident call path (OpenCL has one); the
+    # native executable has none, and asking must not wait for the build (attributes
+    # not defined here are the native executable's, so looking them up waits)
+    call_arrays = None
+
     def __init__(self, closed: ClosedGraph, fast: Callable[..., list],
                  build: Callable[[ClosedGraph], object]):
         self.closed = closed
