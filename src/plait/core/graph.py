@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextvars
 import itertools
+import weakref
 from typing import Any, Sequence
 
 import numpy as np
@@ -149,6 +150,18 @@ def closure_convert(closed: ClosedGraph) -> Graph:
     """A graph whose const vars became leading input vars (consts passed as operands)."""
     g = closed.graph
     return Graph([], g.constvars + g.invars, g.eqns, g.outvars, g.name)
+
+
+_CONVERTED: "weakref.WeakKeyDictionary[ClosedGraph, Graph]" = weakref.WeakKeyDictionary()
+
+
+def closure_convert_cached(closed: ClosedGraph) -> Graph:
+    """``closure_convert(closed)``, memoized per closed graph, so the graphs derived from
+    it (jvp, transpose, batch) and its compiles are reused across calls."""
+    g = _CONVERTED.get(closed)
+    if g is None:
+        g = _CONVERTED[closed] = closure_convert(closed)
+    return g
 
 
 def eval_graph(graph: Graph, consts: Sequence, *args) -> list:

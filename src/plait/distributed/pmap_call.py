@@ -28,7 +28,7 @@ import numpy as np
 
 from plait.core import named_axes
 from plait.core.ad_util import Zero, is_undefined_primal
-from plait.core.graph import ClosedGraph, Graph, closure_convert
+from plait.core.graph import ClosedGraph, Graph, closure_convert_cached
 from plait.core.graph_transforms import graph_transform
 from plait.core.primitive import new_primitive
 from plait.errors import PlaitTypeError
@@ -78,23 +78,13 @@ pmap_call_p.def_impl(_impl)
 def call(closed: ClosedGraph | Graph, args, mapped, **params) -> list:
     """Bind ``pmap_call`` on ``closed`` (its consts become broadcast leading operands)."""
     if isinstance(closed, ClosedGraph):
-        g = _converted(closed)
+        g = closure_convert_cached(closed)
         args, mapped = list(closed.consts) + list(args), \
             (False,) * len(closed.consts) + tuple(mapped)
     else:
         g = closed
     return pmap_call_p.bind(*args, graph=g, mapped=tuple(mapped), **params)
 
-
-_CONVERTED: "weakref.WeakKeyDictionary[ClosedGraph, Graph]" = weakref.WeakKeyDictionary()
-
-
-def _converted(closed: ClosedGraph) -> Graph:
-    """``closure_convert(closed)``, memoized so derived graphs and compiles are reused."""
-    g = _CONVERTED.get(closed)
-    if g is None:
-        g = _CONVERTED[closed] = closure_convert(closed)
-    return g
 
 
 def _bound(params):

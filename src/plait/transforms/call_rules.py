@@ -8,11 +8,10 @@ not retrace. Sub-graphs with consts get them as leading operands.
 """
 from __future__ import annotations
 
-import weakref
 
 from plait.core.ad_util import Zero, is_undefined_primal
 from plait.core.call import jit_call_p
-from plait.core.graph import ClosedGraph, Graph, closure_convert
+from plait.core.graph import ClosedGraph, closure_convert_cached
 from plait.lax._ad_helpers import tangent_aval
 from plait.transforms.ad import jvp_graph
 from plait.transforms.partial_eval import partial_eval_graph
@@ -21,18 +20,8 @@ from plait.transforms.transpose import transpose_graph
 
 def call_closed(closed: ClosedGraph, args, name: str) -> list:
     """Bind ``jit_call`` on a closed graph (its consts become leading operands)."""
-    return jit_call_p.bind(*closed.consts, *args, graph=_converted(closed), name=name)
+    return jit_call_p.bind(*closed.consts, *args, graph=closure_convert_cached(closed), name=name)
 
-
-_CONVERTED: "weakref.WeakKeyDictionary[ClosedGraph, Graph]" = weakref.WeakKeyDictionary()
-
-
-def _converted(closed: ClosedGraph) -> Graph:
-    """``closure_convert(closed)``, memoized so the callee's compile cache hits."""
-    g = _CONVERTED.get(closed)
-    if g is None:
-        g = _CONVERTED[closed] = closure_convert(closed)
-    return g
 
 
 def _jit_call_jvp(primals, tangents, *, graph, name):

@@ -22,7 +22,8 @@ from plait.lax.contractions import conv_general_dilated_p
 from plait.stripe.targets import Target
 
 
-def _strides(shape) -> list[int]:
+def row_major_strides(shape) -> list[int]:
+    """Element strides of a C-contiguous array of ``shape``."""
     out, s = [], 1
     for d in reversed(shape):
         out.append(s)
@@ -48,7 +49,7 @@ def conv_view(eqn) -> tuple | None:
     if 0 in lhs.shape or 0 in rhs.shape or 0 in out.shape:
         return None
     ls, rs, os_ = p["dimension_numbers"]
-    xs, ws, ys = _strides(lhs.shape), _strides(rhs.shape), _strides(out.shape)
+    xs, ws, ys = row_major_strides(lhs.shape), row_major_strides(rhs.shape), row_major_strides(out.shape)
 
     def spatial(spec, shape, strides):
         """(sizes, strides) of the two spatial dims, a unit one first for 1-d."""

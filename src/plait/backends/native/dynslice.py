@@ -17,15 +17,8 @@ import math
 import numpy as np
 
 from plait.backends.native.cprogram import CProgram, storage_type
+from plait.backends.native.conv import row_major_strides
 from plait.lax.shape_ops import dynamic_slice_p, dynamic_update_slice_p
-
-
-def _strides(shape) -> list[int]:
-    out, s = [], 1
-    for d in reversed(shape):
-        out.append(s)
-        s *= d
-    return out[::-1]
 
 
 def _cut(shape, sizes) -> int:
@@ -62,7 +55,7 @@ def _block_copy(shape, sizes, itemsize: int, big: str, small: str, to_big: bool)
         return [f"  memcpy({big if to_big else small}, {small if to_big else big}, {itemsize});"]
     cut = _cut(shape, sizes)
     run = math.prod(sizes[cut:]) * itemsize
-    bst, sst = _strides(shape), _strides(sizes)
+    bst, sst = row_major_strides(shape), row_major_strides(sizes)
     off_big = [f"s{cut} * {bst[cut]}"] + [f"(s{j} + i{j}) * {bst[j]}" for j in range(cut)]
     off_small = ["0"] + [f"i{j} * {sst[j]}" for j in range(cut)]
     b = f"(char *){big} + ({' + '.join(off_big)}) * {itemsize}"
