@@ -77,7 +77,9 @@ def _child(seed):
     return _close(_gemm(A, B), A, B)
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="fork start method")
+@pytest.mark.skipif(sys.platform != "linux",
+                    reason="needs the fork start method, which only Linux offers safely "
+                           "(Windows has none; macOS forbids fork after threads start)")
 def test_pool_in_a_forked_child():
     """A child forked after the pool's helpers started has none; it starts its own."""
     assert _child(1)                              # the parent's helpers are running

@@ -72,7 +72,8 @@ def helpers_lib(tmp_path_factory):
     ``plait_vm_<name>(x, y, n)`` the compiler auto-vectorizes like a kernel loop."""
     tc = toolchain.find_toolchain()
     if tc is None:
-        pytest.skip("no C compiler")
+        pytest.skip("no C compiler on this machine: the helpers are C, compiled as the "
+                    "native backend compiles kernels (CI installs gcc)")
     chunks = dict.fromkeys(c for fn in _vecmath_c.HELPERS for c in _vecmath_c.HELPERS[fn])
     loops = "".join(f"void plait_vm_{fn}(const float *restrict x, float *restrict y, long n)"
                     f" {{ for (long i = 0; i < n; i++) y[i] = plait_{fn}f(x[i]); }}\n"

@@ -61,18 +61,26 @@ class InterpExecutable:
         return None
 
     def __call__(self, *args) -> list:
+        return self.run(args, self.steps)
+
+    def run(self, args, steps, frees=None) -> list:
+        """Run ``steps`` (this executable's, or a variant with other impls) on ``args``;
+        ``frees[i]``, when given, lists the slots dropped after step ``i``."""
         if len(args) != self.n_in:
             raise TypeError(f"executable takes {self.n_in} arguments, got {len(args)}")
         env = list(self._env)
         nc = len(self.consts)
         env[nc:nc + len(args)] = args
-        for st in self.steps:
+        for i, st in enumerate(steps):
             r = st.impl(*[env[s] for s in st.reads], **st.params)
             if st.multiple_results:
                 for o, x in zip(st.writes, r):
                     env[o] = x if type(x) is np.ndarray else np.asarray(x)
             else:
                 env[st.writes[0]] = r if type(r) is np.ndarray else np.asarray(r)
+            if frees is not None:
+                for s in frees[i]:
+                    env[s] = None
         return [env[s] for s in self.out]
 
     def as_text(self) -> str:

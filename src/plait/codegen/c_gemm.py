@@ -408,6 +408,18 @@ def _conv_source(b: Blocking, im2col_bytes: int, oom_where: int) -> str:
     """``plait_conv_<s|d>``: a 2-d convolution as GEMMs over im2col row chunks."""
     x, t = b.suffix, b.ctype
     return f"""
+/* one im2col pixel: x's C channels at (ih, iw) of image xb into o, zeros outside */
+static inline void pixel_{x}({t} *o, const {t} *xb, int64_t ih, int64_t iw, int64_t H,
+                             int64_t W, int64_t C, int64_t sxh, int64_t sxw, int64_t sxc) {{
+  if (ih < 0 || ih >= H || iw < 0 || iw >= W) {{
+    for (int64_t ci = 0; ci < C; ++ci) o[ci] = 0;
+  }} else {{
+    const {t} *src = xb + ih * sxh + iw * sxw;
+    if (sxc == 1) memcpy(o, src, sizeof({t}) * (size_t)C);
+    else for (int64_t ci = 0; ci < C; ++ci) o[ci] = src[ci * sxc];
+  }}
+}}
+
 /* plait_conv when the batch dimension of x is its contiguous one and y's rows (oh, ow,
    b) are one stride (a weight gradient in NHWC: "batch" is the input channel): the
    columns (ci, kh, kw) of im2col are gathered as rows of contiguous batch runs, in
@@ -532,14 +544,7 @@ static int64_t conv_one_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *
           }}
           for (int64_t kw = 0; kw < KW; ++kw) {{
             int64_t iw = ow * sw - pw + kw * dw;
-            {t} *o = row + (kh * KW + kw) * C;
-            if (ih < 0 || ih >= H || iw < 0 || iw >= W) {{
-              for (int64_t ci = 0; ci < C; ++ci) o[ci] = 0;
-            }} else {{
-              const {t} *src = X + bi * sxb + ih * sxh + iw * sxw;
-              if (sxc == 1) memcpy(o, src, sizeof({t}) * (size_t)C);
-              else for (int64_t ci = 0; ci < C; ++ci) o[ci] = src[ci * sxc];
-            }}
+            pixel_{x}(row + (kh * KW + kw) * C, X + bi * sxb, ih, iw, H, W, C, sxh, sxw, sxc);
           }}
         }}
       }}
@@ -632,14 +637,8 @@ static int64_t conv_phase_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t}
             int64_t ih = (oh * sh - ph + khs[th] * dh) / lh;
             for (int64_t tw = 0; tw < ntw; ++tw) {{
               int64_t iw = (ow * sw - pw + kws[tw] * dw) / lw;
-              {t} *o = row + (th * ntw + tw) * C;
-              if (ih < 0 || ih >= H || iw < 0 || iw >= W) {{
-                for (int64_t ci = 0; ci < C; ++ci) o[ci] = 0;
-              }} else {{
-                const {t} *src = X + bi * sxb + ih * sxh + iw * sxw;
-                if (sxc == 1) memcpy(o, src, sizeof({t}) * (size_t)C);
-                else for (int64_t ci = 0; ci < C; ++ci) o[ci] = src[ci * sxc];
-              }}
+              pixel_{x}(row + (th * ntw + tw) * C, X + bi * sxb, ih, iw, H, W, C, sxh, sxw,
+                        sxc);
             }}
           }}
         }}

@@ -54,11 +54,11 @@ def _alive(pid: int) -> bool:
     except OSError:              # no /proc: ask the kernel
         try:
             os.kill(pid, 0)
+            return True
         except ProcessLookupError:
             return False
-        except OSError:
-            pass
-        return True
+        except OSError:          # EPERM: it exists, owned by another user
+            return True
 
 
 class _All:

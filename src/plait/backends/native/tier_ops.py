@@ -128,19 +128,4 @@ class FastTier:
                 self.frees[i].append(s)
 
     def __call__(self, *args) -> list:
-        exe = self.exe
-        if len(args) != exe.n_in:
-            raise TypeError(f"executable takes {exe.n_in} arguments, got {len(args)}")
-        env = list(exe._env)
-        nc = len(exe.consts)
-        env[nc:nc + len(args)] = args
-        for st, frees in zip(self.steps, self.frees):
-            r = st.impl(*[env[s] for s in st.reads], **st.params)
-            if st.multiple_results:
-                for o, x in zip(st.writes, r):
-                    env[o] = x if type(x) is np.ndarray else np.asarray(x)
-            else:
-                env[st.writes[0]] = r if type(r) is np.ndarray else np.asarray(r)
-            for s in frees:
-                env[s] = None
-        return [env[s] for s in exe.out]
+        return self.exe.run(args, self.steps, self.frees)
