@@ -30,6 +30,14 @@ static inline float plait_f32_pick(int c, float a, float b) {
   uint32_t m = -(uint32_t)(c != 0);
   return plait_f32_from_bits((plait_f32_bits(a) & m) | (plait_f32_bits(b) & ~m));
 }
+/* x clamped to [lo, hi] (NaN -> lo) as bit blends: a ?: clamp lets GCC's partial
+   redundancy elimination move the next multiply of the clamped value into one arm, and
+   without masked vector instructions (AVX2; AVX-512 has them) it cannot speculate that
+   possibly-trapping multiply back out of the branch, so the loop stays scalar */
+static inline float plait_f32_clamp(float x, float lo, float hi) {
+  float y = plait_f32_pick(x > lo, x, lo);
+  return plait_f32_pick(y < hi, y, hi);
+}
 /* 2^k for integer k in [-126, 127], built in the exponent bits */
 static inline float plait_f32_pow2(int32_t k) { return plait_f32_from_bits((uint32_t)(k + 127) << 23); }
 /* x = n ln2 + r, |r| <= ln2/2 (Cody-Waite, ln2 = hi + lo with hi exact in 15 bits, so
@@ -71,8 +79,8 @@ static inline float plait_log_core(float v, float kshift, float c) {
 
 EXP_C = r"""/* plait vecmath exp: float32 own polynomial, float64 libm */
 static inline float plait_expf(float x) {
-  float xc = x > -104.0f ? x : -104.0f;       /* NaN -> -104, masked below */
-  xc = xc < 89.0f ? xc : 89.0f;               /* overflows to inf past ~88.72 */
+  float xc = plait_f32_clamp(x, -104.0f, 89.0f);  /* NaN -> -104, masked below;
+                                                    overflows to inf past ~88.72 */
   return plait_f32_pick(x != x, x + x, plait_expf_core(xc));
 }
 static inline double plait_exp(double x) { return exp(x); }
@@ -84,8 +92,7 @@ EXPM1_C = r"""/* plait vecmath expm1: float32 own polynomial, float64 libm.
    2 (2^(n-1) expm1(r) + (2^(n-1) - 1/2)) so that n = 128 needs no infinite power and
    the doubling is exact; x = +-0 returns x (the sign of zero) */
 static inline float plait_expm1f(float x) {
-  float xc = x > -30.0f ? x : -30.0f;
-  xc = xc < 89.0f ? xc : 89.0f;
+  float xc = plait_f32_clamp(x, -30.0f, 89.0f);
   float n;
   float e = plait_expm1_poly(plait_exp_reduce(xc, &n));
   float h = plait_f32_pow2((int32_t)n - 1);
@@ -99,7 +106,7 @@ LOG_C = r"""/* plait vecmath log: float32 own polynomial, float64 libm; subnorma
    2^23 first */
 static inline float plait_logf(float x) {
   int sub = x < 0x1p-126f;
-  float y = plait_log_core(sub ? x * 0x1p23f : x, sub ? 23.0f : 0.0f, 0.0f);
+  float y = plait_log_core(plait_f32_pick(sub, x * 0x1p23f, x), sub ? 23.0f : 0.0f, 0.0f);
   float neg = x < 0.0f ? __builtin_nanf("") : -__builtin_inff();   /* log(+-0) = -inf */
   y = plait_f32_pick(x <= 0.0f, neg, y);
   return plait_f32_pick((x != x) | (x == __builtin_inff()), x + x, y);   /* NaN, +inf */
@@ -128,7 +135,7 @@ TANH_C = r"""/* plait vecmath tanh: float32 own polynomial, float64 libm.
    the sign of x copied on */
 static inline float plait_tanhf(float x) {
   float a = __builtin_fabsf(x);
-  float ac = a < 9.5f ? a : 9.5f;             /* NaN -> 9.5, masked below */
+  float ac = plait_f32_pick(a < 9.5f, a, 9.5f);   /* NaN -> 9.5, masked below */
   float n;
   float e = plait_expm1_poly(plait_exp_reduce(2.0f * ac, &n));
   float s = plait_f32_pow2((int32_t)n);
