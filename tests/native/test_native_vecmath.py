@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ctypes
 import os
+import platform
+import subprocess
 
 import numpy as np
 import pytest
@@ -66,6 +68,15 @@ def _check(name: str, x: np.ndarray, y: np.ndarray) -> None:
     assert err[worst] <= MAX_ULP[name], (name, x[fin][worst], err[worst])
 
 
+def _helpers_source() -> str:
+    """Every helper behind a loop ``plait_vm_<name>(x, y, n)``, as a kernel loop calls it."""
+    chunks = dict.fromkeys(c for fn in _vecmath_c.HELPERS for c in _vecmath_c.HELPERS[fn])
+    loops = "".join(f"void plait_vm_{fn}(const float *restrict x, float *restrict y, long n)"
+                    f" {{ for (long i = 0; i < n; i++) y[i] = plait_{fn}f(x[i]); }}\n"
+                    for fn in _vecmath_c.HELPERS)
+    return "#include <math.h>\n#include <stdint.h>\n" + "".join(chunks) + loops
+
+
 @pytest.fixture(scope="module")
 def helpers_lib(tmp_path_factory):
     """Every helper compiled as the native backend compiles kernels, behind a loop
@@ -74,11 +85,7 @@ def helpers_lib(tmp_path_factory):
     if tc is None:
         pytest.skip("no C compiler on this machine: the helpers are C, compiled as the "
                     "native backend compiles kernels (CI installs gcc)")
-    chunks = dict.fromkeys(c for fn in _vecmath_c.HELPERS for c in _vecmath_c.HELPERS[fn])
-    loops = "".join(f"void plait_vm_{fn}(const float *restrict x, float *restrict y, long n)"
-                    f" {{ for (long i = 0; i < n; i++) y[i] = plait_{fn}f(x[i]); }}\n"
-                    for fn in _vecmath_c.HELPERS)
-    src = "#include <math.h>\n#include <stdint.h>\n" + "".join(chunks) + loops
+    src = _helpers_source()
     d = tmp_path_factory.mktemp("vecmath")
     so = os.path.join(d, "vecmath.so")
     toolchain.build_shared_object(src, so, tc)
@@ -109,3 +116,29 @@ def test_cpu_routes_to_own_helpers_opencl_keeps_builtins():
         assert f"plait_{name}f(" in arith(name, ["x"], "f32", cpu=True)
         assert arith(name, ["x"], "f32") == f"{name}f(x)"
         assert f"float plait_{name}f(" in cpu and f"plait_{name}f" not in cl
+
+
+@pytest.mark.parametrize("march", ["x86-64-v3", "x86-64-v4"])   # AVX2+FMA; AVX-512
+def test_every_helper_loop_vectorizes(tmp_path, march):
+    """Each helper's loop auto-vectorizes with 256-bit vectors on AVX2 (no masked vector
+    instructions, so GCC cannot if-convert a possibly-trapping operation it moved into a
+    branch) as well as on AVX-512, compiled with the kernels' flags for that target."""
+    tc = toolchain.find_toolchain()
+    if tc is None or platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("needs a C compiler targeting x86-64 (the vectorization report is "
+                    "GCC's -fopt-info on x86-64 targets)")
+    if "clang" in tc.version.lower():
+        pytest.skip(f"the vectorization report is GCC's; the compiler is {tc.version}")
+    c = tmp_path / "vm.c"
+    c.write_text(_helpers_source())
+    flags = [f for f in tc.flags if not f.startswith("-march=")]
+    r = subprocess.run([tc.cc, *flags, f"-march={march}", "-mprefer-vector-width=256",
+                        "-fopt-info-vec-optimized", str(c), "-o", str(tmp_path / "vm.so")],
+                       capture_output=True, text=True, check=True)
+    lines = {}
+    for i, line in enumerate(c.read_text().splitlines(), 1):
+        if line.startswith("void plait_vm_"):
+            lines[line.split("(")[0].removeprefix("void plait_vm_")] = i
+    for name, ln in lines.items():
+        assert any(f"vm.c:{ln}:" in row and "loop vectorized using 32 byte" in row
+                   for row in r.stderr.splitlines()), (march, name, r.stderr)
