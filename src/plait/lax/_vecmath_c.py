@@ -7,8 +7,11 @@ all five (and ``logistic``'s exp). OpenCL kernels keep OpenCL's builtins.
 
 Each function is branch-free ``static inline`` C (range reduction, a polynomial,
 selects for the special values), with no table lookups, so GCC auto-vectorizes the
-kernel loops that call them inline at ``-O3``; selects whose arms hold a division are
-bit blends (``plait_f32_pick``), which GCC cannot turn back into a branch. The
+kernel loops that call them inline at ``-O3``; selects whose arms hold a division, and
+the clamps, are bit blends (``plait_f32_pick``), which GCC cannot turn back into a branch:
+a ``?:`` lets it move arithmetic into one arm, which on targets without masked vector
+instructions (AVX2) it cannot if-convert back, so the loop would stay scalar
+(``tests/native/test_native_vecmath.py`` checks x86-64-v3 and -v4). The
 polynomial coefficients are near-minimax fits derived by ``benchmarks/vecmath_fit.py``;
 the maximum ulp error of each function is measured over all 2^32 float32 inputs by
 ``benchmarks/vecmath_sweep.py`` and documented in ``docs/numpy-differences.md``. NaN,
