@@ -34,10 +34,10 @@ static inline float plait_f32_pick(int c, float a, float b) {
   return plait_f32_from_bits((plait_f32_bits(a) & m) | (plait_f32_bits(b) & ~m));
 }
 /* x clamped to [lo, hi], NaN kept (so it flows through to the result), as bit blends:
-   a ?: clamp lets GCC's partial
-   redundancy elimination move the next multiply of the clamped value into one arm, and
-   without masked vector instructions (AVX2; AVX-512 has them) it cannot speculate that
-   possibly-trapping multiply back out of the branch, so the loop stays scalar */
+   a ?: clamp lets GCC's partial redundancy elimination move the next multiply of the
+   clamped value into one arm, and without masked vector instructions (AVX2; AVX-512 has
+   them) it cannot speculate that possibly-trapping multiply back out of the branch
+   unless told floats do not trap, so the loop would stay scalar */
 static inline float plait_f32_clamp(float x, float lo, float hi) {
   float y = plait_f32_pick(x < lo, lo, x);
   return plait_f32_pick(y > hi, hi, y);
