@@ -2,8 +2,8 @@
 (``src/plait/lax/_vecmath_c.py``): every one of the 2^32 float32 bit patterns.
 
 The helpers are compiled exactly as kernels compile them (the same C, ``-O3
--march=native -ffp-contract=fast -fno-math-errno``; the test loop is auto-vectorized
-like a kernel loop) and each result is compared with glibc's float64 function of the
+-march=native -ffp-contract=fast -fno-math-errno -fno-trapping-math``; the test loop is
+auto-vectorized like a kernel loop) and each result is compared with glibc's float64 function of the
 same input, vectorized (glibc's libmvec double variants, documented within 4 double
 ulp: 2^-27 of a float32 ulp, so the float64 value stands for the exact one); the
 error is ``|y - ref| / ulp32(ref)`` (the float32 ulp at ``ref``, subnormal spacing
@@ -95,7 +95,7 @@ def sweep(fn: str) -> tuple[float, str, int, int]:
         with open(c, "w") as fh:
             fh.write(src)
         subprocess.run(["cc", "-O3", "-march=native", "-ffp-contract=fast", "-fno-math-errno",
-                        "-fopenmp", "-std=gnu11", c, "-o", exe, "-lm"], check=True)
+                        "-fno-trapping-math", "-fopenmp", "-std=gnu11", c, "-o", exe, "-lm"], check=True)
         out = subprocess.run([exe], check=True, capture_output=True, text=True)
     sys.stderr.write(out.stderr)
     worst, at, nr, bad = out.stdout.split()

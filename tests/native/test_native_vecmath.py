@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ctypes
 import os
+import platform
+import subprocess
 
 import numpy as np
 import pytest
@@ -66,6 +68,15 @@ def _check(name: str, x: np.ndarray, y: np.ndarray) -> None:
     assert err[worst] <= MAX_ULP[name], (name, x[fin][worst], err[worst])
 
 
+def _helpers_source() -> str:
+    """Every helper behind a loop ``plait_vm_<name>(x, y, n)``, as a kernel loop calls it."""
+    chunks = dict.fromkeys(c for fn in _vecmath_c.HELPERS for c in _vecmath_c.HELPERS[fn])
+    loops = "".join(f"void plait_vm_{fn}(const float *restrict x, float *restrict y, long n)"
+                    f" {{ for (long i = 0; i < n; i++) y[i] = plait_{fn}f(x[i]); }}\n"
+                    for fn in _vecmath_c.HELPERS)
+    return "#include <math.h>\n#include <stdint.h>\n" + "".join(chunks) + loops
+
+
 @pytest.fixture(scope="module")
 def helpers_lib(tmp_path_factory):
     """Every helper compiled as the native backend compiles kernels, behind a loop
@@ -74,11 +85,7 @@ def helpers_lib(tmp_path_factory):
     if tc is None:
         pytest.skip("no C compiler on this machine: the helpers are C, compiled as the "
                     "native backend compiles kernels (CI installs gcc)")
-    chunks = dict.fromkeys(c for fn in _vecmath_c.HELPERS for c in _vecmath_c.HELPERS[fn])
-    loops = "".join(f"void plait_vm_{fn}(const float *restrict x, float *restrict y, long n)"
-                    f" {{ for (long i = 0; i < n; i++) y[i] = plait_{fn}f(x[i]); }}\n"
-                    for fn in _vecmath_c.HELPERS)
-    src = "#include <math.h>\n#include <stdint.h>\n" + "".join(chunks) + loops
+    src = _helpers_source()
     d = tmp_path_factory.mktemp("vecmath")
     so = os.path.join(d, "vecmath.so")
     toolchain.build_shared_object(src, so, tc)
@@ -109,3 +116,55 @@ def test_cpu_routes_to_own_helpers_opencl_keeps_builtins():
         assert f"plait_{name}f(" in arith(name, ["x"], "f32", cpu=True)
         assert arith(name, ["x"], "f32") == f"{name}f(x)"
         assert f"float plait_{name}f(" in cpu and f"plait_{name}f" not in cl
+
+
+def _vectorized_lines(tc, src: str, march: str, tmp_path, drop=()) -> set[int]:
+    """Source lines of the loops GCC reports vectorized with 256-bit vectors when it
+    compiles ``src`` with the kernels' flags for ``-march=march`` (minus ``drop``)."""
+    c = tmp_path / f"vm_{march}.c"
+    c.write_text(src)
+    flags = [f for f in tc.flags if not f.startswith("-march=") and f not in drop]
+    r = subprocess.run([tc.cc, *flags, f"-march={march}", "-mprefer-vector-width=256",
+                        "-fopt-info-vec-optimized", str(c), "-o", str(tmp_path / "vm.so")],
+                       capture_output=True, text=True, check=True)
+    return {int(row[len(str(c)) + 1:].split(":")[0]) for row in r.stderr.splitlines()
+            if row.startswith(f"{c}:") and "loop vectorized using 32 byte" in row}
+
+
+@pytest.fixture
+def x86_gcc():
+    """The toolchain when it is GCC targeting x86-64 (whose -fopt-info these tests read)."""
+    tc = toolchain.find_toolchain()
+    if tc is None or platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("needs a C compiler targeting x86-64 (the vectorization report is "
+                    "GCC's -fopt-info on x86-64 targets)")
+    if "clang" in tc.version.lower():
+        pytest.skip(f"the vectorization report is GCC's; the compiler is {tc.version}")
+    return tc
+
+
+@pytest.mark.parametrize("march", ["x86-64-v3", "x86-64-v4"])   # AVX2+FMA; AVX-512
+def test_every_helper_loop_vectorizes(x86_gcc, tmp_path, march):
+    """Each helper's loop auto-vectorizes with 256-bit vectors on AVX2 (no masked vector
+    instructions: GCC cannot if-convert a possibly-trapping operation it moved into a
+    branch) as well as on AVX-512, even without -fno-trapping-math (the helpers are
+    branch-free by themselves)."""
+    src = _helpers_source()
+    lines = {i for i, line in enumerate(src.splitlines(), 1) if line.startswith("void plait_vm_")}
+    got = _vectorized_lines(x86_gcc, src, march, tmp_path, drop=("-fno-trapping-math",))
+    assert lines <= got, (march, sorted(lines - got))
+
+
+@pytest.mark.parametrize("march", ["x86-64-v3", "x86-64-v4"])
+def test_select_kernels_vectorize(x86_gcc, tmp_path, march):
+    """Kernels whose selects hold float arithmetic in an arm (where, maximum then a
+    multiply, clip, logaddexp) vectorize on AVX2 too: the native flags tell GCC that
+    float operations do not trap, so it may compute both arms."""
+    x = np.ones(4096, np.float32)
+    for f in (lambda v: pnp.where(v > 0, v * 2.0, v * 0.1) + 1.0,
+              lambda v: pnp.maximum(v, 0.0) * 3.0 + 1.0,
+              lambda v: pnp.clip(v, -1.0, 1.0) * 2.0,
+              lambda v: pnp.logaddexp(v, 0.0)):
+        src = plait.jit(f, backend="native").lower(x).as_text("c")
+        loop = [i for i, line in enumerate(src.splitlines(), 1) if "for (int64_t" in line]
+        assert loop and set(loop) <= _vectorized_lines(x86_gcc, src, march, tmp_path), march

@@ -185,8 +185,12 @@ def _find() -> Toolchain | None:
             continue
         version = r.stdout.splitlines()[0] if r.stdout else "unknown"
         openmp, note = _probe_openmp(cc)
+        # -fno-trapping-math: plait never reads the floating-point exception flags, and
+        # without it GCC cannot if-convert a select whose arm holds a float operation
+        # (it may trap) on targets without masked vector instructions (AVX2), so
+        # where/maximum/clip kernels stayed scalar there; results are unchanged
         flags = ["-O3", "-march=native", "-ffp-contract=fast", "-fno-math-errno",
-                 "-fwrapv", "-shared", "-fPIC", "-std=c11"]
+                 "-fno-trapping-math", "-fwrapv", "-shared", "-fPIC", "-std=c11"]
         if openmp:
             flags.append("-fopenmp")
         flags += config.extra_cflags.split()     # e.g. -fsanitize=address

@@ -7,8 +7,11 @@ all five (and ``logistic``'s exp). OpenCL kernels keep OpenCL's builtins.
 
 Each function is branch-free ``static inline`` C (range reduction, a polynomial,
 selects for the special values), with no table lookups, so GCC auto-vectorizes the
-kernel loops that call them inline at ``-O3``; selects whose arms hold a division are
-bit blends (``plait_f32_pick``), which GCC cannot turn back into a branch. The
+kernel loops that call them inline at ``-O3``; selects whose arms hold a division, and
+the clamps, are bit blends (``plait_f32_pick``), which GCC cannot turn back into a branch:
+a ``?:`` lets it move arithmetic into one arm, which on targets without masked vector
+instructions (AVX2) it cannot if-convert back, so the loop would stay scalar
+(``tests/native/test_native_vecmath.py`` checks x86-64-v3 and -v4). The
 polynomial coefficients are near-minimax fits derived by ``benchmarks/vecmath_fit.py``;
 the maximum ulp error of each function is measured over all 2^32 float32 inputs by
 ``benchmarks/vecmath_sweep.py`` and documented in ``docs/numpy-differences.md``. NaN,
@@ -30,13 +33,26 @@ static inline float plait_f32_pick(int c, float a, float b) {
   uint32_t m = -(uint32_t)(c != 0);
   return plait_f32_from_bits((plait_f32_bits(a) & m) | (plait_f32_bits(b) & ~m));
 }
+/* x clamped to [lo, hi], NaN kept (so it flows through to the result), as bit blends:
+   a ?: clamp lets GCC's partial redundancy elimination move the next multiply of the
+   clamped value into one arm, and without masked vector instructions (AVX2; AVX-512 has
+   them) it cannot speculate that possibly-trapping multiply back out of the branch
+   unless told floats do not trap, so the loop would stay scalar */
+static inline float plait_f32_clamp(float x, float lo, float hi) {
+  float y = plait_f32_pick(x < lo, lo, x);
+  return plait_f32_pick(y > hi, hi, y);
+}
 /* 2^k for integer k in [-126, 127], built in the exponent bits */
 static inline float plait_f32_pow2(int32_t k) { return plait_f32_from_bits((uint32_t)(k + 127) << 23); }
 /* x = n ln2 + r, |r| <= ln2/2 (Cody-Waite, ln2 = hi + lo with hi exact in 15 bits, so
-   n * hi is exact for |n| < 2^9); returns r, and n in *n */
-static inline float plait_exp_reduce(float x, float *n) {
-  *n = __builtin_rintf(x * 0x1.715476p+0f);
-  return (x - *n * 0x1.62e4p-1f) - *n * 0x1.7f7d1cp-20f;
+   n * hi is exact for |n| < 2^9); returns r, and n in *ni. n = rint(x / ln2) by adding
+   and subtracting 1.5 * 2^23 (|x / ln2| < 2^22), whose low mantissa bits are then n:
+   cheaper than a round and a conversion. A NaN x gives a NaN r (and any *ni) */
+static inline float plait_exp_reduce(float x, int32_t *ni) {
+  float t = x * 0x1.715476p+0f + 0x1.8p23f;
+  float n = t - 0x1.8p23f;
+  *ni = (int32_t)(plait_f32_bits(t) - 0x4b400000u);
+  return (x - n * 0x1.62e4p-1f) - n * 0x1.7f7d1cp-20f;
 }
 /* expm1(r) = r + r^2 q(r) on |r| <= ln2/2 (degree 4 near-minimax q) */
 static inline float plait_expm1_poly(float r) {
@@ -45,11 +61,11 @@ static inline float plait_expm1_poly(float r) {
   return r + r * r * q;
 }
 /* exp(x) for x in [-104, 89]: (1 + expm1(r)) 2^n with 2^n as two exact powers of two
-   (so 2^-150..2^128 round once, subnormals too) */
+   (so 2^-150..2^128 round once, subnormals too); NaN gives NaN */
 static inline float plait_expf_core(float x) {
-  float n;
-  float p = 1.0f + plait_expm1_poly(plait_exp_reduce(x, &n));
-  int32_t ni = (int32_t)n, h = ni >> 1;
+  int32_t ni;
+  float p = 1.0f + plait_expm1_poly(plait_exp_reduce(x, &ni));
+  int32_t h = ni >> 1;
   return (p * plait_f32_pow2(h)) * plait_f32_pow2(ni - h);
 }
 /* log(v) - kshift ln2 + c for a positive normal finite v, c a small correction:
@@ -71,9 +87,8 @@ static inline float plait_log_core(float v, float kshift, float c) {
 
 EXP_C = r"""/* plait vecmath exp: float32 own polynomial, float64 libm */
 static inline float plait_expf(float x) {
-  float xc = x > -104.0f ? x : -104.0f;       /* NaN -> -104, masked below */
-  xc = xc < 89.0f ? xc : 89.0f;               /* overflows to inf past ~88.72 */
-  return plait_f32_pick(x != x, x + x, plait_expf_core(xc));
+  /* underflows to 0 below ~-103.97, overflows to inf past ~88.72; NaN flows through */
+  return plait_expf_core(plait_f32_clamp(x, -104.0f, 89.0f));
 }
 static inline double plait_exp(double x) { return exp(x); }
 """
@@ -84,11 +99,10 @@ EXPM1_C = r"""/* plait vecmath expm1: float32 own polynomial, float64 libm.
    2 (2^(n-1) expm1(r) + (2^(n-1) - 1/2)) so that n = 128 needs no infinite power and
    the doubling is exact; x = +-0 returns x (the sign of zero) */
 static inline float plait_expm1f(float x) {
-  float xc = x > -30.0f ? x : -30.0f;
-  xc = xc < 89.0f ? xc : 89.0f;
-  float n;
-  float e = plait_expm1_poly(plait_exp_reduce(xc, &n));
-  float h = plait_f32_pow2((int32_t)n - 1);
+  float xc = plait_f32_clamp(x, -30.0f, 89.0f);
+  int32_t ni;
+  float e = plait_expm1_poly(plait_exp_reduce(xc, &ni));
+  float h = plait_f32_pow2(ni - 1);
   float y = 2.0f * (h * e + (h - 0.5f));
   return plait_f32_pick((x != x) | (x == 0.0f), x + x, y);
 }
@@ -99,7 +113,7 @@ LOG_C = r"""/* plait vecmath log: float32 own polynomial, float64 libm; subnorma
    2^23 first */
 static inline float plait_logf(float x) {
   int sub = x < 0x1p-126f;
-  float y = plait_log_core(sub ? x * 0x1p23f : x, sub ? 23.0f : 0.0f, 0.0f);
+  float y = plait_log_core(plait_f32_pick(sub, x * 0x1p23f, x), sub ? 23.0f : 0.0f, 0.0f);
   float neg = x < 0.0f ? __builtin_nanf("") : -__builtin_inff();   /* log(+-0) = -inf */
   y = plait_f32_pick(x <= 0.0f, neg, y);
   return plait_f32_pick((x != x) | (x == __builtin_inff()), x + x, y);   /* NaN, +inf */
@@ -128,13 +142,12 @@ TANH_C = r"""/* plait vecmath tanh: float32 own polynomial, float64 libm.
    the sign of x copied on */
 static inline float plait_tanhf(float x) {
   float a = __builtin_fabsf(x);
-  float ac = a < 9.5f ? a : 9.5f;             /* NaN -> 9.5, masked below */
-  float n;
-  float e = plait_expm1_poly(plait_exp_reduce(2.0f * ac, &n));
-  float s = plait_f32_pow2((int32_t)n);
+  float ac = plait_f32_pick(a > 9.5f, 9.5f, a);   /* NaN flows through */
+  int32_t ni;
+  float e = plait_expm1_poly(plait_exp_reduce(2.0f * ac, &ni));
+  float s = plait_f32_pow2(ni);
   float t = s * e + (s - 1.0f);
-  float y = __builtin_copysignf(t / (t + 2.0f), x);   /* odd, -0.0 kept */
-  return plait_f32_pick(x != x, x + x, y);
+  return __builtin_copysignf(t / (t + 2.0f), x);   /* odd, -0.0 kept */
 }
 static inline double plait_tanh(double x) { return tanh(x); }
 """
