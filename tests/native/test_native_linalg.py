@@ -93,6 +93,35 @@ def test_native_calls_match_interp():
             np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("ncols", [1, 3])
+def test_zero_pivot_solves_match_interp(ncols):
+    """A zero on a triangular solve's diagonal: every side/triangle/transpose variant, one
+    and several right-hand sides (trsv and trsm), gives the reference backend's inf/NaN
+    pattern (IEEE substitution), not whatever the CPU's BLAS kernel leaves."""
+    rng = np.random.default_rng(7)
+    tri = np.tril(rng.standard_normal((2, 5, 5))) + 3 * np.eye(5)
+    tri[0, 2, 2] = 0.0              # one singular matrix in the stack, one regular
+    b = rng.standard_normal((2, 5, ncols))
+
+    def f(tri, b):
+        out = []
+        for left in (True, False):
+            for lower in (True, False):
+                for tr in (True, False):
+                    t = tri if lower else tri.mT
+                    out.append(L.triangular_solve(t, b if left else b.mT, left_side=left,
+                                                  lower=lower, transpose_a=tr))
+        return out
+    for dt in (np.float64, np.float32):
+        args = (tri.astype(dt), b.astype(dt))
+        got = plait.jit(f, backend="native")(*args)
+        want = plait.jit(f, backend="interp")(*args)
+        for g, w in zip(got, want):
+            g, w = np.asarray(g), np.asarray(w)
+            assert not np.isfinite(w[0]).all() and np.isfinite(w[1]).all()
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+
+
 def test_complex_stays_a_host_step():
     a = np.eye(3, dtype=np.complex128) * 2
     jf = plait.jit(lambda a: L.cholesky(a), backend="native")

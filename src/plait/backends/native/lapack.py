@@ -57,6 +57,28 @@ static void NAME(const T *s, T *d, int r, int c, int ld) {{ \
       d[i + (int64_t)j * ld] = s[(int64_t)i * c + j]; }} }}
 plait_def_transpose(plait_transpose_float, float)
 plait_def_transpose(plait_transpose_double, double)
+/* A zero on a triangular solve's diagonal: BLAS leaves the inf/NaN pattern of the result
+   to each kernel (OpenBLAS's differs between CPUs), so such a matrix is solved here by
+   substitution with IEEE semantics, as the reference backend does: op(T) z = rhs with
+   z starting at zero, z_i = (rhs_i - sum_j op(T)_ij z_j) / op(T)_ii over the triangle
+   (a unit diagonal reads as ones). t is row-major n x n; rhs element i is rhs[i * inc]. */
+#define plait_def_trsub(NAME, T) \
+static int NAME##_singular(const T *t, int n) {{ \
+  for (int i = 0; i < n; ++i) if (t[(int64_t)i * n + i] == 0) return 1; return 0; }} \
+static void NAME(const T *t, T *rhs, int64_t inc, int n, int lower, int trans, int unit, \
+                 T *z) {{ \
+  int eff_lower = lower != trans; \
+  for (int k = 0; k < n; ++k) z[k] = 0; \
+  for (int s = 0; s < n; ++s) {{ \
+    int i = eff_lower ? s : n - 1 - s, j0 = eff_lower ? 0 : i, j1 = eff_lower ? i + 1 : n; \
+    T acc = 0; \
+    for (int j = j0; j < j1; ++j) {{ \
+      T tij = j == i && unit ? 1 : (trans ? t[(int64_t)j * n + i] : t[(int64_t)i * n + j]); \
+      acc += tij * z[j]; }} \
+    z[i] = (rhs[i * inc] - acc) / (unit ? 1 : t[(int64_t)i * n + i]); }} \
+  for (int k = 0; k < n; ++k) rhs[k * inc] = z[k]; }}
+plait_def_trsub(plait_trsub_float, float)
+plait_def_trsub(plait_trsub_double, double)
 """
 
 _POINTERS: list | None = None
@@ -184,7 +206,7 @@ def _triangular_solve(cp: CProgram, eqn, name: str) -> bool:
     diag = "U" if prm["unit_diagonal"] else "N"
     mm, nn = cols, rows     # Xc is cols x rows either way
     if (cols if prm["left_side"] else rows) == 1:
-        return _trsv(cp, name, ct, p, m, batch, uplo, diag,
+        return _trsv(cp, name, ct, p, m, batch, prm, uplo, diag,
                      # row-major A is column-major Aᵀ: op(A) x = b is Aᵀᵀ x (trans
                      # 'T' without transpose_a); x op(A) = b is op(A)ᵀ xᵀ = bᵀ
                      "N" if prm["transpose_a"] == prm["left_side"] else "T")
@@ -194,12 +216,31 @@ const {ct} *a = bufs[0]; const {ct} *bb = bufs[1]; {ct} *x = bufs[2];
   int m = {mm}, n = {nn}, lda = {m}, ldb = {cols};
   {ct} one = 1;
   memcpy(x, bb, sizeof({ct}) * {batch * rows * cols});""", loop=f"""\
-    {_fn(p, "trsm")}(&side, &uplo, &trans, &diag, &m, &n, &one,
-        (void *)(a + b * {m * m}), &lda, x + b * {rows * cols}, &ldb);""")
+    const {ct} *ab = a + b * {m * m}; {ct} *xb = x + b * {rows * cols};
+    if ({_zero_pivot(ct, prm["unit_diagonal"], m)}) {{
+      {ct} z[{m}];
+      for (int r = 0; r < {cols if prm["left_side"] else rows}; ++r)
+        {_substitution(ct, m, prm, "xb + r" if prm["left_side"] else f"xb + r * {cols}",
+                       cols if prm["left_side"] else 1)}
+    }} else
+      {_fn(p, "trsm")}(&side, &uplo, &trans, &diag, &m, &n, &one, (void *)ab, &lda, xb, &ldb);""")
 
 
-def _trsv(cp: CProgram, name: str, ct: str, p: str, m: int, batch: int, uplo: str,
-          diag: str, trans: str) -> bool:
+def _zero_pivot(ct: str, unit: bool, m: int) -> str:
+    """C condition: the current matrix ``ab`` has a zero on its (non-unit) diagonal."""
+    return "0" if unit else f"plait_trsub_{ct}_singular(ab, {m})"
+
+
+def _substitution(ct: str, m: int, prm: dict, rhs: str, inc: int) -> str:
+    """C call: solve one right-hand side at ``rhs`` (stride ``inc``) by substitution;
+    a right-side solve x op(A) = b is op(A)ᵀ xᵀ = bᵀ, a left-side one with op(A)."""
+    trans = prm["transpose_a"] == prm["left_side"]
+    return (f"plait_trsub_{ct}(ab, {rhs}, {inc}, {m}, {int(prm['lower'])}, {int(trans)}, "
+            f"{int(prm['unit_diagonal'])}, z);")
+
+
+def _trsv(cp: CProgram, name: str, ct: str, p: str, m: int, batch: int, prm: dict,
+          uplo: str, diag: str, trans: str) -> bool:
     """A triangular solve with one right-hand side per matrix: ``trsv``, several times
     faster than ``trsm`` on a single column."""
     return _emit(cp, name, batch=batch, head=f"""\
@@ -207,7 +248,12 @@ const {ct} *a = bufs[0]; const {ct} *bb = bufs[1]; {ct} *x = bufs[2];
   char uplo = '{uplo}', trans = '{trans}', diag = '{diag}';
   int n = {m}, inc = 1;
   memcpy(x, bb, sizeof({ct}) * {batch * m});""", loop=f"""\
-    {_fn(p, "trsv")}(&uplo, &trans, &diag, &n, (void *)(a + b * {m * m}), &n, x + b * {m}, &inc);""")
+    const {ct} *ab = a + b * {m * m};
+    if ({_zero_pivot(ct, prm["unit_diagonal"], m)}) {{
+      {ct} z[{m}];
+      {_substitution(ct, m, prm, f"x + b * {m}", 1)}
+    }} else
+      {_fn(p, "trsv")}(&uplo, &trans, &diag, &n, (void *)ab, &n, x + b * {m}, &inc);""")
 
 
 def _lu(cp: CProgram, eqn, name: str) -> bool:
