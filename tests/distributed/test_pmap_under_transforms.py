@@ -89,7 +89,7 @@ def test_grads_through_jit_of_pmap():
         _LastRun.times = ()
         np.testing.assert_allclose(np.asarray(g(W, X)), want, rtol=1e-10)
         _ran_replicas()
-    check_grads(jit(P), (W, X), order=2)
+    check_grads(jit(P), (W, X), order=1)
 
 
 def test_vmap_of_pmap_batches_inside_each_replica():
