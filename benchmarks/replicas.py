@@ -19,8 +19,9 @@ and collective waits (``plait.distributed.last_run_times``), which show the
 mechanism on a loaded machine; the 2-device plait run also times replica 0 alone on
 its device and lists the threads that used CPU, with their cores.
 
-``python -m benchmarks.replicas [--batch 32] [--reps 5]`` (WORKLOADS.md: per-replica
-batch 32, global batch 64); prints a Markdown table.
+``python -m benchmarks.replicas [--batch 32] [--reps 5] [--jit]`` (WORKLOADS.md:
+per-replica batch 32, global batch 64; ``--jit`` times plait's step as
+``jit(pmap(step))``); prints a Markdown table.
 """
 from __future__ import annotations
 
@@ -107,7 +108,7 @@ def _libgomp_copies() -> int:
 
 
 def worker_plait(devices: int, per_replica: int, reps: int, mpi: bool,
-                 mechanism: bool = False) -> dict:
+                 mechanism: bool = False, jit: bool = False) -> dict:
     import plait
     from plait.distributed import last_run_times
     import plait.numpy as pnp
@@ -134,6 +135,8 @@ def worker_plait(devices: int, per_replica: int, reps: int, mpi: bool,
     xs = x[lo:hi].reshape((devices, per_replica) + x.shape[1:])
     ys = y[lo:hi].reshape(devices, per_replica, -1)
     step = plait.pmap(replica_step, "i", in_axes=(None, 0, 0), out_axes=None)
+    if jit:                     # as JAX programs write it: the replicas a host step
+        step = plait.jit(step)
     runs: list = []
     step(sparams, xs, ys)                  # compile (on this thread) before the census
     census0 = _thread_census()
@@ -203,7 +206,7 @@ def worker_jax(devices: int, per_replica: int, reps: int) -> dict:
 
 
 def _launch(system: str, devices: int, per_replica: int, reps: int, mpi: bool = False,
-            mechanism: bool = False, cores: int | None = None) -> dict:
+            mechanism: bool = False, cores: int | None = None, jit: bool = False) -> dict:
     """One configuration in a subprocess; ``cores``: pin it to the first ``cores`` of
     this process's cores (a one-core device for plait, a one-core host for XLA)."""
     env = dict(os.environ)
@@ -211,6 +214,8 @@ def _launch(system: str, devices: int, per_replica: int, reps: int, mpi: bool = 
            "--devices", str(devices), "--per-replica", str(per_replica), "--reps", str(reps)]
     if mechanism:
         cmd.append("--mechanism")
+    if jit:
+        cmd.append("--jit")
     if system == "jax":
         env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
     if mpi:
@@ -243,10 +248,12 @@ def main(argv=None) -> None:
     ap.add_argument("--no-jax", action="store_true")
     ap.add_argument("--mechanism", action="store_true",
                     help="worker: also time replica 0 alone and list the busy threads")
+    ap.add_argument("--jit", action="store_true",
+                    help="time plait's pmapped step under plait.jit (jit(pmap(step)))")
     args = ap.parse_args(argv)
     if args.worker == "plait":
         print(json.dumps(worker_plait(args.devices, args.per_replica, args.reps, args.mpi,
-                                      args.mechanism)))
+                                      args.mechanism, args.jit)))
         return
     if args.worker == "jax":
         print(json.dumps(worker_jax(args.devices, args.per_replica, args.reps)))
@@ -266,7 +273,8 @@ def main(argv=None) -> None:
                  ("jax.pmap", f"1 device x {ncores} cores", 1, 2 * b, False, None),
                  ("jax.pmap", f"1 device x {ncores} cores", 1, b, False, None),
                  ("jax.pmap", "2 devices", 2, b, False, None)]
-    print(f"W4 All-CNN-C SGD step, data-parallel (pmean of gradients); median of "
+    print(f"W4 All-CNN-C SGD step, data-parallel (pmean of gradients)"
+          f"{'; plait steps under plait.jit' if args.jit else ''}; median of "
           f"{args.reps}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
     print("| system | devices | per-replica batch | global batch | step ms | images/s "
           "| CPU ms/step (process) | replica CPU ms | collective wait ms | all-reduce ms |")
@@ -274,7 +282,8 @@ def main(argv=None) -> None:
     results: dict = {}
     for system, label, dev, per, mpi, cores in runs:
         r = _launch("jax" if system == "jax.pmap" else "plait", dev, per, args.reps, mpi,
-                    mechanism=system == "plait pmap" and dev > 1, cores=cores)
+                    mechanism=system == "plait pmap" and dev > 1, cores=cores,
+                jit=args.jit and system != "jax.pmap")
         glob = r["replicas"] * r["per_replica"]
         results[(system, r["replicas"], glob, cores)] = r
         rep = lambda k: f"{1e3 * r[k]:.1f}" if k in r else "-"     # noqa: E731

@@ -2,10 +2,11 @@
 
 ``python mpi_worker.py MODE``: ``collectives`` checks every collective of a pmap over
 both processes' devices against its NumPy definition on the global data, and a data-
-parallel training step against the single-process step on the global batch; ``mismatch``
-runs different programs on the two processes; ``dead`` has process 1 exit before the
-first collective (process 0 reports it by rank); ``stall`` has process 1 sleep instead
-(process 0 times out with an error). Prints ``RESULT <rank> OK`` on success.
+parallel training step (eager and under jit) against the single-process step on the
+global batch; ``mismatch`` runs different programs on the two processes; ``dead`` has
+process 1 exit before the first collective (process 0 reports it by rank); ``stall``
+has process 1 sleep instead (process 0 times out with an error). Prints
+``RESULT <rank> OK`` on success.
 """
 from __future__ import annotations
 
@@ -95,6 +96,10 @@ def check_training_step(rank: int, P: int, L: int) -> None:
     shard = lambda a: a.reshape(G, 4, -1)[rank * L:(rank + 1) * L]   # noqa: E731
     got = pmap(step, "i", in_axes=(None, 0, 0))(W, shard(xs), shard(ys))
     want = W - 0.1 * np.asarray(plait.grad(loss)(W, xs, ys))
+    for k in range(L):
+        np.testing.assert_allclose(np.asarray(got[k]), want, rtol=1e-10, atol=1e-12)
+    # the same step under jit (its replicas are a host step exchanging over MPI)
+    got = plait.jit(pmap(step, "i", in_axes=(None, 0, 0)))(W, shard(xs), shard(ys))
     for k in range(L):
         np.testing.assert_allclose(np.asarray(got[k]), want, rtol=1e-10, atol=1e-12)
     # grad of the pmap itself (the replicas' backward pass runs across both processes)

@@ -382,7 +382,7 @@ def test_failing_replica_stops_the_others_at_once(monkeypatch):
 def test_vmap_of_a_pmapped_vjp_matches_the_named_vmap(monkeypatch):
     """vmap over a pmapped function's vjp (the staged backward pass is a pmap_call: its
     batch rule runs each replica over the whole batch of cotangents), equal to the same
-    program with vmap(axis_name) for pmap; a direct vmap of pmap is a named vmap."""
+    program with vmap(axis_name) for pmap; a direct vmap of pmap batches its replicas."""
     monkeypatch.setattr(plait.config, "cpu_devices", 2)
     rng = np.random.default_rng(4)
     W, X = rng.normal(size=(3, 2)), rng.normal(size=(2, 4, 3))

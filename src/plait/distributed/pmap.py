@@ -9,15 +9,17 @@ with MPI across processes (:mod:`.mpi`) when ``plait.distributed.initialize()``
 joined a job. Each device has one long-lived worker thread pinned to its cores
 (:func:`.devices.pin_current_thread`), so a replica's OpenMP threads stay there.
 
-A pmapped function called under ``grad``/``jvp`` (only differentiation above eager
-evaluation) binds a ``pmap_call`` primitive (:mod:`.pmap_call`), whose rules
-differentiate the replica program, so the forward and the backward pass each run
-concurrently, one replica per device, at any order. A pmap nested in another's
-replica program (within one process) binds ``pmap_call`` too: each outer replica
-runs the inner replicas on threads over its own device's cores. Under another
-transformation (``jit``, ``vmap``, lazy arrays) it runs as
-``vmap(f, axis_name=...)`` of the replica function in the caller's trace: the same
-values and derivatives (collectives over a vmapped axis are the reference
+A pmapped function called under ``grad``/``jvp``, ``jit`` or an unnamed ``vmap``
+(over eager evaluation) binds a ``pmap_call`` primitive (:mod:`.pmap_call`), whose
+rules differentiate the replica program, so the forward and the backward pass each
+run concurrently, one replica per device, at any order; ``jit`` stages it as a host
+step of the compiled program (``jit(pmap(f))`` keeps its replicas, as in JAX), and
+``vmap`` batches the replica program (each replica runs the whole batch). A pmap
+nested in another's replica program (within one process) binds ``pmap_call`` too:
+each outer replica runs the inner replicas on threads over its own device's cores.
+Under a named ``vmap`` (whose axis the replica program may name) or lazy arrays it
+runs as ``vmap(f, axis_name=...)`` of the replica function in the caller's trace: the
+same values and derivatives (collectives over a vmapped axis are the reference
 semantics), on the enclosing device.
 """
 from __future__ import annotations
@@ -305,18 +307,24 @@ def _enclosing_pmaps() -> tuple:
 
 def _runs_as_call(outer_axes: tuple) -> bool:
     """Whether a pmap called on tracers runs its replicas as a ``pmap_call``: every
-    active transformation is differentiation over eager evaluation, or staging inside
-    an enclosing pmap's replica program (a nested pmap, within one process). Under
-    ``vmap``, lazy arrays, or ``jit`` outside any pmap it is a named vmap instead."""
+    active transformation is differentiation, ``jit`` staging (the call becomes a host
+    step of the compiled program) or an unnamed ``vmap`` (the batch rule batches the
+    replica program) over eager evaluation. Under a named ``vmap`` (the replica program
+    could name its axis) or lazy arrays it is a named vmap instead; nested in another
+    pmap's replica program only within one process."""
     stack = _trace.cur_stack()
-    allowed = _AUTODIFF_TRACES | ({"GraphTrace"} if outer_axes and runtime.world() is None
-                                  else set())
-    return (stack[0].trace_type.__name__ == "EvalTrace"
-            and all(m.trace_type.__name__ in allowed for m in stack[1:]))
+    if stack[0].trace_type.__name__ != "EvalTrace":
+        return False
+    if any(named_axes.lookup(a).main is not None for a in named_axes.bound_names()):
+        return False
+    allowed = _AUTODIFF_TRACES | {"BatchTrace"}
+    if not outer_axes or runtime.world() is None:
+        allowed = allowed | {"GraphTrace"}
+    return all(m.trace_type.__name__ in allowed for m in stack[1:])
 
 
-# the trace classes of jvp and of linearize's partial evaluation (plait.transforms,
-# which this package may not import)
+# the trace classes of jvp, of linearize's partial evaluation and of vmap
+# (plait.transforms, which this package may not import)
 _AUTODIFF_TRACES = frozenset({"JVPTrace", "PartialEvalTrace"})
 
 

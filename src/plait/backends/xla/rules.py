@@ -34,8 +34,9 @@ REFUSED: dict[str, str] = {
              "interp backend (under vmap(axis_name=) collectives become ordinary ops)"
        for name in ("psum", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all",
                     "ppermute", "axis_index")},
-    "pmap_call": "a pmapped function under grad/jvp: its impl runs one replica per CPU "
-                 "device on plait's own threads (native or interp backend)",
+    "pmap_call": "a pmapped function staged by jit, grad/jvp or vmap: its impl runs one "
+                 "replica per CPU device on plait's own threads; compile it with "
+                 "backend='native' or 'interp'",
 }
 
 
