@@ -323,7 +323,7 @@ def _runs_as_call(outer_axes: tuple) -> bool:
     return all(m.trace_type.__name__ in allowed for m in stack[1:])
 
 
-# the trace classes of jvp, of linearize's partial evaluation and of vmap
+# the trace classes of jvp and of linearize's partial evaluation
 # (plait.transforms, which this package may not import)
 _AUTODIFF_TRACES = frozenset({"JVPTrace", "PartialEvalTrace"})
 
