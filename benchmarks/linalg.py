@@ -1,7 +1,9 @@
 """Linear algebra rows (issue 18): plait.jit against NumPy/SciPy and jax.jit.
 
 * ``cholesky`` and ``solve`` (one right-hand side) at n = 256 and 1024, float64;
-* batched ``eigh`` and ``svd`` of 64 matrices 64x64, float64;
+* batched ``eigh`` and ``svd`` of 64 matrices 64x64, float64 (the ``eigh`` row reads
+  the eigenvalues only: plait's graph then skips the eigenvectors, LAPACK jobz='N',
+  while ``np.linalg.eigh`` and ``jax.jit`` compute them);
 * a Gaussian-process negative log marginal likelihood and its gradient with respect
   to the three kernel hyperparameters (squared exponential, n = 1000): Cholesky,
   triangular solves and log-determinant; NumPy/SciPy with the hand-written gradient

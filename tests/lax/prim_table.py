@@ -916,9 +916,17 @@ for dt in LA_DTYPES:
                 lambda a, _f=full: list(np.linalg.qr(a, mode="complete" if _f else "reduced")),
                 rt)
         add(f"eigh-{nm}", la.eigh_p, lambda rng, _s=shape, _d=dt: [_mat(rng, _s, _d, "spd")],
-            dict(lower=True, sort_eigenvalues=True, subset_by_index=None),
+            dict(lower=True, sort_eigenvalues=True, subset_by_index=None,
+                 compute_eigenvectors=True),
             lambda a: list(la.eigh(a, symmetrize_input=False)),
             lambda a: list(np.linalg.eigh(a))[::-1], rt)
+        add(f"eigh-values-{nm}", la.eigh_p,
+            lambda rng, _s=shape, _d=dt: [_mat(rng, _s, _d, "spd")],
+            dict(lower=False, sort_eigenvalues=True, subset_by_index=None,
+                 compute_eigenvectors=False),
+            lambda a: la.eigh_p.bind(a, lower=False, sort_eigenvalues=True,
+                                     subset_by_index=None, compute_eigenvectors=False),
+            lambda a: [np.linalg.eigvalsh(a, UPLO="U")], rt)
         add(f"eig-{nm}", la.eig_p, lambda rng, _s=shape, _d=dt: [_mat(rng, _s, _d)],
             dict(compute_left_eigenvectors=False, compute_right_eigenvectors=True),
             lambda a: list(la.eig(a, compute_left_eigenvectors=False)),
@@ -949,7 +957,7 @@ for dt in (F64, C64):
         add(f"lu-{sig(dt, shape)}", la.lu_p, lambda rng, _s=shape, _d=dt: [_mat(rng, _s, _d)],
             {}, lambda a: list(la.lu(a)), lambda a: list(la.lu_p.impl(a)), 2e-4)
 add("eigh-subset", la.eigh_p, lambda rng: [_mat(rng, (2, 5, 5), F64, "spd")],
-    dict(lower=False, sort_eigenvalues=True, subset_by_index=(1, 3)),
+    dict(lower=False, sort_eigenvalues=True, subset_by_index=(1, 3), compute_eigenvectors=True),
     lambda a: list(la.eigh(a, lower=False, symmetrize_input=False, subset_by_index=(1, 3))),
     lambda a: [np.linalg.eigh(a, UPLO="U")[1][..., 1:3], np.linalg.eigh(a, UPLO="U")[0][..., 1:3]])
 add("svd-subset", la.svd_p, lambda rng: [_mat(rng, (2, 5, 4), F64)],

@@ -254,8 +254,14 @@ def eigh(a, UPLO: str = "L"):
 
 
 def eigvalsh(a, UPLO: str = "L"):
-    """Eigenvalues (ascending, real) of Hermitian matrices."""
-    return eigh(a, UPLO).eigenvalues
+    """Eigenvalues (ascending, real) of Hermitian matrices (no eigenvector work, also
+    when run eagerly)."""
+    a = _stack_of_matrices(a, "eigvalsh")
+    if UPLO not in ("L", "U"):
+        raise PlaitValueError("UPLO argument must be 'L' or 'U'")
+    (w,) = lla.eigh_p.bind(a, lower=UPLO == "L", sort_eigenvalues=True, subset_by_index=None,
+                           compute_eigenvectors=False)
+    return w
 
 
 def eig(a):

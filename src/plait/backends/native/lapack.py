@@ -290,17 +290,22 @@ def _eigh(cp: CProgram, eqn, name: str) -> bool:
     ct, p, _, n, batch = r
     uplo = "L" if eqn.params["lower"] else "U"
     syevd = _fn(p, "syevd")
+    if eqn.params["compute_eigenvectors"]:
+        head = f"const {ct} *a = bufs[0]; {ct} *v = bufs[1]; {ct} *w = bufs[2]; char jobz = 'V';"
+        back = f"""
+    {ct} *vb = v + b * {n * n};
+    plait_transpose_{ct}(m, vb, n, n, n);
+    if (info != 0) for (int k = 0; k < {n * n}; ++k) vb[k] = NAN;"""
+    else:   # jobz 'N': eigenvalues only (the reduction to tridiagonal form, no back-transform)
+        head, back = f"const {ct} *a = bufs[0]; {ct} *w = bufs[1]; char jobz = 'N';", ""
     # NumPy's call exactly: a column-major copy, syevd on the same triangle
-    return _emit(cp, name, batch=batch, head=f"""\
-const {ct} *a = bufs[0]; {ct} *v = bufs[1]; {ct} *w = bufs[2];
-  char jobz = 'V', uplo = '{uplo}';
+    return _emit(cp, name, batch=batch, head=f"""{head}
+  char uplo = '{uplo}';
   int n = {n}, info = 0, lwork = -1, liwork = -1, iq = 0; {ct} q = 0;""", loop=f"""\
-    const {ct} *ab = a + b * {n * n}; {ct} *vb = v + b * {n * n}; {ct} *wb = w + b * {n};
+    const {ct} *ab = a + b * {n * n}; {ct} *wb = w + b * {n};
     plait_transpose_{ct}(ab, m, n, n, n);
     {syevd}(&jobz, &uplo, &n, m, &n, wb, work, &lwork, iwork, &liwork, &info);
-    plait_transpose_{ct}(m, vb, n, n, n);
-    if (info != 0) {{ for (int k = 0; k < {n * n}; ++k) vb[k] = NAN;
-                      for (int k = 0; k < n; ++k) wb[k] = NAN; }}""",
+    if (info != 0) for (int k = 0; k < n; ++k) wb[k] = NAN;{back}""",
         work=((ct, "m", n * n),),
         query=f"""{syevd}(&jobz, &uplo, &n, m, &n, w, &q, &lwork, &iq, &liwork, &info);
   lwork = (int)q; liwork = iq;""",

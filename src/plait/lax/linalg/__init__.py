@@ -12,6 +12,10 @@ under ``jit``); ``cholesky`` of a matrix that is not positive definite gives NaN
 and a singular ``lu`` gives a ``U`` with a zero on its diagonal (solves through it
 give inf/NaN). ``plait.numpy.linalg`` raises NumPy's errors on concrete values.
 
+Values only: a graph that reads only ``eigh``'s eigenvalues or ``svd``'s singular
+values runs the decomposition without vectors (LAPACK ``jobz='N'``): the primitives'
+``dce`` rules rebind them with ``compute_eigenvectors=False`` / ``compute_uv=False``.
+
 Derivatives (standard matrix calculus; ``plait/transforms/RULES.md``):
 
 - ``cholesky`` and ``eigh`` read one triangle (LAPACK's convention) and the real part

@@ -218,5 +218,20 @@ def _batch_front(vals, dims):
     return [_move_batch_dim(v, d, 0, size) for v, d in zip(vals, dims)]
 
 
+def _values_only_dce(flag: str, values: int):
+    """The ``dce`` rule of a decomposition whose boolean param ``flag`` asks for the
+    vectors as well as the values (output ``values``): when only the values are read,
+    the equation is rebound without the vectors (LAPACK's ``jobz='N'``, which skips
+    their computation), so ``eigh(a)[1]`` costs what ``eigvalsh`` costs."""
+    def rule(eqn, used_outputs):
+        if not any(used_outputs):
+            return None, []
+        if eqn.params[flag] and not any(u for i, u in enumerate(used_outputs) if i != values):
+            eqn = eqn.replace(outputs=[eqn.outputs[values]],
+                              params=dict(eqn.params, **{flag: False}))
+        return eqn, [True] * len(eqn.inputs)
+    return rule
+
+
 def _zero_tangents(outs):
     return [_Zero(_tangent_aval(_get_aval(o))) for o in outs]

@@ -14,8 +14,8 @@ from plait.lax.linalg._common import (_band_mask, _batch_unary, _check_matrix, _
                                       _complex_dtype, _conj, _convert, _diag, _diag_embed,
                                       _dtype, _each, _H, _has_scipy, _hermitian_part, _mm,
                                       _ndim, _real, _real_dtype, _row, _scale, _scipy_each,
-                                      _scipy_linalg, _shape, _swap, _zero_tangents,
-                                      _zeros_like)
+                                      _scipy_linalg, _shape, _swap, _values_only_dce,
+                                      _zero_tangents, _zeros_like)
 from plait.lax.linalg.factorizations import _solve
 
 
@@ -30,32 +30,42 @@ def _subset(subset, n: int, name: str):
     return lo, hi
 
 
-def _eigh_abstract(a: _ShapedArray, *, lower, sort_eigenvalues, subset_by_index) -> list:
+def _eigh_abstract(a: _ShapedArray, *, lower, sort_eigenvalues, subset_by_index,
+                   compute_eigenvectors) -> list:
     _check_matrix("eigh", a)
     n = a.shape[-1]
     lo, hi = _subset(subset_by_index, n, "eigh") or (0, n)
     b = a.shape[:-2]
-    return [_ShapedArray(b + (n, hi - lo), a.dtype, False),
-            _ShapedArray(b + (hi - lo,), _real_dtype(a.dtype), False)]
+    w = _ShapedArray(b + (hi - lo,), _real_dtype(a.dtype), False)
+    return [_ShapedArray(b + (n, hi - lo), a.dtype, False), w] if compute_eigenvectors else [w]
 
 
-def _eigh_impl(a, *, lower, sort_eigenvalues, subset_by_index):
+def _eigh_impl(a, *, lower, sort_eigenvalues, subset_by_index, compute_eigenvectors):
     a = _np.asarray(a)
     n = a.shape[-1]
     lo, hi = subset_by_index or (0, n)
+    rd = _real_dtype(a.dtype)
     if a.size == 0:
-        return [_np.zeros(a.shape[:-1] + (hi - lo,), a.dtype),
-                _np.zeros(a.shape[:-2] + (hi - lo,), _real_dtype(a.dtype))]
+        w = _np.zeros(a.shape[:-2] + (hi - lo,), rd)
+        return [_np.zeros(a.shape[:-1] + (hi - lo,), a.dtype), w] if compute_eigenvectors else [w]
+    if not compute_eigenvectors:    # LAPACK's jobz='N': no eigenvector work at all
+        if _has_scipy() and a.dtype.kind == "f":
+            (w,) = _scipy_each(a, "syevd", dict(compute_v=0, lower=int(lower)), (0,),
+                               (a.shape[:-1],))
+        else:
+            w = _np.linalg.eigvalsh(a, UPLO="L" if lower else "U")
+        return [w[..., lo:hi].astype(rd, copy=False)]
     if _has_scipy() and a.dtype.kind == "f":
         w, v = _scipy_each(a, "syevd", dict(compute_v=1, lower=int(lower)), (0, 1),
                            (a.shape[:-1], a.shape))
     else:
         w, v = _np.linalg.eigh(a, UPLO="L" if lower else "U")
-    return [v[..., lo:hi].astype(a.dtype, copy=False),
-            w[..., lo:hi].astype(_real_dtype(a.dtype), copy=False)]
+    return [v[..., lo:hi].astype(a.dtype, copy=False), w[..., lo:hi].astype(rd, copy=False)]
 
 
 eigh_p = _standard_primitive("eigh", _eigh_abstract, _eigh_impl, multiple_results=True)
+# a graph reading only the eigenvalues runs eigh without eigenvectors
+eigh_p.def_rule("dce", _values_only_dce("compute_eigenvectors", 1))
 
 
 def _inv_gaps(w):
@@ -68,20 +78,24 @@ def _inv_gaps(w):
     return _ew.select(eye, _zeros_like(one), _ew.div(one, gap))
 
 
-def _eigh_jvp(primals, tangents, **params):
+def _eigh_jvp(primals, tangents, *, compute_eigenvectors, **params):
     (a,), (t,) = primals, tangents
-    v, w = eigh_p.bind(a, **params)
+    # dw needs the eigenvectors even when they are not returned
+    v, w = eigh_p.bind(a, compute_eigenvectors=True, **params)
+    outs = [v, w] if compute_eigenvectors else [w]
     subset = params["subset_by_index"]
     if subset is not None and tuple(subset) != (0, _shape(a)[-1]):
         raise _PlaitValueError("eigh: derivatives of a partial eigendecomposition "
                               "(subset_by_index) are not defined")
     if isinstance(t, _Zero):
-        return [v, w], _zero_tangents([v, w])
+        return outs, _zero_tangents(outs)
     s = _hermitian_part(t, params["lower"])
     m = _mm(_H(v), _mm(s, v))
     dw = _real(_diag(m))
+    if not compute_eigenvectors:
+        return outs, [dw]
     dv = _mm(v, _ew.mul(_convert(_inv_gaps(w), _dtype(a)), m))
-    return [v, w], [dv, dw]
+    return outs, [dv, dw]
 
 
 eigh_p.def_rule("jvp", _eigh_jvp)
@@ -102,7 +116,7 @@ def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
     if symmetrize_input:
         x = _scale(_ew.add(x, _H(x)), 0.5)
     return tuple(eigh_p.bind(x, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues),
-                             subset_by_index=sub))
+                             subset_by_index=sub, compute_eigenvectors=True))
 
 
 # --- eig --------------------------------------------------------------------------------
@@ -233,6 +247,8 @@ def _svd_impl(a, *, full_matrices, compute_uv, subset_by_index):
 
 
 svd_p = _standard_primitive("svd", _svd_abstract, _svd_impl, multiple_results=True)
+# a graph reading only the singular values runs svd without singular vectors
+svd_p.def_rule("dce", _values_only_dce("compute_uv", 0))
 
 
 def _svd_jvp(primals, tangents, *, full_matrices, compute_uv, subset_by_index):
