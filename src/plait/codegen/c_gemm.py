@@ -655,19 +655,20 @@ static int64_t mod_{x}(int64_t a, int64_t m) {{ return ((a % m) + m) % m; }}
    (likewise for w). A phase (rh, rw) is one GEMM: im2col rows (b, oh, ow) of that phase
    with columns (its taps, ci), times the kernel rows of those taps (copied), in chunks,
    into a temporary scattered to y; a phase without taps writes zeros. */
-static int64_t conv_phase_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y,
-                              int threads) {{
+typedef struct {{
+  const int64_t *d; const {t} *X, *Wt; {t} *Y; int nt; _Atomic int64_t status;
+}} phase_job_{x};
+
+/* output phase (rh, rw) = (phase / lw, phase % lw) of an input-dilated convolution */
+static void conv_phase_one_{x}(void *ctx, int64_t phase) {{
+  phase_job_{x} *j = ctx;
+  const int64_t *d = j->d; const {t} *X = j->X, *Wt = j->Wt; {t} *Y = j->Y; int nt = j->nt;
   int64_t NB = d[0], C = d[1], H = d[2], W = d[3], sxb = d[4], sxc = d[5], sxh = d[6], sxw = d[7];
   int64_t O = d[8], KH = d[9], KW = d[10], swo = d[11], swi = d[12], swh = d[13], sww = d[14];
   int64_t OH = d[15], OW = d[16], syb = d[17], syo = d[18], syh = d[19], syw = d[20];
   int64_t sh = d[21], sw = d[22], ph = d[23], pw = d[24], dh = d[25], dw = d[26];
   int64_t lh = d[27], lw = d[28];
-  /* with a few phases per thread, each phase runs on one thread */
-  int outer = threads > 1 && lh * lw >= 2 * threads;
-  int nt = outer ? 1 : threads;
-  int64_t status = 0;
-  #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (outer)
-  for (int64_t phase = 0; phase < lh * lw; ++phase) {{
+  {{
     int64_t rh = phase / lw, rw = phase % lw, st = 0;
     int64_t *idx = malloc(sizeof(int64_t) * (size_t)(OH + OW + KH + KW));
     {t} *wp = malloc(sizeof({t}) * (size_t)(KH * KW * C * O));
@@ -727,12 +728,19 @@ static int64_t conv_phase_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t}
     }}
   done:
     free(buf); free(idx); free(wp);
-    if (st) {{
-      #pragma omp critical
-      status = st;
-    }}
+    if (st) atomic_store(&j->status, st);
   }}
-  return status;
+}}
+
+static int64_t conv_phase_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y,
+                              int threads) {{
+  /* with a few phases per thread, each phase runs on one thread (pieces of the pool) */
+  int outer = threads > 1 && d[27] * d[28] >= 2 * threads;
+  phase_job_{x} j = {{d, X, Wt, Y, outer ? 1 : threads, 0}};
+  if (outer) pool_for(threads, d[27] * d[28], conv_phase_one_{x}, &j);
+  else for (int64_t p = 0; p < d[27] * d[28] && !atomic_load(&j.status); ++p)
+    conv_phase_one_{x}(&j, p);
+  return atomic_load(&j.status);
 }}
 
 /* y = conv(x, w), 2 spatial dimensions. d[]: batch, C, H, W, x strides (b, c, h, w); O,
