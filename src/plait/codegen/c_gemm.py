@@ -29,6 +29,9 @@ gathers im2col columns as contiguous runs and accumulates one GEMM per chunk of 
 An input-dilated convolution (a strided one's input gradient) runs one GEMM per output
 phase over only the kernel taps that meet real input elements; feature groups (vmap's
 per-example kernels) are a loop of such convolutions, over threads when small.
+Their parallel loops (row chunks, a weight gradient's column ranges, phases, groups)
+are pieces of the same pool; a piece gathers into its thread's im2col buffer, kept
+between calls, and multiplies on that thread.
 A function returns 0, or the allocation-failure status of
 ``c_stripe.oom_status`` when a pack buffer cannot be allocated.
 """
@@ -743,6 +746,22 @@ static int64_t conv_phase_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t}
   return atomic_load(&j.status);
 }}
 
+typedef struct {{
+  const int64_t *d, *dg; const {t} *X, *Wt; {t} *Y; int inner; _Atomic int64_t status;
+}} group_job_{x};
+
+/* feature group g: a convolution of its own on j->inner threads */
+static void conv_group_{x}(void *ctx, int64_t g) {{
+  group_job_{x} *j = ctx;
+  const int64_t *d = j->d, *dg = j->dg;
+  const {t} *xg = j->X + g * dg[1] * d[5];
+  const {t} *wg = j->Wt + g * dg[8] * d[11];
+  {t} *yg = j->Y + g * dg[8] * d[18];
+  int64_t st = d[27] > 1 || d[28] > 1 ? conv_phase_{x}(dg, xg, wg, yg, j->inner)
+                                      : conv_one_{x}(dg, xg, wg, yg, j->inner);
+  if (st) atomic_store(&j->status, st);
+}}
+
 /* y = conv(x, w), 2 spatial dimensions. d[]: batch, C, H, W, x strides (b, c, h, w); O,
    KH, KW, w strides (o, i, h, w); OH, OW, y strides (b, o, h, w); window strides (h, w),
    low padding (h, w), kernel dilation (h, w), input dilation (h, w), feature groups G
@@ -763,21 +782,10 @@ int64_t plait_conv_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y) {{
   dg[1] = Cg; dg[8] = Og;
   int64_t macs = d[0] * d[15] * d[16] * Og * d[9] * d[10] * Cg / (d[27] * d[28]);
   int outer = threads > 1 && G >= threads && macs < {b.par_macs} * 16;
-  int64_t status = 0;
-  #pragma omp parallel for schedule(dynamic) if (outer)
-  for (int64_t g = 0; g < G; ++g) {{
-    const {t} *xg = X + g * Cg * d[5];
-    const {t} *wg = Wt + g * Og * d[11];
-    {t} *yg = Y + g * Og * d[18];
-    int inner = outer ? 1 : threads;
-    int64_t st = dilated ? conv_phase_{x}(dg, xg, wg, yg, inner)
-                         : conv_one_{x}(dg, xg, wg, yg, inner);
-    if (st) {{
-      #pragma omp critical
-      status = st;
-    }}
-  }}
-  return status;
+  group_job_{x} j = {{d, dg, X, Wt, Y, outer ? 1 : threads, 0}};
+  if (outer) pool_for(threads, G, conv_group_{x}, &j);   /* a group per piece */
+  else for (int64_t g = 0; g < G && !atomic_load(&j.status); ++g) conv_group_{x}(&j, g);
+  return atomic_load(&j.status);
 }}
 """
 
