@@ -29,6 +29,9 @@ gathers im2col columns as contiguous runs and accumulates one GEMM per chunk of 
 An input-dilated convolution (a strided one's input gradient) runs one GEMM per output
 phase over only the kernel taps that meet real input elements; feature groups (vmap's
 per-example kernels) are a loop of such convolutions, over threads when small.
+Their parallel loops (row chunks, a weight gradient's column ranges, phases, groups)
+are pieces of the same pool; a piece gathers into its thread's im2col buffer, kept
+between calls, and multiplies on that thread.
 A function returns 0, or the allocation-failure status of
 ``c_stripe.oom_status`` when a pack buffer cannot be allocated.
 """
@@ -420,16 +423,80 @@ static inline void pixel_{x}({t} *o, const {t} *xb, int64_t ih, int64_t iw, int6
   }}
 }}
 
+/* this thread's im2col buffer of at least n elements (kept between calls), or NULL */
+static __thread {t} *cbuf_{x};
+static __thread int64_t ccap_{x};
+
+static {t} *conv_buffer_{x}(int64_t n) {{
+  if (n > ccap_{x}) {{
+    free(cbuf_{x});
+    size_t bytes = ((size_t)n * sizeof({t}) + 63) / 64 * 64;
+    cbuf_{x} = aligned_alloc(64, bytes);
+    ccap_{x} = cbuf_{x} ? n : 0;
+  }}
+  return cbuf_{x};
+}}
+
+/* a weight gradient's columns [k0, k1) of im2col (see conv_t_), in chunks gathered into
+   this thread's buffer, each adding its GEMM (on th threads) to Y (row stride syb,
+   column stride syo; acc: add to Y's first chunk too) */
+static int64_t conv_t_range_{x}(const int64_t *d, const {t} *X, const {t} *B, int64_t sbk,
+                                int64_t sbn, int64_t k0, int64_t k1, int64_t chunk, {t} *Y,
+                                int64_t syb, int64_t syo, int th, int acc) {{
+  int64_t NB = d[0], H = d[2], W = d[3], sxc = d[5], sxh = d[6], sxw = d[7];
+  int64_t O = d[8], KH = d[9], KW = d[10], OH = d[15], OW = d[16];
+  int64_t sh = d[21], sw = d[22], ph = d[23], pw = d[24], dh = d[25], dw = d[26];
+  int64_t R = OH * OW * NB;
+  {t} *buf = conv_buffer_{x}(chunk * R);
+  if (!buf) return (int64_t)(chunk * R * sizeof({t})) * {oom_where}LL;
+  for (int64_t c0 = k0; c0 < k1; c0 += chunk) {{
+    int64_t kn = min_{x}(chunk, k1 - c0);
+    for (int64_t kk = 0; kk < kn; ++kk) {{
+      int64_t k = c0 + kk, ci = k / (KH * KW), kh = (k / KW) % KH, kw = k % KW;
+      for (int64_t oh = 0; oh < OH; ++oh) {{
+        int64_t ih = oh * sh - ph + kh * dh;
+        for (int64_t ow = 0; ow < OW; ++ow) {{
+          int64_t iw = ow * sw - pw + kw * dw;
+          {t} *o = buf + kk * R + (oh * OW + ow) * NB;
+          if (ih < 0 || ih >= H || iw < 0 || iw >= W) memset(o, 0, sizeof({t}) * (size_t)NB);
+          else memcpy(o, X + ci * sxc + ih * sxh + iw * sxw, sizeof({t}) * (size_t)NB);
+        }}
+      }}
+    }}
+    int64_t st = one_{x}(R, O, kn, buf, 1, R, B + c0 * sbk, sbk, sbn, Y, syb, syo, th,
+                         acc || c0 > k0);
+    if (st) return st;
+  }}
+  return 0;
+}}
+
+/* the column ranges of one weight gradient, one per piece, each into its own sum */
+typedef struct {{
+  const int64_t *d; const {t} *X, *B; int64_t sbk, sbn, K, chunk, parts; {t} *sums;
+  _Atomic int64_t status;
+}} conv_t_job_{x};
+
+static void conv_t_piece_{x}(void *ctx, int64_t p) {{
+  conv_t_job_{x} *j = ctx;
+  int64_t R = j->d[15] * j->d[16] * j->d[0], O = j->d[8];
+  int64_t k0 = j->K * p / j->parts, k1 = j->K * (p + 1) / j->parts;
+  int64_t st = conv_t_range_{x}(j->d, j->X, j->B, j->sbk, j->sbn, k0, k1, j->chunk,
+                                j->sums + p * R * O, O, 1, 1, 0);
+  if (st) atomic_store(&j->status, st);
+}}
+
 /* plait_conv when the batch dimension of x is its contiguous one and y's rows (oh, ow,
    b) are one stride (a weight gradient in NHWC: "batch" is the input channel): the
    columns (ci, kh, kw) of im2col are gathered as rows of contiguous batch runs, in
-   L3-sized chunks of columns, and each chunk adds its GEMM (A read transposed) to y */
+   L3-sized chunks of columns, and each chunk adds its GEMM (A read transposed) to y.
+   With several threads the columns are cut into one range per thread, each summed on
+   one thread into its own R x O temporary (no barrier, no packing of the same rows
+   twice), and the sums are added into y at the end. */
 static int64_t conv_t_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y,
                           int threads) {{
-  int64_t NB = d[0], C = d[1], H = d[2], W = d[3], sxc = d[5], sxh = d[6], sxw = d[7];
+  int64_t NB = d[0], C = d[1];
   int64_t O = d[8], KH = d[9], KW = d[10], swo = d[11], swi = d[12], swh = d[13], sww = d[14];
   int64_t OH = d[15], OW = d[16], syb = d[17], syo = d[18];
-  int64_t sh = d[21], sw = d[22], ph = d[23], pw = d[24], dh = d[25], dw = d[26];
   int64_t K = C * KH * KW, R = OH * OW * NB;
   const {t} *B = Wt; int64_t sbk = sww, sbn = swo;
   {t} *wcopy = NULL;
@@ -444,39 +511,106 @@ static int64_t conv_t_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y,
   int64_t chunk = {im2col_bytes} / (int64_t)sizeof({t}) / R;
   if (chunk < 64) chunk = 64;
   if (chunk > K) chunk = K;
-  {t} *buf = malloc(sizeof({t}) * (size_t)(chunk * R));
-  if (!buf) {{ free(wcopy); return (int64_t)(chunk * R * sizeof({t})) * {oom_where}LL; }}
-  int64_t status = 0;
-  for (int64_t k0 = 0; k0 < K && !status; k0 += chunk) {{
-    int64_t kn = min_{x}(chunk, K - k0);
-    #pragma omp parallel for schedule(static) if (threads > 1 && kn * R > 32768)
-    for (int64_t kk = 0; kk < kn; ++kk) {{
-      int64_t k = k0 + kk, ci = k / (KH * KW), kh = (k / KW) % KH, kw = k % KW;
-      for (int64_t oh = 0; oh < OH; ++oh) {{
-        int64_t ih = oh * sh - ph + kh * dh;
-        for (int64_t ow = 0; ow < OW; ++ow) {{
-          int64_t iw = ow * sw - pw + kw * dw;
-          {t} *o = buf + kk * R + (oh * OW + ow) * NB;
-          if (ih < 0 || ih >= H || iw < 0 || iw >= W) memset(o, 0, sizeof({t}) * (size_t)NB);
-          else memcpy(o, X + ci * sxc + ih * sxh + iw * sxw, sizeof({t}) * (size_t)NB);
-        }}
+  /* a range per thread when each has a few chunks' worth of columns and the sums are
+     small beside the work */
+  int64_t parts = threads;
+  if (parts > 1 && K < parts * 2 * chunk && K < parts * 256) parts = 1;
+  if ((double)R * O * K < {b.par_macs}.0 * parts) parts = 1;
+  int64_t status;
+  if (parts == 1) {{
+    status = conv_t_range_{x}(d, X, B, sbk, sbn, 0, K, chunk, Y, syb, syo, threads, 0);
+  }} else {{
+    {t} *sums = malloc(sizeof({t}) * (size_t)(parts * R * O));
+    if (!sums) {{ free(wcopy); return (int64_t)(parts * R * O * sizeof({t})) * {oom_where}LL; }}
+    conv_t_job_{x} j = {{d, X, B, sbk, sbn, K, chunk, parts, sums, 0}};
+    pool_for(threads, parts, conv_t_piece_{x}, &j);
+    status = atomic_load(&j.status);
+    for (int64_t r = 0; r < R && !status; ++r)
+      for (int64_t o = 0; o < O; ++o) {{
+        {t} s = 0;
+        for (int64_t p = 0; p < parts; ++p) s += sums[(p * R + r) * O + o];
+        Y[r * syb + o * syo] = s;
+      }}
+    free(sums);
+  }}
+  free(wcopy);
+  return status;
+}}
+
+/* one convolution without input dilation, as conv_one_ cuts it into chunks of rows */
+typedef struct {{
+  const int64_t *d; const {t} *X, *B; {t} *Y;
+  int64_t sbk, sbn, K, P, group, chunk, per; int runs, scatter, th;
+  _Atomic int64_t status;
+}} conv_job_{x};
+
+/* chunk c = (group, piece) of rows (b, oh, ow): gathered (im2col, columns (kh, kw, ci))
+   into this thread's buffer and multiplied by the kernel as one GEMM on j->th threads */
+static void conv_chunk_{x}(void *ctx, int64_t c) {{
+  conv_job_{x} *j = ctx;
+  const int64_t *d = j->d;
+  int64_t C = d[1], H = d[2], W = d[3], sxb = d[4], sxc = d[5], sxh = d[6], sxw = d[7];
+  int64_t O = d[8], KH = d[9], KW = d[10];
+  int64_t OW = d[16], syb = d[17], syo = d[18], syh = d[19], syw = d[20];
+  int64_t sh = d[21], sw = d[22], ph = d[23], pw = d[24], dh = d[25], dw = d[26];
+  int64_t K = j->K, P = j->P, chunk = j->chunk;
+  int64_t g0 = c / j->per * j->group, r0 = g0 + c % j->per * chunk;
+  int64_t rows = min_{x}(chunk, g0 + j->group - r0), st;
+  {t} *buf = conv_buffer_{x}(chunk * K + (j->scatter ? chunk * O : 0));
+  if (!buf) {{
+    atomic_store(&j->status, (int64_t)((chunk * K + (j->scatter ? chunk * O : 0)) * sizeof({t}))
+                             * {oom_where}LL);
+    return;
+  }}
+  {t} *ytmp = buf + chunk * K;
+  for (int64_t r = 0; r < rows; ++r) {{
+    int64_t m = r0 + r, bi = m / P, oh = (m % P) / OW, ow = m % OW;
+    {t} *row = buf + r * K;
+    for (int64_t kh = 0; kh < KH; ++kh) {{
+      int64_t ih = oh * sh - ph + kh * dh;
+      if (j->runs) {{  /* the (kw, ci) columns are one run of x: copy it whole */
+        {t} *o = row + kh * KW * C;
+        int64_t iw0 = ow * sw - pw, lo = iw0 < 0 ? -iw0 : 0, hi = W - iw0;
+        if (hi > KW) hi = KW;
+        if (ih < 0 || ih >= H || hi < lo) lo = hi = 0;
+        memset(o, 0, sizeof({t}) * (size_t)(lo * C));
+        memcpy(o + lo * C, j->X + bi * sxb + ih * sxh + (iw0 + lo) * sxw,
+               sizeof({t}) * (size_t)((hi - lo) * C));
+        memset(o + hi * C, 0, sizeof({t}) * (size_t)((KW - hi) * C));
+        continue;
+      }}
+      for (int64_t kw = 0; kw < KW; ++kw) {{
+        int64_t iw = ow * sw - pw + kw * dw;
+        pixel_{x}(row + (kh * KW + kw) * C, j->X + bi * sxb, ih, iw, H, W, C, sxh, sxw, sxc);
       }}
     }}
-    status = one_{x}(R, O, kn, buf, 1, R, B + k0 * sbk, sbk, sbn, Y, syb, syo, threads, k0 > 0);
   }}
-  free(buf); free(wcopy);
-  return status;
+  if (j->scatter) {{
+    st = one_{x}(rows, O, K, buf, K, 1, j->B, j->sbk, j->sbn, ytmp, O, 1, j->th, 0);
+    for (int64_t r = 0; r < rows; ++r) {{
+      int64_t m = r0 + r, bi = m / P, oh = (m % P) / OW, ow = m % OW;
+      {t} *yo = j->Y + bi * syb + oh * syh + ow * syw;
+      for (int64_t o = 0; o < O; ++o) yo[o * syo] = ytmp[r * O + o];
+    }}
+  }} else {{
+    int64_t bi = r0 / P, oh = (r0 % P) / OW, ow = r0 % OW;
+    st = one_{x}(rows, O, K, buf, K, 1, j->B, j->sbk, j->sbn,
+                 j->Y + bi * syb + oh * syh + ow * syw, syw, syo, j->th, 0);
+  }}
+  if (st) atomic_store(&j->status, st);
 }}
 
 /* plait_conv of one group without input dilation: rows (b, oh, ow) are gathered
    (im2col, columns (kh, kw, ci)) in chunks of at most {im2col_bytes} bytes, each
-   multiplied by the kernel as one GEMM. */
+   multiplied by the kernel as one GEMM. With enough rows the chunks are pieces of
+   plait's pool, a few per thread, each gathered and multiplied on one thread (no
+   barrier between the gather and the GEMM, the kernel panel packed once per chunk);
+   few rows gather on the caller and use every thread in the GEMM. */
 static int64_t conv_one_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y,
                             int threads) {{
-  int64_t NB = d[0], C = d[1], H = d[2], W = d[3], sxb = d[4], sxc = d[5], sxh = d[6], sxw = d[7];
+  int64_t NB = d[0], C = d[1], sxb = d[4], sxc = d[5], sxw = d[7];
   int64_t O = d[8], KH = d[9], KW = d[10], swo = d[11], swi = d[12], swh = d[13], sww = d[14];
-  int64_t OH = d[15], OW = d[16], syb = d[17], syo = d[18], syh = d[19], syw = d[20];
-  int64_t sh = d[21], sw = d[22], ph = d[23], pw = d[24], dh = d[25], dw = d[26];
+  int64_t OH = d[15], OW = d[16], syb = d[17], syh = d[19], syw = d[20], dw = d[26];
   int64_t K = KH * KW * C, P = OH * OW;
   if (sxb == 1 && NB > 1 && syh == OW * syw && syw == NB * syb)
     return conv_t_{x}(d, X, Wt, Y, threads);
@@ -495,80 +629,24 @@ static int64_t conv_one_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *
      when they are and the image has enough of them; otherwise the GEMM writes a
      contiguous temporary that is scattered into y (a weight gradient's few rows per
      "image") */
-  int runs = sxc == 1 && sxw == C && dw == 1;
   int64_t all = NB * P;
   int64_t group = syh == OW * syw ? (syb == OH * syh ? all : P) : 1;
   int scatter = group < {b.mr * 8} && group < all;
   if (scatter) group = all;
   int64_t chunk = {im2col_bytes} / (int64_t)sizeof({t}) / (K > 0 ? K : 1);
-  if (chunk < {b.mr * 8}) chunk = {b.mr * 8};
+  /* a few chunks per thread while each keeps {b.mr * 16} rows to pay for its kernel panel */
+  int64_t even = (all + 4 * threads - 1) / (4 * threads);
+  if (threads > 1 && even < chunk) chunk = even;
+  if (chunk < {b.mr * 16}) chunk = {b.mr * 16};
   if (chunk > group) chunk = group;
-  size_t elems = (size_t)(chunk * K + (scatter ? chunk * O : 0));
-  if (elems == 0) elems = 1;
-  /* chunks c = (group, piece): many of them run one per thread (each gathers into its
-     own buffer and multiplies on its own), so a convolution is one parallel region;
-     few of them use every thread inside each gather and GEMM */
   int64_t per = (group + chunk - 1) / chunk, nchunks = all / group * per;
   int outer = threads > 1 && nchunks >= 2 * threads;
-  int64_t status = 0;
-  #pragma omp parallel num_threads(threads) if (outer)
-  {{
-    int th = outer ? 1 : threads;
-    {t} *buf = malloc(sizeof({t}) * elems);
-    if (!buf) {{
-      #pragma omp critical
-      status = (int64_t)(elems * sizeof({t})) * {oom_where}LL;
-    }}
-    #pragma omp for schedule(dynamic, 1)
-    for (int64_t c = 0; c < nchunks; ++c) {{
-      if (!buf) continue;
-      int64_t g0 = c / per * group, r0 = g0 + c % per * chunk;
-      int64_t rows = min_{x}(chunk, g0 + group - r0), st;
-      {t} *ytmp = buf + chunk * K;
-      #pragma omp parallel for schedule(static) if (th > 1 && rows * K > 32768)
-      for (int64_t r = 0; r < rows; ++r) {{
-        int64_t m = r0 + r, bi = m / P, oh = (m % P) / OW, ow = m % OW;
-        {t} *row = buf + r * K;
-        for (int64_t kh = 0; kh < KH; ++kh) {{
-          int64_t ih = oh * sh - ph + kh * dh;
-          if (runs) {{  /* the (kw, ci) columns are one run of x: copy it whole */
-            {t} *o = row + kh * KW * C;
-            int64_t iw0 = ow * sw - pw, lo = iw0 < 0 ? -iw0 : 0, hi = W - iw0;
-            if (hi > KW) hi = KW;
-            if (ih < 0 || ih >= H || hi < lo) lo = hi = 0;
-            memset(o, 0, sizeof({t}) * (size_t)(lo * C));
-            memcpy(o + lo * C, X + bi * sxb + ih * sxh + (iw0 + lo) * sxw,
-                   sizeof({t}) * (size_t)((hi - lo) * C));
-            memset(o + hi * C, 0, sizeof({t}) * (size_t)((KW - hi) * C));
-            continue;
-          }}
-          for (int64_t kw = 0; kw < KW; ++kw) {{
-            int64_t iw = ow * sw - pw + kw * dw;
-            pixel_{x}(row + (kh * KW + kw) * C, X + bi * sxb, ih, iw, H, W, C, sxh, sxw, sxc);
-          }}
-        }}
-      }}
-      if (scatter) {{
-        st = one_{x}(rows, O, K, buf, K, 1, B, sbk, sbn, ytmp, O, 1, th, 0);
-        for (int64_t r = 0; r < rows; ++r) {{
-          int64_t m = r0 + r, bi = m / P, oh = (m % P) / OW, ow = m % OW;
-          {t} *yo = Y + bi * syb + oh * syh + ow * syw;
-          for (int64_t o = 0; o < O; ++o) yo[o * syo] = ytmp[r * O + o];
-        }}
-      }} else {{
-        int64_t bi = r0 / P, oh = (r0 % P) / OW, ow = r0 % OW;
-        st = one_{x}(rows, O, K, buf, K, 1, B, sbk, sbn,
-                         Y + bi * syb + oh * syh + ow * syw, syw, syo, th, 0);
-      }}
-      if (st) {{
-        #pragma omp critical
-        status = st;
-      }}
-    }}
-    free(buf);
-  }}
+  conv_job_{x} j = {{d, X, B, Y, sbk, sbn, K, P, group, chunk, per,
+                     sxc == 1 && sxw == C && dw == 1, scatter, outer ? 1 : threads, 0}};
+  if (outer) pool_for(threads, nchunks, conv_chunk_{x}, &j);
+  else for (int64_t c = 0; c < nchunks && !atomic_load(&j.status); ++c) conv_chunk_{x}(&j, c);
   free(wcopy);
-  return status;
+  return atomic_load(&j.status);
 }}
 
 static int64_t mod_{x}(int64_t a, int64_t m) {{ return ((a % m) + m) % m; }}
@@ -580,19 +658,20 @@ static int64_t mod_{x}(int64_t a, int64_t m) {{ return ((a % m) + m) % m; }}
    (likewise for w). A phase (rh, rw) is one GEMM: im2col rows (b, oh, ow) of that phase
    with columns (its taps, ci), times the kernel rows of those taps (copied), in chunks,
    into a temporary scattered to y; a phase without taps writes zeros. */
-static int64_t conv_phase_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y,
-                              int threads) {{
+typedef struct {{
+  const int64_t *d; const {t} *X, *Wt; {t} *Y; int nt; _Atomic int64_t status;
+}} phase_job_{x};
+
+/* output phase (rh, rw) = (phase / lw, phase % lw) of an input-dilated convolution */
+static void conv_phase_one_{x}(void *ctx, int64_t phase) {{
+  phase_job_{x} *j = ctx;
+  const int64_t *d = j->d; const {t} *X = j->X, *Wt = j->Wt; {t} *Y = j->Y; int nt = j->nt;
   int64_t NB = d[0], C = d[1], H = d[2], W = d[3], sxb = d[4], sxc = d[5], sxh = d[6], sxw = d[7];
   int64_t O = d[8], KH = d[9], KW = d[10], swo = d[11], swi = d[12], swh = d[13], sww = d[14];
   int64_t OH = d[15], OW = d[16], syb = d[17], syo = d[18], syh = d[19], syw = d[20];
   int64_t sh = d[21], sw = d[22], ph = d[23], pw = d[24], dh = d[25], dw = d[26];
   int64_t lh = d[27], lw = d[28];
-  /* with a few phases per thread, each phase runs on one thread */
-  int outer = threads > 1 && lh * lw >= 2 * threads;
-  int nt = outer ? 1 : threads;
-  int64_t status = 0;
-  #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (outer)
-  for (int64_t phase = 0; phase < lh * lw; ++phase) {{
+  {{
     int64_t rh = phase / lw, rw = phase % lw, st = 0;
     int64_t *idx = malloc(sizeof(int64_t) * (size_t)(OH + OW + KH + KW));
     {t} *wp = malloc(sizeof({t}) * (size_t)(KH * KW * C * O));
@@ -652,12 +731,35 @@ static int64_t conv_phase_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t}
     }}
   done:
     free(buf); free(idx); free(wp);
-    if (st) {{
-      #pragma omp critical
-      status = st;
-    }}
+    if (st) atomic_store(&j->status, st);
   }}
-  return status;
+}}
+
+static int64_t conv_phase_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y,
+                              int threads) {{
+  /* with a few phases per thread, each phase runs on one thread (pieces of the pool) */
+  int outer = threads > 1 && d[27] * d[28] >= 2 * threads;
+  phase_job_{x} j = {{d, X, Wt, Y, outer ? 1 : threads, 0}};
+  if (outer) pool_for(threads, d[27] * d[28], conv_phase_one_{x}, &j);
+  else for (int64_t p = 0; p < d[27] * d[28] && !atomic_load(&j.status); ++p)
+    conv_phase_one_{x}(&j, p);
+  return atomic_load(&j.status);
+}}
+
+typedef struct {{
+  const int64_t *d, *dg; const {t} *X, *Wt; {t} *Y; int inner; _Atomic int64_t status;
+}} group_job_{x};
+
+/* feature group g: a convolution of its own on j->inner threads */
+static void conv_group_{x}(void *ctx, int64_t g) {{
+  group_job_{x} *j = ctx;
+  const int64_t *d = j->d, *dg = j->dg;
+  const {t} *xg = j->X + g * dg[1] * d[5];
+  const {t} *wg = j->Wt + g * dg[8] * d[11];
+  {t} *yg = j->Y + g * dg[8] * d[18];
+  int64_t st = d[27] > 1 || d[28] > 1 ? conv_phase_{x}(dg, xg, wg, yg, j->inner)
+                                      : conv_one_{x}(dg, xg, wg, yg, j->inner);
+  if (st) atomic_store(&j->status, st);
 }}
 
 /* y = conv(x, w), 2 spatial dimensions. d[]: batch, C, H, W, x strides (b, c, h, w); O,
@@ -680,21 +782,10 @@ int64_t plait_conv_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y) {{
   dg[1] = Cg; dg[8] = Og;
   int64_t macs = d[0] * d[15] * d[16] * Og * d[9] * d[10] * Cg / (d[27] * d[28]);
   int outer = threads > 1 && G >= threads && macs < {b.par_macs} * 16;
-  int64_t status = 0;
-  #pragma omp parallel for schedule(dynamic) if (outer)
-  for (int64_t g = 0; g < G; ++g) {{
-    const {t} *xg = X + g * Cg * d[5];
-    const {t} *wg = Wt + g * Og * d[11];
-    {t} *yg = Y + g * Og * d[18];
-    int inner = outer ? 1 : threads;
-    int64_t st = dilated ? conv_phase_{x}(dg, xg, wg, yg, inner)
-                         : conv_one_{x}(dg, xg, wg, yg, inner);
-    if (st) {{
-      #pragma omp critical
-      status = st;
-    }}
-  }}
-  return status;
+  group_job_{x} j = {{d, dg, X, Wt, Y, outer ? 1 : threads, 0}};
+  if (outer) pool_for(threads, G, conv_group_{x}, &j);   /* a group per piece */
+  else for (int64_t g = 0; g < G && !atomic_load(&j.status); ++g) conv_group_{x}(&j, g);
+  return atomic_load(&j.status);
 }}
 """
 
