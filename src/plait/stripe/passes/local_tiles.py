@@ -20,6 +20,10 @@ every one of the config's ``tags``) whose body is scalar statements is rewritten
   work-item per output element of the group, the original statements reading the
   staged tiles), and a second barrier before the next tile overwrites them.
 
+The work-group shape (replacing the ``threads`` pass's) and ``tile_k`` come from
+:func:`choose_tiles`: the autotile cost model over candidates that fit the target's
+local memory and work-group limit and hold whole subgroups.
+
 An operand is staged when its access involves a reduction index and is independent of
 at least one work-item index (so several work-items of a group read each element).
 Kernels the rewrite does not fit (nested blocks, no reduction index, no operand to
