@@ -142,6 +142,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("opencl_device", "PLAIT_OPENCL_DEVICE", _parse_str, "",
             "the OpenCL device the opencl backend uses: a case-insensitive part of "
             "'<platform> <device>' (default: the first GPU, else the first device)"),
+    Setting("opencl_build_options", "PLAIT_OPENCL_BUILD_OPTIONS", _parse_str, "",
+            "extra OpenCL C build options, read at each build (e.g. -cl-opt-disable: "
+            "PoCL compiles several times faster, its kernels run slower)"),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}

@@ -18,6 +18,7 @@ sys.path.insert(0, os.path.join(_TESTS, "stripe"))
 import plait  # noqa: E402
 import plait.numpy  # noqa: E402,F401
 from plait.backends.opencl import device as cl_device  # noqa: E402
+from plait.backends.opencl.compile import _options  # noqa: E402
 from plait.config import config  # noqa: E402
 from plait.codegen.opencl_c import prelude, render_kernels  # noqa: E402
 from plait.errors import DeviceUnavailableError  # noqa: E402
@@ -34,7 +35,7 @@ def _run_on_device(program, inputs):
     dev = cl_device.opencl_device()
     cl = dev.cl
     ks = render_kernels(program, "t")
-    prg = cl.Program(dev.context, prelude() + ks.source).build()
+    prg = cl.Program(dev.context, prelude() + ks.source).build(options=_options())
     bufs = []
     for b in program.buffers:
         if b.kind == "in":

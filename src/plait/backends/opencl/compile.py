@@ -263,7 +263,10 @@ class OpenCLExecutable:
         return ""
 
 
-_OPTIONS = "-w"     # no warnings: the NaN self-comparisons are intended
+def _options() -> str:
+    """Build options: no warnings (the NaN self-comparisons are intended), then config
+    ``opencl_build_options``."""
+    return f"-w {config.opencl_build_options or ''}".strip()
 
 
 def _build(dev: Device, source: str):
@@ -272,16 +275,17 @@ def _build(dev: Device, source: str):
     binary cached (written to a private file, then renamed into place). An entry that
     does not load is rebuilt; a cache that cannot be written is skipped."""
     cl = dev.cl
-    key = hashlib.sha256(f"{dev.key}\0{_OPTIONS}\0{source}".encode()).hexdigest()
+    options = _options()
+    key = hashlib.sha256(f"{dev.key}\0{options}\0{source}".encode()).hexdigest()
     d = os.path.join(kernel_cache.cache_dir(), "opencl")
     path = os.path.join(d, key + ".bin")
     if os.path.isfile(path):
         try:
             with open(path, "rb") as f:
-                return cl.Program(dev.context, [dev.device], [f.read()]).build(options=_OPTIONS)
+                return cl.Program(dev.context, [dev.device], [f.read()]).build(options=options)
         except (OSError, cl.Error):     # unreadable or stale entry: rebuilt below
             pass
-    prg = cl.Program(dev.context, source).build(options=_OPTIONS)
+    prg = cl.Program(dev.context, source).build(options=options)
     try:
         os.makedirs(d, mode=0o700, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=d, prefix=".stage-")

@@ -20,6 +20,10 @@ every one of the config's ``tags``) whose body is scalar statements is rewritten
   work-item per output element of the group, the original statements reading the
   staged tiles), and a second barrier before the next tile overwrites them.
 
+The work-group shape (replacing the ``threads`` pass's) and ``tile_k`` come from
+:func:`choose_tiles`: the autotile cost model over candidates that fit the target's
+local memory and work-group limit and hold whole subgroups.
+
 An operand is staged when its access involves a reduction index and is independent of
 at least one work-item index (so several work-items of a group read each element).
 Kernels the rewrite does not fit (nested blocks, no reduction index, no operand to
@@ -30,6 +34,7 @@ constraints cut the partial tiles).
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import replace
 
@@ -38,6 +43,7 @@ import numpy as np
 from plait.stripe.affine import Affine
 from plait.stripe.ir import (Barrier, Block, Constant, Index, Load, Program, Refinement,
                              Special, Store, agg_identity, np_dtype, row_major_strides)
+from plait.stripe.passes.autotile import tile_cost
 from plait.stripe.passes.threads import launch_shape
 
 
@@ -101,37 +107,127 @@ def _flatten(blk: Block):
     return (idxs, cons, tuple(refs), inner.stmts), (blk.refs, rest), acc
 
 
-def tile_kernel(blk: Block, parent: Block, tile_k: int, local_bytes: int) -> Block:
-    """``blk`` rewritten to stage its reused operand tiles in local memory (``blk``
-    itself when the rewrite does not apply; see the module docstring)."""
+def _analyse(blk: Block):
+    """``(flat, threads, red, others, kt, staged)`` of a kernel the rewrite fits
+    (``None`` otherwise): the flattened contraction, its work-item indexes, reduction
+    indexes, other output indexes, the K index (the largest reduction) and the
+    operands to stage."""
     flat = _flatten(blk)
-    ranges, group = launch_shape(blk)
-    n = len(ranges)
+    n = len(launch_shape(blk)[0])
     if flat is None or not n:
-        return blk
+        return None
     (idxs, constraints, crefs, cstmts), epilogue, acc = flat
     if any(math.prod(r.shape) != 1 for r in crefs):
-        return blk
+        return None
     cout = next(r for r in crefs if r.dir in ("out", "inout"))
     if cout.agg not in ("add", "mul", "max", "min"):
-        return blk
+        return None
     threads = list(idxs[:n])
     out_vars = {t.name for t in threads} | {
         v for r in (blk.refs if epilogue else crefs) if r.dir in ("out", "inout")
         for a in r.access for v in a.vars}
     if epilogue is None and any(t.name not in {v for a in cout.access for v in a.vars}
                                 for t in threads):
-        return blk
+        return None
     red = [i for i in idxs[n:] if i.name not in out_vars]
     others = [i for i in idxs[n:] if i.name in out_vars]
     if not red or (epilogue is not None and any(
             v in {r.name for r in red} for a in cout.access for v in a.vars)):
-        return blk
+        return None
     if epilogue is not None and any(v in {r.name for r in red}
                                     for c in blk.constraints for v in c.vars):
-        return blk
+        return None
     kt = max(red, key=lambda i: i.range)
+    staged = [r for r in crefs if r.dir == "in" and any(
+        a.coeff(x.name) for a in r.access for x in red) and any(
+        not any(a.coeff(t.name) for a in r.access) for t in threads)]
+    if not staged:
+        return None
+    return flat, threads, red, others, kt, staged
+
+
+def _extents(threads, group, others, red, kt, tk: int) -> dict:
+    """Each index's extent over one work-group and K tile."""
+    ext = {t.name: side for t, side in zip(threads, group)}
+    ext.update({o.name: 1 for o in others})
+    ext.update({r.name: tk if r is kt else r.range for r in red})
+    return ext
+
+
+def _local_bytes(staged, acc, group, ext: dict) -> int:
+    """Local memory one work-group uses: its accumulator tile and staged operand tiles."""
+    zero = {v: Affine() for v in ext}
+    return math.prod(group) * np.dtype(np_dtype(acc.dtype)).itemsize + sum(
+        math.prod(_box(a, zero, ext)[1] for a in r.access)
+        * np.dtype(np_dtype(r.dtype)).itemsize for r in staged)
+
+
+def _pow2_upto(n: int, cap: int) -> list[int]:
+    """``1, 2, 4, ...`` up to the first power of two covering ``n``, each at most ``cap``."""
+    out, p = [], 1
+    while p <= cap:
+        out.append(p)
+        if p >= n:
+            break
+        p *= 2
+    return out
+
+
+def choose_tiles(blk: Block, target, local_bytes: int,
+                 occupancy: int = 1) -> tuple[tuple, int] | None:
+    """``(group shape, K tile)`` for a kernel the rewrite fits, by the autotile cost
+    model fed the target's memory levels (``None`` when nothing fits).
+
+    Candidates are power-of-two work-group sides (dimension ``d`` at most the first
+    power of two covering its range) and K tiles (capped at ``K``); a candidate must
+    keep the group within ``target.max_workgroup // occupancy`` work-items, hold whole
+    subgroups (``target.subgroup``) when the launch has that many work-items, and fit
+    its staged tiles and accumulator tile in ``local_bytes // occupancy`` (so that
+    ``occupancy`` groups can be resident on a compute unit at once). Among those the cheapest by
+    :func:`~plait.stripe.passes.autotile.tile_cost` wins: cache lines (of the target's
+    ``line_bytes``: a coalesced transaction) per multiply-add over the tile, padding
+    waste of partial groups and tiles, and too few work-groups for ``target.cores``."""
+    got = _analyse(blk)
+    if got is None:
+        return None
+    (idxs, constraints, crefs, _), _, acc = got[0]
+    threads, red, others, kt, staged = got[1:]
+    model = Block(name=blk.name, idxs=idxs, constraints=constraints, refs=crefs)
+    limit = max(target.max_workgroup // occupancy, 1)
+    local_bytes //= occupancy
+    sides = [_pow2_upto(t.range, limit) for t in threads]
+    whole = min(max(target.subgroup, 1), math.prod(s[-1] for s in sides))
+    ks = sorted({min(p, kt.range) for p in _pow2_upto(kt.range, 1 << 30)})
+    best, best_cost = None, math.inf
+    for group in itertools.product(*sides):
+        size = math.prod(group)
+        if size > limit or size % whole:
+            continue
+        for tk in ks:
+            ext = _extents(threads, group, others, red, kt, tk)
+            if _local_bytes(staged, acc, group, ext) > local_bytes:
+                break    # larger K tiles only grow
+            c = tile_cost(model, ext, target.line_bytes, min_count=max(target.cores, 1))
+            if c < best_cost:
+                best, best_cost = (tuple(group), tk), c
+    return best
+
+
+def tile_kernel(blk: Block, parent: Block, tile_k: int, local_bytes: int) -> Block:
+    """``blk`` rewritten to stage its reused operand tiles in local memory (``blk``
+    itself when the rewrite does not apply; see the module docstring)."""
+    got = _analyse(blk)
+    if got is None:
+        return blk
+    (idxs, constraints, crefs, cstmts), epilogue, acc = got[0]
+    threads, red, others, kt, staged = got[1:]
+    _, group = launch_shape(blk)
+    n = len(threads)
+    cout = next(r for r in crefs if r.dir in ("out", "inout"))
     tk = max(1, min(tile_k, kt.range))
+    if _local_bytes(staged, acc, group, _extents(threads, group, others, red, kt, tk)) \
+            > local_bytes:
+        return blk
     names = {i.name for i in idxs}
     fresh = _Names(names | {r.into for r in blk.refs} | {r.from_ for r in blk.refs}
                    | {r.into for r in crefs})
@@ -146,17 +242,7 @@ def tile_kernel(blk: Block, parent: Block, tile_k: int, local_bytes: int) -> Blo
         base[o.name], ext[o.name] = _var(o.name), 1
     for r in red:
         base[r.name], ext[r.name] = (_var(kv) * tk, tk) if r is kt else (Affine(), r.range)
-    staged = [r for r in crefs if r.dir == "in" and any(
-        a.coeff(x.name) for a in r.access for x in red) and any(
-        not any(a.coeff(t.name) for a in r.access) for t in threads)]
-    if not staged:
-        return blk
     boxes = {r.into: [_box(a, base, ext) for a in r.access] for r in staged}
-    acc_bytes = math.prod(group) * np.dtype(np_dtype(acc.dtype)).itemsize
-    nbytes = acc_bytes + sum(math.prod(e for _, e in boxes[r.into])
-                             * np.dtype(np_dtype(r.dtype)).itemsize for r in staged)
-    if nbytes > local_bytes:
-        return blk
     full = {r.from_: parent.ref(r.from_) for r in blk.refs if r.from_ is not None}
 
     def whole(r: Refinement, from_: str) -> Refinement:
@@ -288,16 +374,35 @@ class _Names:
         return name
 
 
+def _retile(blk: Block, parent: Block, target, tile_k: int | None, local_bytes: int,
+            occupancy: int) -> Block:
+    """One kernel through the rewrite: with ``tile_k`` None the cost model picks the
+    work-group shape (replacing the ``threads`` pass's ``group_`` tag) and K tile."""
+    if tile_k is not None:
+        return tile_kernel(blk, parent, tile_k, local_bytes)
+    choice = choose_tiles(blk, target, local_bytes, occupancy)
+    if choice is None:
+        return blk
+    group, tk = choice
+    tags = {t for t in blk.tags if not t.startswith("group_")} | {
+        "group_" + "x".join(map(str, group))}
+    return tile_kernel(replace(blk, tags=frozenset(tags)), parent, tk, local_bytes)
+
+
 def local_tiles_pass(program: Program, target, tags: tuple = ("contraction",),
-                     tile_k: int = 32, level: str = "local") -> Program:
+                     tile_k: int | None = None, level: str = "local",
+                     occupancy: int = 1) -> Program:
     """Stage the reused operand tiles of every top-level kernel block tagged with all
-    of ``tags`` in memory level ``level`` (K tiles of ``tile_k``)."""
+    of ``tags`` in memory level ``level``: work-group shape and K tile chosen by
+    :func:`choose_tiles` from the target's facts, or K tiles of ``tile_k`` in the
+    ``threads`` pass's work-group shape when ``tile_k`` is given (``occupancy``: the
+    work-groups the model leaves room for on one compute unit)."""
     lvl = target.level(level)
     if lvl is None or not lvl.bytes:
         return program
     want = set(tags)
     entry = program.entry
-    stmts = tuple(tile_kernel(s, entry, tile_k, lvl.bytes)
+    stmts = tuple(_retile(s, entry, target, tile_k, lvl.bytes, occupancy)
                   if isinstance(s, Block) and "kernel" in s.tags and want <= s.tags else s
                   for s in entry.stmts)
     return replace(program, entry=replace(entry, stmts=stmts))
