@@ -61,6 +61,16 @@ def row_sum(r: int, c: int, dtype: str = "f32"):
     return b.build()
 
 
+def col_sum(r: int, c: int, dtype: str = "f32"):
+    """Sum over the leading axis (a bias gradient): the kept index is the contiguous one."""
+    b = TileBuilder("col_sum")
+    X = b.input("X", dtype, (r, c))
+    i, j = variables("i j")
+    S = b.contract(b.tensor("S", dtype, (c,)), (j,), "add", X[i, j])
+    b.output(S)
+    return b.build()
+
+
 def row_max(r: int, c: int):
     b = TileBuilder("row_max")
     X = b.input("X", "f32", (r, c))

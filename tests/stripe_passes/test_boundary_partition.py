@@ -6,7 +6,7 @@ from sp_helpers import apply, blocks, check_passes, random_inputs, run_c
 from plait.stripe import lower, run
 from plait.stripe.ir import Block
 from plait.stripe.targets import Target
-from sp_programs import chain, mm_epilogue, row_max, row_sum
+from sp_programs import chain, col_sum, mm_epilogue, row_max, row_sum
 from stripe_programs import conv2d, matmul
 
 
@@ -31,6 +31,19 @@ def test_partition_never_splits_a_reduction():
     p = apply(lower(row_sum(64, 512)), [("partition", {"min_work": 1})])
     (k,) = [s for s in p.entry.stmts if isinstance(s, Block)]
     assert "parallel" in k.tags and k.idxs[0].name == "i"
+
+
+@pytest.mark.parametrize("cols", [96, 100, 7])
+def test_partition_tiles_a_sum_over_leading_axes(cols):
+    """The kept index is the contiguous one: one tile per core runs in parallel and each
+    keeps that index innermost (not a reduction striding through memory); an uneven
+    split (100 or 7 columns over 2 cores) gives the same sums, in C too."""
+    p = check_passes(col_sum(300, cols), [("partition", {"min_work": 1})], rtol=1e-4)
+    (k,) = [s for s in p.entry.stmts if isinstance(s, Block)]
+    assert "parallel" in k.tags and [ix.range for ix in k.idxs] == [2]
+    (inner,) = [s for s in k.stmts if isinstance(s, Block)]
+    loops = [ix for ix in inner.idxs if ix.affine is None]
+    assert [ix.name for ix in loops] == ["i", "j"] and loops[-1].range == -(-cols // 2)
 
 
 def test_partition_prefers_balanced_index():

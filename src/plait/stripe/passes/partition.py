@@ -7,7 +7,12 @@ values of ``i`` never meet) and no ``none`` accumulation is shared. Reduction
 indexes (absent from an output) are never split, so no private partial results are
 needed. Among the legal indexes the one whose range divides best over the cores
 (least idle time, then the largest range) is moved to the front and the block is
-tagged ``parallel`` (rendered as an OpenMP ``parallel for``). A kernel with no legal
+tagged ``parallel`` (rendered as an OpenMP ``parallel for``). When that index is the
+block's innermost one, contiguous in the outputs, and the block reduces over other
+indexes (a sum over the leading axes, as a bias gradient is), moving it to the front
+would leave a reduction striding through memory innermost; it is tiled instead, one
+tile per core, so the tiles run in parallel and each keeps the contiguous index
+innermost. A kernel with no legal
 index at the top is searched further down, through serial loops that run at most
 ``max_forks`` times (a matmul's K panels, a convolution's window rows): the threads
 are started once per serial iteration. Blocks with less than ``min_work`` iterations
@@ -20,6 +25,8 @@ from dataclasses import replace
 from typing import Optional
 
 from plait.stripe.ir import Block, Program
+from plait.stripe.passes._util import prune_unit_idxs, ref_vars
+from plait.stripe.tiling import apply_tile
 
 
 def disjoint(block: Block, name: str) -> bool:
@@ -56,6 +63,18 @@ def _best_index(block: Block, cores: int) -> Optional[str]:
     return best
 
 
+def _contiguous_under_reduction(block: Block, name: str) -> bool:
+    """Whether ``name`` is ``block``'s innermost index, of stride 1 in every output, in a
+    flat block that also reduces over an index no output reads."""
+    if block.idxs[-1].name != name or any(isinstance(s, Block) for s in block.stmts):
+        return False
+    outs = [r for r in block.refs if r.dir in ("out", "inout")]
+    if any(sum(a.coeff(name) * st for a, st in zip(r.access, r.strides)) != 1 for r in outs):
+        return False
+    written = set().union(*(ref_vars(r) for r in outs))
+    return any(ix.name not in written and ix.affine is None for ix in block.idxs)
+
+
 def _iterations_total(block: Block) -> int:
     inner = [s for s in block.stmts if isinstance(s, Block)]
     return block.iterations * max([_iterations_total(s) for s in inner] or [1])
@@ -67,9 +86,13 @@ def _partition(block: Block, cores: int, min_work: int, forks: int, max_forks: i
         return block
     name = _best_index(block, cores)
     if name is not None and _iterations_total(block) >= min_work:
+        done.append(block.name)
+        if _contiguous_under_reduction(block, name):
+            chunk = -(-block.idxs[-1].range // cores)
+            outer = prune_unit_idxs(apply_tile(block, {name: chunk}))
+            return replace(outer, tags=outer.tags | {"parallel"})
         first = [i for i in block.idxs if i.name == name]
         rest = [i for i in block.idxs if i.name != name]
-        done.append(block.name)
         return replace(block, idxs=tuple(first + rest), tags=block.tags | {"parallel"})
     forks *= block.iterations
     if forks > max_forks:
