@@ -52,23 +52,23 @@ def softmax(r: int, c: int):
     return b.build()
 
 
-def row_sum(r: int, c: int, dtype: str = "f32"):
-    b = TileBuilder("row_sum")
+def _sum(name: str, r: int, c: int, dtype: str, keep_rows: bool):
+    b = TileBuilder(name)
     X = b.input("X", dtype, (r, c))
     i, j = variables("i j")
-    S = b.contract(b.tensor("S", dtype, (r,)), (i,), "add", X[i, j])
+    kept = i if keep_rows else j
+    S = b.contract(b.tensor("S", dtype, (r if keep_rows else c,)), (kept,), "add", X[i, j])
     b.output(S)
     return b.build()
+
+
+def row_sum(r: int, c: int, dtype: str = "f32"):
+    return _sum("row_sum", r, c, dtype, True)
 
 
 def col_sum(r: int, c: int, dtype: str = "f32"):
     """Sum over the leading axis (a bias gradient): the kept index is the contiguous one."""
-    b = TileBuilder("col_sum")
-    X = b.input("X", dtype, (r, c))
-    i, j = variables("i j")
-    S = b.contract(b.tensor("S", dtype, (c,)), (j,), "add", X[i, j])
-    b.output(S)
-    return b.build()
+    return _sum("col_sum", r, c, dtype, False)
 
 
 def row_max(r: int, c: int):
