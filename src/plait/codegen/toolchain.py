@@ -13,6 +13,7 @@ compiler killed: :class:`~plait.errors.BuildEnvironmentError`) or the generated 
 """
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import shutil
 import subprocess
@@ -213,37 +214,59 @@ def require_toolchain() -> Toolchain:
     return tc
 
 
-def build_shared_object(source: str, out_path: str, tc: Toolchain,
+def build_shared_object(source: "str | list[str]", out_path: str, tc: Toolchain,
                         extra_flags: tuple = ()) -> None:
     """Compile C ``source`` into the shared object ``out_path``.
 
-    The C file and the compiler's temporary files go next to ``out_path``. Raises
+    ``source`` may be a list of translation units: they are compiled to objects at the
+    same time, one compiler process each (a large program's build then takes about its
+    largest unit's time on a machine with that many cores), and linked together.
+    The C files and the compiler's temporary files go next to ``out_path``. Raises
     :class:`~plait.errors.BuildEnvironmentError` when the machine stopped the build,
-    ``OSError`` when the source cannot be written, and CompileError when the compiler
+    ``OSError`` when a source cannot be written, and CompileError when the compiler
     rejected the code."""
     d = os.path.dirname(out_path) or "."
-    fd, c_path = tempfile.mkstemp(suffix=".c", dir=d)
+    units = [source] if isinstance(source, str) else list(source)
+    made: list[str] = []
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(source)
-        cmd = [tc.cc, *tc.flags, *extra_flags, c_path, "-o", out_path, "-lm"]
-        try:
-            r = _run(cmd, tmpdir=d)
-        except subprocess.TimeoutExpired:
-            raise BuildEnvironmentError(
-                f"the C compiler {tc.cc} did not finish within {TIMEOUT_S} s; the machine may "
-                f"be overloaded. Try again, or use plait.config.backend = 'interp'.") from None
-        except OSError as e:
-            raise BuildEnvironmentError(
-                f"the C compiler {tc.cc} could not be run ({e}). Check that it is still "
-                f"installed, or set $CC.") from None
-        if r.returncode != 0:
-            _raise_build_failure(r, tc, d)
+        for text in units:
+            fd, c_path = tempfile.mkstemp(suffix=".c", dir=d)
+            made.append(c_path)
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+        flags = [tc.cc, *tc.flags, *extra_flags]
+        if len(made) == 1:
+            _compile_step(flags + [made[0], "-o", out_path, "-lm"], tc, d)
+            return
+        objs = [c[:-2] + ".o" for c in made]
+        made += objs
+        with concurrent.futures.ThreadPoolExecutor(len(objs)) as pool:
+            for f in [pool.submit(_compile_step, flags + ["-c", c, "-o", o], tc, d)
+                      for c, o in zip(made, objs)]:
+                f.result()
+        _compile_step(flags + [*objs, "-o", out_path, "-lm"], tc, d)
     finally:
-        try:
-            os.unlink(c_path)
-        except OSError:     # the source was only a build input
-            pass
+        for path in made:
+            try:
+                os.unlink(path)
+            except OSError:     # a build input or an object never written
+                pass
+
+
+def _compile_step(cmd: list[str], tc: Toolchain, d: str) -> None:
+    """Run one compiler command, raising plait's errors for its failures."""
+    try:
+        r = _run(cmd, tmpdir=d)
+    except subprocess.TimeoutExpired:
+        raise BuildEnvironmentError(
+            f"the C compiler {tc.cc} did not finish within {TIMEOUT_S} s; the machine may "
+            f"be overloaded. Try again, or use plait.config.backend = 'interp'.") from None
+    except OSError as e:
+        raise BuildEnvironmentError(
+            f"the C compiler {tc.cc} could not be run ({e}). Check that it is still "
+            f"installed, or set $CC.") from None
+    if r.returncode != 0:
+        _raise_build_failure(r, tc, d)
 
 
 def _raise_build_failure(r: subprocess.CompletedProcess, tc: Toolchain, d: str):

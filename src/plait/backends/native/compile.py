@@ -232,7 +232,8 @@ class Prepared:
         self.stripe = cprog.stripe
         self.functions = cprog.functions     # numbered kernels, for failure messages
         self.scratch = cprog.scratch         # name -> peak bytes a C function allocates
-        self.source = PRELUDE + op_prelude() + "\n\n" + cprog.source()
+        self._cprog, self._head = cprog, PRELUDE + op_prelude()
+        self.source = self._head + "\n\n" + cprog.source()
         self.entry = None     # the whole program as one C function, when fully native
         self.native = any(isinstance(s, (KernelStep, CallStep)) for s in self.steps)
         if self.native and all(isinstance(s, (KernelStep, CallStep)) for s in self.steps):
@@ -246,6 +247,12 @@ class Prepared:
                                  ("tile", "tile.txt"), ("c", "kernels.c")):
                 with open(os.path.join(dump, fname), "w") as f:
                     f.write(self.as_text(stage))
+
+    def units(self, full: str) -> list[str]:
+        """``full`` (this program's source and its module wrapper) as the translation
+        units to compile at the same time, one per core of the target (at most
+        ``_MAX_UNITS``)."""
+        return self._cprog.units(full, self._head, min(self._cprog.target.cores, _MAX_UNITS))
 
     def executable(self, loaded: "tuple | None") -> NativeExecutable:
         """The executable over ``loaded``, the program's ``(library, module)`` (None when
@@ -292,6 +299,7 @@ def stage_text(closed: ClosedGraph, stage: str) -> str:
 
 
 _MODULE_NAME = "plait_k_MODULE"
+_MAX_UNITS = 4      # compiler processes per program build, at most
 
 
 def compile_native(closed: ClosedGraph) -> NativeExecutable:
@@ -327,23 +335,24 @@ def _compile_native(closed: ClosedGraph) -> NativeExecutable:
         if wrapper:
             module = f"plait_k_{key}"
             full += "\n\n" + wrapper.replace(_MODULE_NAME, module)
-        loaded = kernel_cache.load(key, lambda out: _build(full, out, tc),
+        loaded = kernel_cache.load(key, lambda out: _build(prep.units(full), out, tc),
                                    lambda path: _open_library(path, module))
     metrics.bump("native_compile_s", time.perf_counter() - t0)
     return prep.executable(loaded)
 
 
-def _build(source: str, out: str, tc) -> None:
-    """Run the C compiler (a profiler event when a trace is active; its time is logged
-    with ``log_compiles``)."""
+def _build(units: list[str], out: str, tc) -> None:
+    """Run the C compiler on the program's translation units (a profiler event when a
+    trace is active; its time is logged with ``log_compiles``)."""
     progress.phase("C compiler")
     t0 = time.perf_counter()
-    with events.span("C compiler", "compile", {"source_bytes": len(source)}):
-        build_shared_object(source, out, tc)
+    size = sum(len(u) for u in units)
+    with events.span("C compiler", "compile", {"source_bytes": size, "units": len(units)}):
+        build_shared_object(units, out, tc)
     if config.log_compiles:
         logging.getLogger("plait").warning(
-            "plait: C compiler built %d KiB of C into one shared object in %.2f s",
-            len(source) // 1024, time.perf_counter() - t0)
+            "plait: C compiler built %d KiB of C in %d unit(s) into one shared object in "
+            "%.2f s", size // 1024, len(units), time.perf_counter() - t0)
 
 
 _ADVICE = ("Free memory or raise the process's memory limit (ulimit -v, RLIMIT_AS), use "

@@ -83,6 +83,7 @@ class CProgram:
         self.functions: list[tuple[str, str]] = []      # (name, what it computes)
         self.scratch: dict[str, int] = {}               # name -> peak bytes it allocates
         self._kernels: dict = {}     # Tile program without its name -> kernel rendering it
+        self._movable: list[tuple[str, str]] = []   # (name, text): self-contained kernels
 
     def fresh(self, prefix: str) -> str:
         return f"{prefix}{next(self._ids)}"
@@ -107,7 +108,9 @@ class CProgram:
         tc = find_toolchain()
         threads = omp_threads() if tc is not None and tc.openmp else 1
         self.scratch[st.name] = temp_bytes(after, threads)
-        self.parts.append(render_program(after, st.name, self.timed, len(self.functions)))
+        text = render_program(after, st.name, self.timed, len(self.functions))
+        self.parts.append(text)
+        self._movable.append((st.name, text))
         self._kernels[key] = st.name
 
     def native_steps(self, steps: list) -> list:
@@ -152,6 +155,41 @@ class CProgram:
 
     def source(self) -> str:
         return "\n\n".join(self.parts)
+
+    def units(self, full: str, head: str, n: int) -> list[str]:
+        """``full`` (``head``, the prelude every unit needs, then this program and what
+        follows it) as at most ``n`` translation units to compile at the same time.
+        Rendered kernels need only the prelude, so the largest move to the extra units,
+        each unit ``head`` plus its kernels, balanced by size; the first unit keeps the
+        rest (drivers, library calls and their tables) with the moved kernels'
+        prototypes. A program too small to gain stays one unit."""
+        if n < 2 or len(full) < 2 * UNIT_MIN_BYTES:
+            return [full]
+        bins: list[list[str]] = [[] for _ in range(n)]
+        sizes = [len(full)] + [len(head)] * (n - 1)
+        moved = []
+        for name, text in sorted(self._movable, key=lambda k: -len(k[1])):
+            k = min(range(1, n), key=sizes.__getitem__)
+            if sizes[k] + len(text) >= sizes[0] - len(text):
+                continue            # moving it would make this unit the larger one
+            bins[k].append(text)
+            sizes[k] += len(text)
+            sizes[0] -= len(text)
+            moved.append(name)
+        extra = [head + "\n\n" + "\n\n".join(b) for b in bins[1:] if b]
+        if not extra or min(len(u) for u in extra) < UNIT_MIN_BYTES:
+            return [full]
+        main = full
+        for b in bins[1:]:
+            for text in b:
+                main = main.replace(text, "", 1)
+        protos = "".join(f"PLAIT_KERNEL int64_t {k}(void **bufs);\n" for k in moved)
+        return [head + "\n\n" + protos + main[len(head):]] + extra
+
+
+#: below this many bytes of C a translation unit is not worth its own compiler process
+#: (each one compiles the prelude again and the link adds a step)
+UNIT_MIN_BYTES = 24 * 1024
 
 
 def _dtypes_ok(eqn) -> bool:
