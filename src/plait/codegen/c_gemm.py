@@ -86,6 +86,10 @@ typedef {t} {vt} __attribute__((vector_size({vl * b.size}), aligned(sizeof({t}))
 static void uk_{x}(int64_t kc, const {t} *restrict ap, const {t} *restrict b, int64_t ldb,
                    {t} *restrict c, int64_t ldc, int first) {{
   {vt} {acc};
+  for (int i = 0; i < {mr}; ++i) {{             /* C's rows arrive while the loop runs */
+    __builtin_prefetch(c + i * ldc, 1);
+    __builtin_prefetch(c + i * ldc + {v * vl - 1}, 1);
+  }}
   #pragma GCC unroll 4
   for (int64_t k = 0; k < kc; ++k) {{
     const {t} *bk = b + k * ldb; const {t} *ak = ap + k * {mr};
@@ -216,10 +220,12 @@ static int64_t block_{x}(int64_t M, int64_t N, int64_t K,
     for (int64_t i = 0; i < M; ++i) for (int64_t j = 0; j < N; ++j) C[i * scm + j * scn] = 0;
     return 0;
   }}
-  int64_t kcmax = min_{d}({b.kc}, K);
+  /* as many panels as KC needs, of equal depth (no thin last pass over C) */
+  int64_t kcmax = (K + (K + {b.kc - 1}) / {b.kc} - 1) / ((K + {b.kc - 1}) / {b.kc});
   /* a shallower panel leaves room for more rows and columns in the same caches */
   int64_t slab = N <= {2 * nr} ? {b.n2 * b.kc} : {b.m3 * b.kc};  /* reused? L2 : L3 */
-  int64_t m3max = min_{d}(max_{d}(slab / kcmax / {mr}, 1) * {mr}, (M + {mr - 1}) / {mr} * {mr});
+  int64_t m3max = max_{d}(slab / kcmax / {mr}, 1) * {mr}, slabs = (M + m3max - 1) / m3max;
+  m3max = ((M + slabs - 1) / slabs + {mr - 1}) / {mr} * {mr};        /* slabs of equal height */
   int64_t n2max = min_{d}(max_{d}({b.n2 * b.kc} / kcmax / {nr}, 1) * {nr},
                           (N + {nr - 1}) / {nr} * {nr});
   {t} *ap = pack_buffer_{d}((m3max + n2max) * kcmax);
