@@ -56,6 +56,7 @@ _SHAPES = [(1, 1, 1, 1), (1, 7, 13, 5), (1, 6, 64, 680), (2, 1, 77, 50), (2, 77,
            (1, 300, 5, 700), (5, 17, 19, 23), (1, 131, 67, 301), (3, 8, 200, 33),
            (1, 128, 257, 97), (40, 30, 30, 30), (1, 2, 3, 1500), (1, 193, 390, 1361), (1, 300, 31, 90), (2, 29, 8, 700), (1, 500, 17, 40),
            (1, 30, 1000, 2000), (1, 16, 300, 100),
+           (1, 700, 6, 1100), (1, 520, 40, 300),   # narrow past KC; several A slabs
            (1, 1, 1, 4099)]
 
 
@@ -85,8 +86,9 @@ def test_blocking_follows_the_target_caches():
     s_small, s_host = gemm.blockings(small)[0][0], gemm.blockings(host_target())[0][0]
     if host_target().l1_bytes > 8192:
         assert s_small.kc < s_host.kc
-    assert s_small.kc * s_small.mr * 4 <= 8192 // 2
-    assert s_small.n2 % s_small.nr == 0 and s_small.n2 * s_small.kc * 4 <= (1 << 18) // 2
+    assert s_small.kc * s_small.nr * 4 <= 8192 // 2                   # B panel: half L1
+    assert s_small.m3 % s_small.mr == 0 and s_small.m3 * s_small.kc * 4 <= (1 << 18) // 2
+    assert s_small.n2 % s_small.nr == 0
 
 
 _EINSUMS = [  # (spec, lhs shape, rhs shape)

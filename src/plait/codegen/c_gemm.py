@@ -10,17 +10,19 @@ One function per floating dtype::
 computes ``C[b] = A[b] @ B[b]`` for every batch ``b`` with element strides, so a
 transposed or otherwise strided operand costs nothing extra: the packing routines read
 it in place. Loops follow BLIS with the roles of the operands swapped for row-major
-output (``N`` is the vector dimension): a ``MR x KC`` panel of A stays in L1 while
-``KC x NR`` panels of B stream from an L2-sized ``KC x N2`` block, and A is packed in
-``M3 x KC`` slabs sized for the L3. The micro-kernel holds ``MR x NR`` accumulators
-in explicit GNU vectors (``NR`` a multiple of the vector length); products with at most
-``NR / 2`` columns use a narrow tile one half-width vector wide, and with few row panels
-B is read in place. ``M`` or ``N`` of 1 runs a matrix-vector kernel (no packing);
-otherwise the output is cut into a few pieces per thread (over N when it is wide
-enough, else over M), or a batch of small products is split over the batch; the pieces
-run on plait's own pool (:mod:`plait.codegen.c_pool`: the caller never waits for a
-thread the OS has not scheduled yet), as many threads as ``omp_get_max_threads()``
-allows the caller. Each thread packs into its own buffer, kept between calls.
+output (``N`` is the vector dimension): a ``KC x N2`` block of B is packed once (the
+L3), an ``M3 x KC`` slab of A is packed (half the L2), and each ``KC x NR`` panel of B
+stays in the L1 while every ``MR x KC`` panel of the slab passes it. The micro-kernel
+holds ``MR x NR`` accumulators in explicit GNU vectors (``NR`` a multiple of the vector
+length); products with at most ``NR / 2`` columns use a narrow tile one half-width
+vector wide, and with few row panels B is read in place. ``M`` or ``N`` of 1 runs a
+matrix-vector kernel (no packing). Threads share the packed panels: each block is two
+phases on plait's own pool (:mod:`plait.codegen.c_pool`: pieces claimed dynamically,
+the caller never waits for a thread the OS has not scheduled yet), one packing A's and
+B's panels, one computing rectangles of micro-tiles, as many threads as
+``omp_get_max_threads()`` allows the caller; a batch of small products is instead split
+over the batch. The packed panels live in the calling thread's buffer, kept between
+calls.
 
 ``plait_conv_<s|d>(const int64_t *desc, x, w, y)`` computes a 2-d convolution
 (descriptor of sizes and strides: ``backends/native/conv.py``) as GEMMs over im2col
@@ -40,6 +42,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from plait.codegen.c_pool import POOL_SOURCE
+
+# multiply-adds of the smallest piece a GEMM phase is cut into (a few microseconds: far
+# above the cost of claiming it, small enough that the threads end together)
+_PIECE_MACS = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,10 @@ typedef {t} {vt} __attribute__((vector_size({vl * b.size}), aligned(sizeof({t}))
 static void uk_{x}(int64_t kc, const {t} *restrict ap, const {t} *restrict b, int64_t ldb,
                    {t} *restrict c, int64_t ldc, int first) {{
   {vt} {acc};
+  for (int i = 0; i < {mr}; ++i) {{             /* C's rows arrive while the loop runs */
+    __builtin_prefetch(c + i * ldc, 1);
+    __builtin_prefetch(c + i * ldc + {v * vl - 1}, 1);
+  }}
   #pragma GCC unroll 4
   for (int64_t k = 0; k < kc; ++k) {{
     const {t} *bk = b + k * ldb; const {t} *ak = ap + k * {mr};
@@ -141,60 +151,113 @@ static void pack_b_{x}(int64_t nr, int64_t kc, const {t} *b, int64_t sbk, int64_
     for (int64_t j = nr; j < {nr}; ++j) bp[k * {nr} + j] = 0;
 }}
 
-/* one output rectangle on this thread; acc: add to C instead of overwriting it */
+/* one GEMM in flight: the operands, the block being computed and its shared packed
+   panels; the pieces of a phase read it and claim work from plait's pool */
+typedef struct {{
+  int64_t M, N, K, sam, sak, sbk, sbn, scm, scn;
+  const {t} *A, *B; {t} *C; int acc, direct_b;
+  int64_t i3, m3, pc, kc, j2, n2, pack_b, step, rstep, cstep, rpieces;
+  {t} *ap, *bp;
+}} gemm_job_{x};
+
+/* pack piece p: a run of the slab's A micro-panels, then (pack_b) of the block's B ones */
+static void pack_piece_{x}(void *ctx, int64_t p) {{
+  const gemm_job_{x} *j = ctx;
+  int64_t na = (j->m3 + {mr - 1}) / {mr}, nb = j->pack_b ? (j->n2 + {nr - 1}) / {nr} : 0;
+  int64_t hi = min_{d}((p + 1) * j->step, na + nb);
+  for (int64_t q = p * j->step; q < hi; ++q) {{
+    if (q < na) {{
+      int64_t ir = q * {mr};
+      pack_a_{x}(min_{d}({mr}, j->m3 - ir), j->kc, j->A + (j->i3 + ir) * j->sam + j->pc * j->sak,
+                 j->sam, j->sak, j->ap + ir * j->kc);
+    }} else {{
+      int64_t jr = (q - na) * {nr}, nr = min_{d}({nr}, j->n2 - jr);
+      if (!(j->direct_b && nr == {nr}))
+        pack_b_{x}(nr, j->kc, j->B + j->pc * j->sbk + (j->j2 + jr) * j->sbn, j->sbk, j->sbn,
+                   j->bp + jr * j->kc);
+    }}
+  }}
+}}
+
+/* tile piece p: a rectangle of micro-tiles, column panel by column panel (its KC x NR
+   B panel stays in L1 while the slab's A panels stream from L2) */
+static void tile_piece_{x}(void *ctx, int64_t p) {{
+  const gemm_job_{x} *j = ctx;
+  int64_t r0 = p % j->rpieces * j->rstep, c0 = p / j->rpieces * j->cstep;
+  int64_t r1 = min_{d}(r0 + j->rstep, j->m3), c1 = min_{d}(c0 + j->cstep, j->n2), kc = j->kc;
+  int first = j->pc == 0 && !j->acc;
+  {t} tile[{mr * nr}] __attribute__((aligned(64)));
+  for (int64_t jr = c0; jr < c1; jr += {nr}) {{
+    int64_t nr = min_{d}({nr}, c1 - jr);
+    const {t} *bb; int64_t ldb;
+    if (j->direct_b && nr == {nr}) {{ bb = j->B + j->pc * j->sbk + j->j2 + jr; ldb = j->sbk; }}
+    else {{ bb = j->bp + jr * kc; ldb = {nr}; }}
+    for (int64_t ir = r0; ir < r1; ir += {mr}) {{
+      int64_t mr = min_{d}({mr}, r1 - ir);
+      const {t} *a = j->ap + ir * kc;
+      {t} *c = j->C + (j->i3 + ir) * j->scm + (j->j2 + jr) * j->scn;
+      if (mr == {mr} && nr == {nr} && j->scn == 1) {{
+        uk_{x}(kc, a, bb, ldb, c, j->scm, first);
+      }} else {{
+        uk_{x}(kc, a, bb, ldb, tile, {nr}, 1);
+        for (int64_t i = 0; i < mr; ++i)
+          for (int64_t jj = 0; jj < nr; ++jj) {{
+            {t} *o = c + i * j->scm + jj * j->scn;
+            *o = first ? tile[i * {nr} + jj] : *o + tile[i * {nr} + jj];
+          }}
+      }}
+    }}
+  }}
+}}
+
+/* C (=|+=) A @ B on up to threads threads (BLIS loop order): for each KC x N2 block of
+   B and M3 x KC slab of A, one phase packs both (shared by all threads), a second
+   computes the slab's micro-tiles in rectangles; both phases' pieces are claimed
+   dynamically (pool_for), so a thread the OS delays holds up nothing */
 static int64_t block_{x}(int64_t M, int64_t N, int64_t K,
                          const {t} *A, int64_t sam, int64_t sak,
                          const {t} *B, int64_t sbk, int64_t sbn,
-                         {t} *C, int64_t scm, int64_t scn, int acc) {{
+                         {t} *C, int64_t scm, int64_t scn, int acc, int threads) {{
   if (M <= 0 || N <= 0 || (K == 0 && acc)) return 0;
   if (K == 0) {{
     for (int64_t i = 0; i < M; ++i) for (int64_t j = 0; j < N; ++j) C[i * scm + j * scn] = 0;
     return 0;
   }}
-  int64_t m3max = min_{d}({b.m3}, (M + {mr - 1}) / {mr} * {mr});
-  int64_t kcmax = min_{d}({b.kc}, K);
-  int64_t n2max = min_{d}({b.n2}, (N + {nr - 1}) / {nr} * {nr});
+  /* as many panels as KC needs, of equal depth (no thin last pass over C) */
+  int64_t kcmax = (K + (K + {b.kc - 1}) / {b.kc} - 1) / ((K + {b.kc - 1}) / {b.kc});
+  /* a shallower panel leaves room for more rows and columns in the same caches */
+  int64_t slab = N <= {2 * nr} ? {b.n2 * b.kc} : {b.m3 * b.kc};  /* reused? L2 : L3 */
+  int64_t m3max = max_{d}(slab / kcmax / {mr}, 1) * {mr}, slabs = (M + m3max - 1) / m3max;
+  m3max = ((M + slabs - 1) / slabs + {mr - 1}) / {mr} * {mr};        /* slabs of equal height */
+  int64_t n2max = min_{d}(max_{d}({b.n2 * b.kc} / kcmax / {nr}, 1) * {nr},
+                          (N + {nr - 1}) / {nr} * {nr});
   {t} *ap = pack_buffer_{d}((m3max + n2max) * kcmax);
   if (!ap) return (int64_t)((m3max + n2max) * kcmax * sizeof({t})) * {oom_where}LL;
-  {t} *bp = ap + m3max * kcmax;
-  int direct_b = M <= {4 * mr} && sbn == 1;  /* few row panels: B is read in place */
-  {t} tile[{mr * nr}] __attribute__((aligned(64)));
-  for (int64_t i3 = 0; i3 < M; i3 += {b.m3}) {{
-    int64_t m3 = min_{d}({b.m3}, M - i3);
-    for (int64_t pc = 0; pc < K; pc += {b.kc}) {{
-      int64_t kc = min_{d}({b.kc}, K - pc);
-      int first = pc == 0 && !acc;
-      for (int64_t ir = 0; ir < m3; ir += {mr})
-        pack_a_{x}(min_{d}({mr}, m3 - ir), kc, A + (i3 + ir) * sam + pc * sak, sam, sak,
-                   ap + ir * kc);
-      for (int64_t j2 = 0; j2 < N; j2 += {b.n2}) {{
-        int64_t n2 = min_{d}({b.n2}, N - j2);
-        for (int64_t jr = 0; jr < n2; jr += {nr}) {{
-          int64_t nr = min_{d}({nr}, n2 - jr);
-          if (!(direct_b && nr == {nr}))
-            pack_b_{x}(nr, kc, B + pc * sbk + (j2 + jr) * sbn, sbk, sbn, bp + jr * kc);
-        }}
-        for (int64_t ir = 0; ir < m3; ir += {mr}) {{
-          int64_t mr = min_{d}({mr}, m3 - ir);
-          const {t} *a = ap + ir * kc;
-          for (int64_t jr = 0; jr < n2; jr += {nr}) {{
-            int64_t nr = min_{d}({nr}, n2 - jr);
-            const {t} *bb; int64_t ldb;
-            if (direct_b && nr == {nr}) {{ bb = B + pc * sbk + j2 + jr; ldb = sbk; }}
-            else {{ bb = bp + jr * kc; ldb = {nr}; }}
-            {t} *c = C + (i3 + ir) * scm + (j2 + jr) * scn;
-            if (mr == {mr} && nr == {nr} && scn == 1) {{
-              uk_{x}(kc, a, bb, ldb, c, scm, first);
-            }} else {{
-              uk_{x}(kc, a, bb, ldb, tile, {nr}, 1);
-              for (int64_t i = 0; i < mr; ++i)
-                for (int64_t j = 0; j < nr; ++j) {{
-                  {t} *o = c + i * scm + j * scn;
-                  *o = first ? tile[i * {nr} + j] : *o + tile[i * {nr} + j];
-                }}
-            }}
-          }}
-        }}
+  gemm_job_{x} j = {{M, N, K, sam, sak, sbk, sbn, scm, scn, A, B, C, acc,
+                     M <= {4 * mr} && sbn == 1}};  /* few row panels: B is read in place */
+  j.ap = ap; j.bp = ap + m3max * kcmax;
+  for (j.j2 = 0; j.j2 < N; j.j2 += n2max) {{
+    j.n2 = min_{d}(n2max, N - j.j2);
+    for (j.pc = 0; j.pc < K; j.pc += kcmax) {{
+      j.kc = min_{d}(kcmax, K - j.pc);
+      for (j.i3 = 0; j.i3 < M; j.i3 += m3max) {{
+        j.m3 = min_{d}(m3max, M - j.i3);
+        j.pack_b = j.i3 == 0;
+        int64_t rp = (j.m3 + {mr - 1}) / {mr}, cp = (j.n2 + {nr - 1}) / {nr};
+        int64_t tasks = rp + (j.pack_b ? cp : 0);
+        int64_t parts = threads > 1 ? threads * 4 : 1;
+        j.step = (tasks + parts - 1) / parts;
+        pool_for(threads, (tasks + j.step - 1) / j.step, pack_piece_{x}, &j);
+        /* a few rectangles per thread, each of at least {_PIECE_MACS} multiply-adds:
+           whole column panels first, rows split only when the panels run out */
+        double macs = (double)j.m3 * j.n2 * j.kc;
+        if (macs / parts < {_PIECE_MACS}.0) parts = max_{d}((int64_t)(macs / {_PIECE_MACS}.0), 1);
+        int64_t cpieces = min_{d}(parts, cp);
+        int64_t rpieces = min_{d}((parts + cpieces - 1) / cpieces, rp);
+        j.cstep = (cp + cpieces - 1) / cpieces * {nr};
+        j.rstep = (rp + rpieces - 1) / rpieces * {mr};
+        j.rpieces = (j.m3 + j.rstep - 1) / j.rstep;
+        pool_for(threads, j.rpieces * ((j.n2 + j.cstep - 1) / j.cstep), tile_piece_{x}, &j);
       }}
     }}
   }}
@@ -207,9 +270,8 @@ static int64_t block_{x}(int64_t M, int64_t N, int64_t K,
 def _dtype_source(b: Blocking, nb: Blocking, vector_bytes: int, oom_where: int) -> str:
     """One dtype's functions: ``b`` the main tile, ``nb`` the narrow one (N <= half the
     main tile's width)."""
-    x, n, w = b.suffix, nb.suffix, nb
+    x, n = b.suffix, nb.suffix
     nn = b.nr // 2
-    piece_macs = 1 << 21
     axpy = 16384 // b.size
     return f"""
 typedef {b.ctype} V{x} __attribute__((vector_size({vector_bytes}), aligned(sizeof({b.ctype})), may_alias));
@@ -229,6 +291,7 @@ static {b.ctype} *pack_buffer_{x}(int64_t n) {{
 }}
 
 static int64_t min_{x}(int64_t a, int64_t b) {{ return a < b ? a : b; }}
+static int64_t max_{x}(int64_t a, int64_t b) {{ return a > b ? a : b; }}
 
 """ + _variant_source(b, vector_bytes, oom_where) + \
         _variant_source(nb, vector_bytes, oom_where) + f"""
@@ -320,54 +383,15 @@ static int64_t gemv_{x}(int64_t L, int64_t K, const {b.ctype} *mat, int64_t si, 
   return 0;
 }}
 
-/* the pieces of one product split over threads: columns (split_n) or rows, with the
-   main tile, or rows with the narrow one */
-typedef struct {{
-  int64_t M, N, K, sam, sak, sbk, sbn, scm, scn, step;
-  const {b.ctype} *A, *B; {b.ctype} *C; int split_n, narrow, acc; _Atomic int64_t status;
-}} gemm_job_{x};
-
-static void gemm_piece_{x}(void *ctx, int64_t p) {{
-  gemm_job_{x} *j = ctx;
-  int64_t lo = p * j->step, r;
-  if (j->split_n)
-    r = block_{x}(j->M, min_{x}(j->step, j->N - lo), j->K, j->A, j->sam, j->sak,
-                  j->B + lo * j->sbn, j->sbk, j->sbn, j->C + lo * j->scn, j->scm, j->scn, j->acc);
-  else if (j->narrow)
-    r = block_{n}(min_{x}(j->step, j->M - lo), j->N, j->K, j->A + lo * j->sam, j->sam, j->sak,
-                  j->B, j->sbk, j->sbn, j->C + lo * j->scm, j->scm, j->scn, j->acc);
-  else
-    r = block_{x}(min_{x}(j->step, j->M - lo), j->N, j->K, j->A + lo * j->sam, j->sam, j->sak,
-                  j->B, j->sbk, j->sbn, j->C + lo * j->scm, j->scm, j->scn, j->acc);
-  if (r) atomic_store(&j->status, r);
-}}
-
 static int64_t one_{x}(int64_t M, int64_t N, int64_t K,
                        const {b.ctype} *A, int64_t sam, int64_t sak,
                        const {b.ctype} *B, int64_t sbk, int64_t sbn,
                        {b.ctype} *C, int64_t scm, int64_t scn, int threads, int acc) {{
   if (N == 1 && !acc) return gemv_{x}(M, K, A, sam, sak, B, sbk, C, scm, threads);
   if (M == 1 && !acc) return gemv_{x}(N, K, B, sbn, sbk, A, sak, C, scn, threads);
-  int narrow = N <= {nn};                      /* narrow: the one-vector tile */
-  if (threads <= 1 || (narrow && M < threads * {w.mr}))
-    return narrow ? block_{n}(M, N, K, A, sam, sak, B, sbk, sbn, C, scm, scn, acc)
-                  : block_{x}(M, N, K, A, sam, sak, B, sbk, sbn, C, scm, scn, acc);
-  int split_n = !narrow && (N >= threads * {b.nr} || N >= M);
-  /* a few pieces per thread, claimed dynamically by whichever threads are running
-     (pool_for), so a thread the OS delays holds up nothing; each piece big enough to
-     pay for packing its own A (or B) */
-  double macs = (double)M * N * K;
-  int64_t parts = threads * 4;
-  if (macs / parts < {piece_macs}.0) parts = (int64_t)(macs / {piece_macs}.0);
-  if (parts < threads) parts = threads;
-  int64_t step = split_n ? ((N + parts - 1) / parts + {b.nr - 1}) / {b.nr} * {b.nr}
-               : narrow ? ((M + parts - 1) / parts + {w.mr - 1}) / {w.mr} * {w.mr}
-                        : ((M + parts - 1) / parts + {b.mr - 1}) / {b.mr} * {b.mr};
-  gemm_job_{x} j = {{M, N, K, sam, sak, sbk, sbn, scm, scn, step, A, B, C, split_n, narrow,
-                     acc, 0}};
-  pool_for(threads, split_n ? (N + step - 1) / step : (M + step - 1) / step,
-           gemm_piece_{x}, &j);
-  return atomic_load(&j.status);
+  if (N <= {nn})                               /* narrow: the one-vector tile */
+    return block_{n}(M, N, K, A, sam, sak, B, sbk, sbn, C, scm, scn, acc, threads);
+  return block_{x}(M, N, K, A, sam, sak, B, sbk, sbn, C, scm, scn, acc, threads);
 }}
 
 typedef struct {{

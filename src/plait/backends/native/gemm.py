@@ -12,9 +12,9 @@ function addresses are handed to each program's shared object through
 compiles only its few-line call, never the GEMM.
 
 The blocking is the cost model's, from the target's facts: the register tile is the
-target's best register block, ``KC`` keeps an ``MR x KC`` panel of A in half the L1,
-``N2`` keeps a ``KC x N2`` block of B in half the L2, ``M3`` keeps an ``M3 x KC`` slab
-of A in a quarter of the L3, and products under 128 times the partition pass's
+narrower of the target's two register blocks, ``KC`` keeps a ``KC x NR`` panel of B in
+half the L1, ``M3`` keeps an ``M3 x KC`` slab of A in half the L2, ``N2`` keeps a
+``KC x N2`` block of B in a quarter of the L3, and products under 128 times the partition pass's
 ``min_work`` (4M multiply-adds: two threads' pieces of tens of microseconds each, far
 above a parallel region's wake-up) run
 on one thread.
@@ -50,9 +50,9 @@ def _blocking(target: Target, dt, name: str, mr: int, vecs: int,
     sz = np.dtype(dt).itemsize
     vlen = vector_bytes // sz
     nr = vecs * vlen
-    kc = _round_down(target.l1_bytes // 2 // (mr * sz), 8)
-    n2 = _round_down(target.l2_bytes // 2 // (kc * sz), nr)
-    m3 = _round_down(target.l3_bytes // 4 // (kc * sz), mr)
+    kc = _round_down(target.l1_bytes // 2 // (nr * sz), 8)
+    m3 = _round_down(target.l2_bytes // 2 // (kc * sz), mr)
+    n2 = _round_down(target.l3_bytes // 4 // (kc * sz), nr)
     min_work = dict(dict(target.passes).get("partition", ())).get("min_work", 1 << 15)
     return Blocking(ct, name, vlen, mr, vecs, kc, n2, m3, 128 * min_work, sz)
 
@@ -62,7 +62,9 @@ def blockings(target: Target) -> tuple[tuple[Blocking, Blocking], ...]:
     docstring); the narrow tile is one half-width vector wide, for products with few
     columns (N = 8 float32 columns fill it exactly)."""
     vb = target.vector_bytes
-    mr, vecs = register_blocks(vb)[0]
+    # the narrower of the two register blocks: its KC x NR panel of B, which stays in
+    # half the L1 while every A panel of the slab passes, is the deeper one
+    mr, vecs = min(register_blocks(vb), key=lambda s: (s[1], -s[0]))
     regs = 32 if vb >= 64 else 16
     narrow_rows = min(12, regs - 2)
     return tuple((_blocking(target, dt, sfx, mr, vecs, vb),
