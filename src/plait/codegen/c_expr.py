@@ -52,10 +52,19 @@ def literal(value, dtype: str) -> str:
     return str(v)
 
 
-def cast(expr: str, dst: str) -> str:
-    """``expr`` converted to Stripe dtype ``dst`` (nonzero is true for ``bool``)."""
+#: integer dtypes a float converts to through int64_t: C leaves a float outside the
+#: narrow type's range undefined (GCC then assumes it in range: a negative float cast to
+#: uint16_t and back to float stayed negative), while NumPy wraps modulo 2^bits on x86
+_WRAPPED_FROM_FLOAT = ("i8", "i16", "u8", "u16", "u32")
+
+
+def cast(expr: str, dst: str, src: str | None = None) -> str:
+    """``expr`` (of Stripe dtype ``src``, when known) converted to Stripe dtype ``dst``
+    (nonzero is true for ``bool``)."""
     if dst == "bool":
         return f"({expr} != 0)"
+    if src in FLOAT_DTYPES and dst in _WRAPPED_FROM_FLOAT:
+        return f"(({COMPUTE_TYPES[dst]})(int64_t)({expr}))"
     return f"(({COMPUTE_TYPES[dst]})({expr}))"
 
 
@@ -82,7 +91,7 @@ def intrinsic(name: str, args: list[str], dts: list[str], out: str | None,
     if op.bool_result:
         dt = "bool"
     if out is not None and out != dt:
-        expr, dt = cast(expr, out), out
+        expr, dt = cast(expr, out, dt), out
     return expr, dt
 
 

@@ -294,7 +294,7 @@ class CFamilyRenderer:
             cv, dt, agg = scope.views[st.into]
             val, sdt = scope.scalars[st.from_]
             if sdt != dt:
-                val = cast(val, dt)
+                val = cast(val, dt, sdt)
             if st.into in scope.reductions:
                 acc, nan = scope.reductions[st.into]
                 if agg in ("add", "mul"):
