@@ -1,8 +1,9 @@
 """A CPython extension-module wrapper around generated kernel functions.
 
 Each kernel ``int64_t kN(void **bufs)`` gets a function ``kN(list_of_arrays)`` that
-takes the buffers' addresses through the buffer protocol (inputs read-only, outputs
-writable; all C-contiguous), releases the GIL, runs the kernel and returns its status
+takes the buffers' addresses through the buffer protocol (operands it reads as they
+are, so a read-only array is a valid input; the buffers it writes must be writable;
+all C-contiguous), releases the GIL, runs the kernel and returns its status
 (0, or an allocation failure the caller turns into ``MemoryError``). All of them share
 one C body and a table of kernels, so the wrapper's size barely grows with the
 number of kernels. Calling a function of an extension module costs far less than a
@@ -11,9 +12,11 @@ ctypes call.
 from __future__ import annotations
 
 
-def module_source(module: str, kernels: dict[str, tuple[int, int]],
+def module_source(module: str, kernels: dict[str, str],
                   entry: str | None = None) -> str:
-    """C source of the module; ``kernels`` maps name -> (number of inputs, of outputs).
+    """C source of the module; ``kernels`` maps name -> the direction of each buffer
+    in the kernel's C order, ``"i"`` (read) or ``"o"`` (written), e.g. ``"ioi"``: a
+    fused kernel's outputs need not come after its inputs.
 
     With ``entry`` (an ``int64_t entry(void **ins, void **outs)`` running the whole
     program) the module also has ``launch(submit, arrays, n_in, status)``: it hands
@@ -26,10 +29,12 @@ def module_source(module: str, kernels: dict[str, tuple[int, int]],
     out = ["#define PY_SSIZE_T_CLEAN", "#include <Python.h>", ""]
     # one generic method body for every kernel (the C compiler's time grows with the
     # wrapper too): each method's ``self`` is its index into a table of kernels
-    table = ",\n".join(f'  {{"{name}", {name}, {n_in}, {n_in + n_out}}}'
-                        for name, (n_in, n_out) in kernels.items())
-    most = max([n_in + n_out for n_in, n_out in kernels.values()] + [1])
-    out.append(_KERNELS.replace("@TABLE@", table or '  {"", 0, 0, 0}')
+    if any(set(kinds) - {"i", "o"} for kinds in kernels.values()):
+        raise ValueError("module_source: buffer directions are 'i' or 'o'")
+    table = ",\n".join(f'  {{"{name}", {name}, "{kinds}", {len(kinds)}}}'
+                        for name, kinds in kernels.items())
+    most = max([len(kinds) for kinds in kernels.values()] + [1])
+    out.append(_KERNELS.replace("@TABLE@", table or '  {"", 0, "", 0}')
                .replace("@N_KERNELS@", str(len(kernels))).replace("@MOST@", str(most)))
     methods = ""
     if entry is not None:
@@ -43,7 +48,8 @@ def module_source(module: str, kernels: dict[str, tuple[int, int]],
 
 
 _KERNELS = r"""
-typedef struct { const char *name; int64_t (*fn)(void **); int n_in, n; } plait_kernel_t;
+typedef struct { const char *name; int64_t (*fn)(void **); const char *kinds; int n; }
+  plait_kernel_t;
 static const plait_kernel_t plait_kernels[] = {
 @TABLE@
 };
@@ -67,7 +73,7 @@ static PyObject *py_kernel(PyObject *self, PyObject *arg) {
   void *ptrs[@MOST@];
   int got = 0;
   for (; got < kd->n; ++got) {
-    int flags = got < kd->n_in ? PyBUF_C_CONTIGUOUS : (PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE);
+    int flags = kd->kinds[got] == 'o' ? (PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) : PyBUF_C_CONTIGUOUS;
     if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, got), &views[got], flags) < 0) break;
     ptrs[got] = views[got].buf;
   }

@@ -12,7 +12,7 @@ from typing import Sequence
 
 from plait.backends.native import control  # noqa: F401  (registers the native rules)
 from plait.backends.native import dynslice, gemm, lapack  # noqa: F401  (native rules)
-from plait.backends.native.cprogram import CProgram, CallStep, driver_source
+from plait.backends.native.cprogram import CProgram, CallStep, driver_source, step_buffers
 from plait.backends.native.launch import Launch, launch
 from plait.backends.native.partition import KernelStep, partition
 from plait.backends.native.plan import HostCall, Plan, build_plan, describe
@@ -327,8 +327,9 @@ def _compile_native(closed: ClosedGraph) -> NativeExecutable:
     if prep.native:
         # the key covers the module wrapper too (its name, which is the key, left out)
         wrapper = module_source(_MODULE_NAME, {
-            st.name: (len(st.inputs), len(st.outputs)) for st in prep.steps
-            if isinstance(st, (KernelStep, CallStep))}, prep.entry) if tc.python_include else ""
+            st.name: "".join(d[0] for d, _ in step_buffers(st, prep.stripe))
+            for st in prep.steps if isinstance(st, (KernelStep, CallStep))},
+            prep.entry) if tc.python_include else ""
         key = kernel_cache.entry_key(prep.source, wrapper, tc.identity(),
                                      ",".join(sorted(cpu_info().flags)))
         full, module = prep.source, None
