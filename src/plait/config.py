@@ -8,8 +8,9 @@ variable is parsed, the default, and what it does. Change one in code with
 accepted). ``print(plait.config.describe())`` lists them with their values.
 
 The few variables of the wider environment plait consults (``CC``, ``OMP_NUM_THREADS``,
-``XDG_CACHE_HOME``, glibc's malloc settings; the OpenMP waiting defaults it sets) are read by the functions at
-the end of this module, so the rest of plait never touches ``os.environ``.
+``XDG_CACHE_HOME``, glibc's malloc settings; the OpenMP waiting defaults it sets) are
+read by the functions at the end of this module, so the rest of plait never touches
+``os.environ``.
 """
 from __future__ import annotations
 
