@@ -11,6 +11,7 @@ repeats a step (an unrolled loop) is cut into kernels of a few steps each (see
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -118,8 +119,9 @@ class _KernelBuilder:
             seen.add(t.name)
             b.output(t)
             out_names[t.name] = v
+        kept = list(itertools.accumulate(b.drop_dead(), initial=0))
         return KernelStep(self.name, self.ctx.build(), dict(self.inputs), out_names, self.eqns,
-                          self.stmt_ends)
+                          [kept[e] for e in self.stmt_ends])
 
 
 # A kernel is one C function, and the C compiler's time grows faster than linearly with
