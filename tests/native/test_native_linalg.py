@@ -130,13 +130,14 @@ def test_complex_stays_a_host_step():
 
 
 def test_native_calls_across_copy_tiles():
-    """Matrices larger than the 32 x 32 tiles of the row-/column-major copies around
-    LAPACK (square, tall, wide; partial edge tiles) against the reference backend."""
+    """Matrices larger than the 64 x 64 tiles (moved as 8 x 8 blocks) of the row-/column-
+    major copies around LAPACK (square, tall, wide; partial edge tiles and blocks)
+    against the reference backend."""
     rng = np.random.default_rng(2)
-    a = rng.standard_normal((2, 45, 45))
+    a = rng.standard_normal((2, 67, 67))
     sym = a + a.swapaxes(-1, -2)
-    rect = rng.standard_normal((2, 70, 37))
-    b = rng.standard_normal((2, 45, 3))
+    rect = rng.standard_normal((2, 133, 70))
+    b = rng.standard_normal((2, 67, 3))
 
     def f(a, sym, rect, b):
         wide = pnp.concatenate([b] * 4, axis=-1)     # 12 columns: rows permuted by P @ b
