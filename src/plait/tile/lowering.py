@@ -276,14 +276,8 @@ def reshape_accesses(in_shape, out_shape, ctx: LowerCtx):
     affine in the same set of fresh variables when every stride of one shape is
     a multiple or divisor chain of the other's.
     """
-    def strides(shape):
-        out, acc = [], 1
-        for s in reversed(shape):
-            out.append(acc)
-            acc *= s
-        return list(reversed(out)), acc
-    si, n = strides(in_shape)
-    so, _ = strides(out_shape)
+    si, n = _row_major_strides(in_shape), math.prod(in_shape)
+    so = _row_major_strides(out_shape)
     if n == 0:
         return None
     cuts = sorted({s for s, d in zip(si, in_shape) if d > 1} |
@@ -313,6 +307,7 @@ def reshape_accesses(in_shape, out_shape, ctx: LowerCtx):
 
 
 def _row_major_strides(shape) -> list[int]:
+    """Element strides of a row-major array of ``shape`` (Tile does not import Stripe's)."""
     out, acc = [], 1
     for s in reversed(shape):
         out.append(acc)
