@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import time
 
 import numpy as np
 
@@ -105,12 +106,27 @@ def _capsule_address(cap) -> int:
     return api.PyCapsule_GetPointer(cap, api.PyCapsule_GetName(cap))
 
 
+def _import_cython_lapack(attempts: int = 200):
+    """SciPy's ``cython_blas`` and ``cython_lapack``. A background compile imports them
+    while the main thread may be importing ``scipy.linalg`` itself (an interpreted
+    tier's linalg step): Python's import locks then report a deadlock in one of the two
+    threads, which here waits for the other import to finish and tries again."""
+    for attempt in range(attempts):
+        try:
+            from scipy.linalg import cython_blas, cython_lapack
+            return cython_blas, cython_lapack
+        except RuntimeError as e:
+            if type(e).__name__ != "_DeadlockError" or attempt == attempts - 1:
+                raise
+            time.sleep(0.01)
+
+
 def pointers() -> list | None:
     """Addresses of :data:`NAMES` in SciPy's LAPACK/BLAS, or None without SciPy."""
     global _POINTERS
     if _POINTERS is None:
         try:
-            from scipy.linalg import cython_blas, cython_lapack
+            cython_blas, cython_lapack = _import_cython_lapack()
         except ImportError:
             return None
         caps = {**cython_blas.__pyx_capi__, **cython_lapack.__pyx_capi__}
