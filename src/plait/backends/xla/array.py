@@ -12,15 +12,13 @@ from __future__ import annotations
 import numpy as np
 
 from plait.core.aval import ShapedArray
-from plait.runtime.array import Array, _Deleted
-
-_HOST = Array.__dict__["_value"]        # the slot holding the host value (None: not yet)
+from plait.runtime.array import _HOST, DeviceArray
 
 
-class XlaArray(Array):
+class XlaArray(DeviceArray):
     """A plait Array whose value is a PJRT device array (see the module docstring)."""
 
-    __slots__ = ("_buf", "_ready")
+    __slots__ = ("_ready",)
 
     def __init__(self, buf, aval: ShapedArray, ready: bool = False):
         _HOST.__set__(self, None)
@@ -29,41 +27,9 @@ class XlaArray(Array):
         self._buf = buf
         self._ready = ready             # known computed (the call waited for it)
 
-    @property
-    def _value(self) -> np.ndarray:
-        """The host value, made by the first use that needs it (a view on the CPU)."""
-        v = _HOST.__get__(self)
-        if v is None:
-            v = np.asarray(self._buf)
-            if v.flags.writeable:       # arrays are immutable
-                v.flags.writeable = False
-            _HOST.__set__(self, v)
-        return v
-
-    @_value.setter
-    def _value(self, v) -> None:        # delete(): the device buffer goes too
-        _HOST.__set__(self, v)
-        self._buf = None
-
-    shape = property(lambda self: self._aval.shape)
-    dtype = property(lambda self: self._aval.dtype)
-    ndim = property(lambda self: len(self._aval.shape))
-    size = property(lambda self: int(np.prod(self._aval.shape, dtype=np.int64)))
-
-    @property
-    def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
-
-    @property
-    def aval(self) -> ShapedArray:
-        return self._aval
-
-    def is_deleted(self) -> bool:
-        return type(_HOST.__get__(self)) is _Deleted
-
-    def on_host(self) -> bool:
-        """Whether the host value has been made."""
-        return isinstance(_HOST.__get__(self), np.ndarray)
+    def _to_host(self) -> np.ndarray:
+        """A view of the device buffer (the CPU client's memory), not a copy."""
+        return np.asarray(self._buf)
 
     def device_buffer(self):
         """The PJRT device array holding the value (None once deleted)."""
