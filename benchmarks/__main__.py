@@ -9,7 +9,8 @@ VGG19 equation counts (Julia paper, Figure 9), the lazy-training report (W6), co
 time against program size (CS, ``benchmarks/compile_scaling.py``) and, in the full
 run, the kernel-level report (K, ``benchmarks/kernels.py``); the model rows (JM,
 ``benchmarks/jax_models.py``: JAX-style programs, one epoch each, float32).
-Peers: NumPy always; JAX (``jax.jit``) when installed.
+Peers: NumPy always; JAX (``jax.jit``) and PyTorch (eager and ``torch.compile``, in
+W1, W2, W4, W5 and K's convolutions; ``benchmarks/torch_peer.py``) when installed.
 
 ``--only w1,w5`` picks workloads; ``--smoke`` shrinks every size (for tests).
 Exit status 1 when any workload failed its check or raised.
@@ -27,6 +28,7 @@ import numpy as np
 
 import plait
 from benchmarks.common import Config, Row, markdown
+from benchmarks.torch_peer import torch_module
 from benchmarks.harness import optional_import
 from plait.runtime.progress import bar
 
@@ -70,11 +72,11 @@ def _note(text: str) -> None:
 
 def header(cfg: Config) -> str:
     jax = optional_import("jax")
-    torch = optional_import("torch")
+    torch = torch_module()
     peers = ["numpy " + np.__version__]
     peers.append(f"jax {jax.__version__}" if jax else "jax not installed")
-    peers.append(f"torch {torch.__version__} (no workloads written for it yet)" if torch
-                 else "torch not installed")
+    peers.append(f"torch {torch.__version__} (eager and torch.compile; "
+                 f"{torch.get_num_threads()} threads, as plait)" if torch else "torch not installed")
     mode = "smoke" if cfg.smoke else "quick" if cfg.quick else "full"
     return (f"# plait benchmarks ({mode}; backend {cfg.backend}; {os.cpu_count()} CPUs; "
             f"python {platform.python_version()})\n\npeers: {', '.join(peers)}\n\n"
