@@ -11,18 +11,22 @@ import numpy as np
 
 from benchmarks.harness import compare, fmt_time, optional_import
 
-# Systems in table order; each benchmark fills the ones it has.
-SYSTEMS = ("plait.jit", "plait xla", "plait eager", "numpy", "jax.jit", "torch", "torch.compile",
+# Systems in table order; each benchmark fills the ones it has. "plait.jit alone" is
+# plait.jit's calls timed back to back, after the interleaved rounds (see ``measure``).
+SYSTEMS = ("plait.jit", "plait.jit alone", "plait xla", "plait eager", "numpy", "jax.jit", "torch", "torch.compile",
            "onnxruntime")
 
 
 @dataclass
 class Config:
-    """How big and how long: ``quick`` (< 3 min in all), ``smoke`` (tiny sizes, for tests)."""
+    """How big and how long: ``quick`` (< 3 min in all), ``smoke`` (tiny sizes, for tests);
+    ``first_calls_only``: each row's first calls and check, no timing (the suite's
+    warm-cache pass, see ``benchmarks.__main__``)."""
 
     quick: bool = False
     smoke: bool = False
     backend: str = "native"
+    first_calls_only: bool = False
 
     @property
     def rounds(self) -> int:
@@ -36,11 +40,14 @@ class Config:
 
 @dataclass
 class Row:
-    """One line of the report: per-system median seconds and first-call seconds."""
+    """One line of the report: per-system median seconds and first-call seconds, with
+    the kernel caches cold (``first_call``) and warm (``warm_first_call``, in a fresh
+    process after this run filled them)."""
 
     workload: str
     times: dict = field(default_factory=dict)
     first_call: dict = field(default_factory=dict)
+    warm_first_call: dict = field(default_factory=dict)
     check: str = ""
     note: str = ""
     failed: bool = False
@@ -215,11 +222,18 @@ def measure(row: Row, candidates: dict[str, Callable[[], object]], cfg: Config) 
     (noted in the row): its time is one steady call, which for candidates that do
     not compile or warm up (names not ending in ``jit`` or ``compile``, except
     ``plait xla`` and ``torch``, whose first calls initialize its kernels) is the first call
-    itself."""
+    itself.
+
+    plait.jit is timed twice: interleaved with the other candidates (its column, the
+    base of every ratio) and alone, its calls back to back after the interleaved
+    rounds ("plait.jit alone"; a single run there is a call right after another one).
+    With ``cfg.first_calls_only`` only the first calls are recorded."""
     hint, single = {}, []
     for k, f in candidates.items():
         if k not in row.first_call:
             row.first_call[k] = first_call(f)
+    if cfg.first_calls_only:
+        return row
     from plait.backends.native.tiered import wait_all
     wait_all()              # steady state is native code's, not the interp tier's
     for k, f in candidates.items():
@@ -234,9 +248,20 @@ def measure(row: Row, candidates: dict[str, Callable[[], object]], cfg: Config) 
     rest = {k: f for k, f in candidates.items() if k not in single}
     if rest:
         row.times.update(timed(rest, cfg, {k: hint[k] for k in rest}))
+    if "plait.jit" in candidates and len(candidates) > 1:
+        row.times["plait.jit alone"] = _alone(candidates["plait.jit"], cfg, hint["plait.jit"],
+                                              "plait.jit" in single)
     if single:
         add_note(row, "single run: " + ", ".join(single))
     return row
+
+
+def _alone(f: Callable[[], object], cfg: Config, hint: float, single: bool) -> float:
+    """Seconds per call of ``f`` timed on its own (no other candidate between its calls)."""
+    if single:
+        block(f())                  # the call before was another candidate's
+        return first_call(f)
+    return timed({"alone": f}, cfg, {"alone": hint})["alone"]
 
 
 def add_note(row: Row, text: str) -> None:
@@ -249,7 +274,9 @@ def markdown(rows: list[Row]) -> str:
     systems = [s for s in SYSTEMS if any(s in r.times for r in rows)]
     firsts = [s for s in ("plait.jit", "plait xla", "jax.jit", "torch.compile")
               if any(s in r.first_call for r in rows)]
-    head = (["workload"] + systems + [f"{s} first call" for s in firsts] + ["check", "note"])
+    head = (["workload"] + systems
+            + [f"{s} first call" + (" cold / warm" if any(s in r.warm_first_call for r in rows)
+                                    else "") for s in firsts] + ["check", "note"])
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         cells = [r.workload]
@@ -262,10 +289,19 @@ def markdown(rows: list[Row]) -> str:
                 cells.append(fmt_time(t))
             else:
                 cells.append(f"{fmt_time(t)} ({t / base:.2f}x)")
-        cells += [fmt_time(r.first_call[s]) if s in r.first_call else "-" for s in firsts]
+        cells += [_first_calls(r, s) for s in firsts]
         cells += [r.check or "-", r.note or ""]
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
+
+
+def _first_calls(row: Row, system: str) -> str:
+    """A first-call cell: cold-cache seconds, and warm-cache seconds when measured."""
+    if system not in row.first_call:
+        return "-"
+    cold = fmt_time(row.first_call[system])
+    warm = row.warm_first_call.get(system)
+    return cold if warm is None else f"{cold} / {fmt_time(warm)}"
 
 
 def standalone(run: Callable, argv=None) -> None:
