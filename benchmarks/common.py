@@ -13,8 +13,8 @@ from benchmarks.harness import compare, fmt_time, optional_import
 
 # Systems in table order; each benchmark fills the ones it has. "plait.jit alone" is
 # plait.jit's calls timed back to back, after the interleaved rounds (see ``measure``).
-SYSTEMS = ("plait.jit", "plait.jit alone", "plait xla", "plait eager", "numpy", "jax.jit", "torch", "torch.compile",
-           "onnxruntime")
+SYSTEMS = ("plait.jit", "plait.jit alone", "plait xla", "plait eager", "numpy", "jax.jit",
+           "torch", "torch.compile", "onnxruntime")
 
 
 @dataclass

@@ -1,8 +1,9 @@
 """W2 — SeLU dense layer (JAX paper, Figure 1; docs/workloads.md).
 
 ``selu(x @ W + b)`` with ``x``, ``W`` 1024x1024 and ``b`` 1024 (float32, seed 0);
-timed forward (PyTorch: ``F.selu(addmm(b, x, W))``, eager and ``torch.compile``). Also reports whether plait's native backend put the SeLU epilogue
-into the matmul's kernel. ``python -m benchmarks.w2_selu``.
+timed forward (PyTorch: ``F.selu(addmm(b, x, W))``, eager and ``torch.compile``).
+Also reports whether plait's native backend put the SeLU epilogue into the matmul's
+kernel. ``python -m benchmarks.w2_selu``.
 """
 from __future__ import annotations
 
