@@ -24,3 +24,29 @@ def test_failing_optional_candidate_is_named_not_timed():
 def test_failing_required_candidate_raises():
     with pytest.raises(ZeroDivisionError):
         first_outputs({"plait.jit": lambda: 1 / 0})
+
+
+def test_linalg_rows_restore_jax_x64(monkeypatch):
+    """The la rows switch JAX to float64 and switch it back: left on, the suite's later
+    float32 JAX programs (jm) failed with float64 parameters (a fake jax here: CI has
+    none)."""
+    from benchmarks import linalg
+
+    class FakeConfig:
+        jax_enable_x64 = False
+
+        def update(self, name, value):
+            assert name == "jax_enable_x64"
+            self.jax_enable_x64 = value
+
+    class FakeJax:
+        config = FakeConfig()
+
+    seen = []
+    monkeypatch.setattr(linalg, "jax_modules", lambda: (FakeJax, None))
+    monkeypatch.setattr(linalg, "_decomposition_rows",
+                        lambda cfg, jax, jnp: seen.append(jax.config.jax_enable_x64) or [])
+    monkeypatch.setattr(linalg, "_gp_row", lambda cfg, jax, jnp: Row("gp"))
+    monkeypatch.setattr(linalg, "overhead_report", lambda cfg: "")
+    linalg.run(Config(smoke=True))
+    assert seen == [True] and FakeJax.config.jax_enable_x64 is False
