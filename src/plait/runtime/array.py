@@ -176,6 +176,13 @@ class DeviceArray(Array):
 
     __slots__ = ("_buf",)
 
+    def __init__(self, buf, aval: ShapedArray, host: np.ndarray | None = None):
+        """``buf``: the device buffer; ``host``: its host value when already known."""
+        _HOST.__set__(self, host)
+        self.weak_type = aval.weak_type
+        self._aval = aval
+        self._buf = buf
+
     @property
     def _value(self) -> np.ndarray:
         v = _HOST.__get__(self)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from plait.core.aval import ShapedArray
-from plait.runtime.array import _HOST, DeviceArray
+from plait.runtime.array import DeviceArray
 
 
 class OpenCLArray(DeviceArray):
@@ -22,10 +22,8 @@ class OpenCLArray(DeviceArray):
     __slots__ = ("_dev",)
 
     def __init__(self, buf, shape: tuple, dtype, weak_type: bool, dev, host=None):
-        _HOST.__set__(self, host)
-        self.weak_type = weak_type
-        self._aval = ShapedArray(tuple(shape), np.dtype(dtype), weak_type)
-        self._buf, self._dev = buf, dev
+        super().__init__(buf, ShapedArray(tuple(shape), np.dtype(dtype), weak_type), host)
+        self._dev = dev
 
     def _to_host(self) -> np.ndarray:
         """The host copy (one counted transfer)."""

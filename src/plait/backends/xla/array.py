@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from plait.core.aval import ShapedArray
-from plait.runtime.array import _HOST, DeviceArray
+from plait.runtime.array import DeviceArray
 
 
 class XlaArray(DeviceArray):
@@ -21,10 +21,7 @@ class XlaArray(DeviceArray):
     __slots__ = ("_ready",)
 
     def __init__(self, buf, aval: ShapedArray, ready: bool = False):
-        _HOST.__set__(self, None)
-        self.weak_type = aval.weak_type
-        self._aval = aval
-        self._buf = buf
+        super().__init__(buf, aval)
         self._ready = ready             # known computed (the call waited for it)
 
     def _to_host(self) -> np.ndarray:
