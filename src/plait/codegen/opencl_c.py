@@ -40,7 +40,14 @@ _C99_MATH = ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt",
              "log2", "nextafter", "pow", "rint", "round", "sin", "sinh", "sqrt", "tan",
              "tanh", "trunc")
 
+# A device without cl_khr_fp64 (many GPUs) rejects any ``double`` in a program. Its
+# float64 values run on the host (an unsupported dtype of its target), but the shared
+# C helpers also define double forms (plait_max, plait_digamma...), which there
+# compile as float: never called with double values, and digammaf then runs in float.
 _HEADER = ("""#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#ifndef cl_khr_fp64
+#define double float
+#endif
 typedef char int8_t; typedef short int16_t; typedef int int32_t; typedef long int64_t;
 typedef uchar uint8_t; typedef ushort uint16_t; typedef uint uint32_t; typedef ulong uint64_t;
 #define INT64_MIN (-0x7fffffffffffffffL - 1)
