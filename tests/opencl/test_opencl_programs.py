@@ -229,3 +229,26 @@ def test_host_steps_say_where_their_results_go():
     assert lines[1].endswith("(copies 1 input device->host; results copied host->device "
                              "for k2)"), text
     assert lines[3].endswith("results stay on the host)"), text
+
+
+def test_work_groups_shrink_to_the_kernels_limit():
+    """A driver may allow a kernel fewer work-items per group than the device (register
+    pressure on a GPU); the executable launches within each kernel's reported limit,
+    halving the group's longest side and keeping the number of groups."""
+    from plait.codegen.opencl_c import Launch
+    assert Launch("k", (90, 50), (16, 16)).shape(64) == ((48, 32), (8, 8))
+    assert Launch("k", (90, 50), (16, 16)).shape(None) == ((96, 64), (16, 16))
+    assert Launch("fill", (1000,), ()).shape(8) == ((1000,), None)
+
+    def f(x, w, b):
+        y = pnp.dot(x, w) + b
+        return 1.05 * pnp.where(y > 0, y, 1.67 * (pnp.exp(y) - 1))
+    rng = np.random.default_rng(8)
+    x, w = rng.standard_normal((2, 40, 40)).astype(np.float32)
+    b = rng.standard_normal(40).astype(np.float32)
+    exe = plait.jit(f, backend="opencl").lower(x, w, b).compile().executable
+    assert any(g and np.prod(g) > 8 for _, g in exe.shapes.values())     # the tiled matmul
+    exe.shapes = exe.launch_shapes(limit=8)
+    assert all(np.prod(g) <= 8 for _, g in exe.shapes.values() if g)
+    np.testing.assert_allclose(exe(x, w, b)[0], plait.jit(f, backend="interp")(x, w, b),
+                               rtol=1e-5, atol=1e-5)

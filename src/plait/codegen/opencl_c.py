@@ -100,6 +100,21 @@ class Launch:
             return tuple(self.ranges) or (1,)
         return tuple(-(-r // g) * g for r, g in zip(self.ranges, self.group))
 
+    def shape(self, limit: int | None = None) -> tuple:
+        """``(NDRange, work-group shape or None)`` for a kernel that allows ``limit``
+        work-items per group (a driver's kernel limit can be below the device's, for a
+        kernel using many registers): a larger group is halved along its longest side
+        until it fits, keeping the number of groups. Every loop over work-items strides
+        by the local or global size, so any group shape computes the same values."""
+        if not self.group:
+            return self.global_size, None
+        group = list(self.group)
+        while limit and math.prod(group) > max(limit, 1):
+            k = group.index(max(group))
+            group[k] //= 2
+        return (tuple(n // g * h for n, g, h in zip(self.global_size, self.group, group)),
+                tuple(group))
+
 
 @dataclass(frozen=True)
 class KernelSet:

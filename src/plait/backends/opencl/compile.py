@@ -113,9 +113,19 @@ class OpenCLExecutable:
         # one kernel object per kernel (pyopencl makes a new one per attribute lookup)
         self.cl_kernels = {la.name: dev.cl.Kernel(self.program, la.name) for k in kernels
                            for la in k.kernels.launches}
+        self.shapes = self.launch_shapes()
         self.consts = [np.asarray(getattr(c, "_value", c)) for c in self.closed.consts]
         self.transfers = dev.transfers      # the device's copy counts (tests, tuning)
         self._last = self._last_uses()
+
+    def launch_shapes(self, limit: int | None = None) -> dict:
+        """``{launch name: (NDRange, work-group shape)}``, each group within its
+        kernel's work-group limit as the driver reports it (or ``limit``)."""
+        info = self.dev.cl.kernel_work_group_info.WORK_GROUP_SIZE
+        return {la.name: la.shape(limit or self.cl_kernels[la.name].get_work_group_info(
+                    info, self.dev.device))
+                for s in self.steps if isinstance(s, _DeviceKernel) and s.same is None
+                for la in s.kernels.launches}
 
     def _last_uses(self) -> dict:
         last = {}
@@ -214,8 +224,7 @@ class OpenCLExecutable:
             bufs.append(self._new_buffer(n * np_dtype(dt).itemsize))
         for launch in k.kernels.launches:
             scratch = [self._new_buffer(n * np_dtype(dt).itemsize) for dt, n in launch.scratch]
-            self.cl_kernels[launch.name](self.dev.queue, launch.global_size,
-                                         tuple(launch.group) or None,
+            self.cl_kernels[launch.name](self.dev.queue, *self.shapes[launch.name],
                                          *launch.arguments(bufs, scratch))
 
     def _run_host(self, st: HostStep, env: dict) -> None:
