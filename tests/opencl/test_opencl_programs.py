@@ -252,3 +252,20 @@ def test_work_groups_shrink_to_the_kernels_limit():
     assert all(np.prod(g) <= 8 for _, g in exe.shapes.values() if g)
     np.testing.assert_allclose(exe(x, w, b)[0], plait.jit(f, backend="interp")(x, w, b),
                                rtol=1e-5, atol=1e-5)
+
+
+def test_control_flow_steps_share_device_values_and_host_copies():
+    """Two switches on one kernel-made index and a host argument a kernel already
+    uploaded: the argument goes up once (passed to the branches in place), the index
+    comes down once (the second switch reuses the copy), the result comes down at the
+    end (before: 2 uploads, 3 downloads)."""
+    def f(x):
+        i = (pnp.sum(x) > 0).astype(np.int32)
+        y = lax.switch(i, [lambda t: t - 1.0, lambda t: pnp.tanh(t)], x)
+        return lax.switch(i, [lambda t: t * 3.0, lambda t: pnp.sin(t) + t], y)
+    x = np.linspace(-1, 2, 7).astype(np.float32)
+    _both(f, x)
+    exe = plait.jit(f, backend="opencl").lower(x).compile().executable
+    before = dict(exe.transfers)
+    exe(x)
+    assert {k: exe.transfers[k] - before[k] for k in before} == {"to_device": 1, "to_host": 2}

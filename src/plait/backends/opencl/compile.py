@@ -240,6 +240,9 @@ class OpenCLExecutable:
             r = e.prim.rule("impl")(*ins, **e.params)
         finally:
             reset_graph_runner(token)
+        for a, x in zip(e.inputs, ins):     # a device input the step read: keep its copy
+            if isinstance(x, OpenCLArray) and x.host_copy() is not None:
+                env[a].host = x.host_copy()
         outs = r if e.prim.multiple_results else [r]
         for v, x in zip(e.outputs, outs):
             buf = x.buffer_for(self.dev) if isinstance(x, OpenCLArray) else None
@@ -247,11 +250,13 @@ class OpenCLExecutable:
                       else _Value(v.aval, host=np.asarray(x)))
 
     def _as_array(self, v: _Value):
-        """``v`` for an equation that runs sub-graphs: its host value if it has one,
-        else its device buffer as an OpenCLArray (copied only if the equation reads it)."""
-        if v.host is not None:
+        """``v`` for an equation that runs sub-graphs: a host-only value as is, else its
+        device buffer as an OpenCLArray (with the host copy if there is one; else
+        copied only if the equation reads it on the host)."""
+        if v.dev is None:
             return v.host
-        return OpenCLArray(v.dev, v.aval.shape, v.aval.dtype, v.aval.weak_type, self.dev)
+        return OpenCLArray(v.dev, v.aval.shape, v.aval.dtype, v.aval.weak_type, self.dev,
+                           v.host)
 
     def kernel_count(self) -> int:
         return sum(len(s.kernels.launches) for s in self.steps if isinstance(s, _DeviceKernel))
