@@ -228,7 +228,8 @@ def test_host_steps_say_where_their_results_go():
     assert [ln.split(":")[0] for ln in lines] == ["k0", "host", "k2", "host"], text
     assert lines[1].endswith("(copies 1 input device->host; results copied host->device "
                              "for k2)"), text
-    assert lines[3].endswith("results stay on the host)"), text
+    assert lines[3].endswith("1 argument copied down only if passed on the device; "
+                             "results stay on the host)"), text
 
 
 def test_work_groups_shrink_to_the_kernels_limit():

@@ -294,6 +294,10 @@ class OpenCLExecutable:
         else:
             moves = (f"copies {back} input{'s' if back != 1 else ''} device->host"
                      if back else "no copy in")
+            args = len(set(e.inputs) & set(self.closed.graph.invars))
+            if args:
+                moves += (f", {args} argument{'s' if args != 1 else ''} copied down only "
+                          f"if passed on the device")
             outs = set(e.outputs)
             readers = [s.step.name for s in self.steps[n + 1:] if isinstance(s, _DeviceKernel)
                        and any(d == "in" and a in outs for d, a in s.args)]
