@@ -31,11 +31,11 @@ from sp_programs import (batch_matmul, chain, matmul_bt, mm_epilogue, row_max,  
 from stripe_programs import conv2d, matmul  # noqa: E402
 
 
-def _run_on_device(program, inputs):
+def _run_on_device(program, inputs, head: str = "", limit: int | None = None):
     dev = cl_device.opencl_device()
     cl = dev.cl
     ks = render_kernels(program, "t")
-    prg = cl.Program(dev.context, prelude() + ks.source).build(options=_options())
+    prg = cl.Program(dev.context, head + prelude() + ks.source).build(options=_options())
     bufs = []
     for b in program.buffers:
         if b.kind == "in":
@@ -49,8 +49,7 @@ def _run_on_device(program, inputs):
     for la in ks.launches:
         scratch = [cl.Buffer(dev.context, cl.mem_flags.READ_WRITE, size=n * np_dtype(dt).itemsize)
                    for dt, n in la.scratch]
-        cl.Kernel(prg, la.name)(dev.queue, la.global_size, tuple(la.group) or None,
-                                *la.arguments(bufs, scratch))
+        cl.Kernel(prg, la.name)(dev.queue, *la.shape(limit), *la.arguments(bufs, scratch))
     out = {}
     for b, buf in zip(program.buffers, bufs):
         if b.kind == "out":
@@ -59,10 +58,13 @@ def _run_on_device(program, inputs):
     return out
 
 
-@pytest.mark.parametrize("private_bytes", [None, 0], ids=["device", "no-private"])
-def test_kernels_match_the_interpreter(private_bytes):
-    """With the device's config, and with no private memory (every temporary a
-    work-item's slice of a global scratch buffer)."""
+@pytest.mark.parametrize("private_bytes,limit", [(None, None), (0, None), (None, 8)],
+                         ids=["device", "no-private", "kernel-limit-8"])
+def test_kernels_match_the_interpreter(private_bytes, limit):
+    """With the device's config, with no private memory (every temporary a work-item's
+    slice of a global scratch buffer), and launched under a kernel work-group limit of
+    8 work-items (a driver's limit for a register-heavy kernel may be below the
+    device's): the work-groups shrink and the values stay the same."""
     target = cl_device.opencl_device().target
     if private_bytes is not None:
         memory = tuple(replace(m, bytes=private_bytes) if m.name == "private" else m
@@ -84,7 +86,7 @@ def test_kernels_match_the_interpreter(private_bytes):
                        for b in walk_blocks(after.entry) for r in b.refs if r.from_ is None)
         ins = random_inputs(before)
         want = run(before, ins)
-        got = _run_on_device(after, ins)
+        got = _run_on_device(after, ins, limit=limit)
         for k in want:
             np.testing.assert_allclose(got[k], want[k], rtol=1e-5, atol=1e-5, err_msg=prog.name)
     assert tiled == 6       # the matmuls (one fused) and convolutions use local tiles
@@ -105,6 +107,30 @@ def test_no_device_is_a_clear_error(monkeypatch):
         cl_device.opencl_device.cache_clear()
 
 
+def test_no_platform_is_a_clear_error(monkeypatch):
+    """pyopencl installed but no platform (its ICD loader finds none): the error says
+    how to get one."""
+    import types
+
+    class Error(Exception):
+        pass
+
+    def no_platform():
+        raise Error("clGetPlatformIDs failed: PLATFORM_NOT_FOUND_KHR")
+    cl_device.clear_caches()
+    try:
+        monkeypatch.setitem(sys.modules, "pyopencl",
+                            types.SimpleNamespace(Error=Error, get_platforms=no_platform))
+        for call in (lambda: plait.jit(lambda x: x - 1, backend="opencl")(np.ones(3)),
+                     cl_device.opencl_devices):
+            with pytest.raises(DeviceUnavailableError,
+                               match=r"no OpenCL platform .*plait\[opencl\].*pocl"):
+                call()
+    finally:
+        monkeypatch.undo()
+        cl_device.clear_caches()
+
+
 def test_program_binaries_are_cached_on_disk(monkeypatch, tmp_path):
     monkeypatch.setenv("PLAIT_CACHE_DIR", str(tmp_path))
     f = plait.jit(lambda x: plait.numpy.tanh(x) * 3.0 + 1.0, backend="opencl")
@@ -122,3 +148,29 @@ def test_program_binaries_are_cached_on_disk(monkeypatch, tmp_path):
     h = plait.jit(lambda x: plait.numpy.tanh(x) * 3.0 + 1.0, backend="opencl")
     np.testing.assert_allclose(np.asarray(h(x)), np.tanh(x) * 3 + 1, rtol=1e-6)
     assert entry.read_bytes() != b"not a binary"
+
+
+def test_programs_compile_on_a_device_without_double():
+    """A device without cl_khr_fp64 rejects any double: with the extension's macro
+    undefined the prelude has none left (the preprocessor's view), and such a program
+    still builds and computes float32 kernels (the device's view, as PoCL sees it with
+    the macro removed)."""
+    import re
+    import subprocess
+    from plait.codegen.toolchain import require_toolchain
+    cc = require_toolchain().cc
+
+    def preprocessed(defines):
+        r = subprocess.run([cc, "-E", "-P", "-x", "c", *defines, "-"], input=prelude(),
+                           capture_output=True, text=True, check=True)
+        return r.stdout
+    assert re.search(r"\bdouble\b", preprocessed(["-Dcl_khr_fp64"]))
+    assert not re.search(r"\bdouble\b", preprocessed([]))
+    prog = softmax(40, 70)
+    before = lower(prog)
+    after = run_passes(before, cl_device.opencl_device().target)
+    ins = random_inputs(before)
+    want = run(before, ins)
+    got = _run_on_device(after, ins, head="#undef cl_khr_fp64\n")
+    for k in want:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-5, atol=1e-5)

@@ -167,3 +167,106 @@ def test_a_repeated_kernel_is_compiled_once():
     assert text[0].startswith("k0:") and text[2].endswith("[device: k0's kernels]"), text
     own = [la for la in exe.steps[0].kernels.launches if not la.fill]   # fills: the prelude's
     assert exe.as_text("opencl").count("__kernel") == prelude().count("__kernel") + len(own)
+
+
+def test_a_while_loop_keeps_its_carries_on_the_device():
+    """The loop runs on the host, its cond and body on the device: the carries stay
+    there between iterations and the loop constant goes up once, so a call copies the
+    arguments up, each predicate down (7 tests for 6 iterations) and the outputs
+    down (before: every carry and the constant went up and down every iteration,
+    31 uploads and 25 downloads)."""
+    def f(a, x, v):
+        def body(s):
+            x, v, k = s
+            return pnp.tanh(a @ x) + v, v * 0.5, k + 1
+        return lax.while_loop(lambda s: s[2] < 6, body, (x, v, 0))
+    rng = np.random.default_rng(5)
+    a = (rng.standard_normal((16, 16)) * 0.3).astype(np.float32)
+    x, v = rng.standard_normal((2, 16)).astype(np.float32)
+    _both(f, a, x, v)
+    exe = plait.jit(f, backend="opencl").lower(a, x, v).compile().executable
+    (line,) = exe.as_text("kernels").splitlines()
+    assert line.startswith("host: while (sub-graphs on the device"), line
+    before = dict(exe.transfers)
+    exe(a, x, v)
+    assert {k: exe.transfers[k] - before[k] for k in before} == {"to_device": 4,
+                                                                  "to_host": 7 + 3}
+
+
+def test_control_flow_reads_values_computed_on_the_device():
+    """A switch index, a scan's sequence and a cond operand made by kernels: the host
+    step reads what it needs from the device buffers."""
+    def f(x, w):
+        i = (pnp.sum(x) > 0).astype(np.int32) + 1
+        y = lax.switch(i, [lambda t: t - 1, lambda t: t * 2, lambda t: pnp.sin(t)], x * 3.0)
+        ys = pnp.tanh(x[:, None] * w)
+
+        def step(h, row):
+            h = pnp.tanh(w @ h + row[: w.shape[1]])
+            return h, h.sum()
+        h, s = lax.scan(step, y[: w.shape[1]], ys)
+        return h, s
+    rng = np.random.default_rng(6)
+    x = np.abs(rng.standard_normal(5)).astype(np.float32)
+    w = (rng.standard_normal((5, 5)) * 0.4).astype(np.float32)
+    _both(f, x, w)
+    _both(f, -x, w)
+
+
+def test_host_steps_say_where_their_results_go():
+    """as_text('kernels'): a host step names the kernels its results are copied to, or
+    says they stay on the host."""
+    def f(x):
+        s = pnp.sort(pnp.tanh(x))
+        return s * 2.0, pnp.argsort(x)
+    x = np.random.default_rng(7).standard_normal(9).astype(np.float32)
+    _both(f, x)
+    text = plait.jit(f, backend="opencl").lower(x).compile().executable.as_text("kernels")
+    # tanh on the device, sort, the kernel doubling it (and making argsort's iota),
+    # argsort's sort, whose results are outputs only
+    lines = text.splitlines()
+    assert [ln.split(":")[0] for ln in lines] == ["k0", "host", "k2", "host"], text
+    assert lines[1].endswith("(copies 1 input device->host; results copied host->device "
+                             "for k2)"), text
+    assert lines[3].endswith("1 argument copied down only if passed on the device; "
+                             "results stay on the host)"), text
+
+
+def test_work_groups_shrink_to_the_kernels_limit():
+    """A driver may allow a kernel fewer work-items per group than the device (register
+    pressure on a GPU); the executable launches within each kernel's reported limit,
+    halving the group's longest side and keeping the number of groups."""
+    from plait.codegen.opencl_c import Launch
+    assert Launch("k", (90, 50), (16, 16)).shape(64) == ((48, 32), (8, 8))
+    assert Launch("k", (90, 50), (16, 16)).shape(None) == ((96, 64), (16, 16))
+    assert Launch("fill", (1000,), ()).shape(8) == ((1000,), None)
+
+    def f(x, w, b):
+        y = pnp.dot(x, w) + b
+        return 1.05 * pnp.where(y > 0, y, 1.67 * (pnp.exp(y) - 1))
+    rng = np.random.default_rng(8)
+    x, w = rng.standard_normal((2, 40, 40)).astype(np.float32)
+    b = rng.standard_normal(40).astype(np.float32)
+    exe = plait.jit(f, backend="opencl").lower(x, w, b).compile().executable
+    assert any(g and np.prod(g) > 8 for _, g in exe.shapes.values())     # the tiled matmul
+    exe.shapes = exe.launch_shapes(limit=8)
+    assert all(np.prod(g) <= 8 for _, g in exe.shapes.values() if g)
+    np.testing.assert_allclose(exe(x, w, b)[0], plait.jit(f, backend="interp")(x, w, b),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_control_flow_steps_share_device_values_and_host_copies():
+    """Two switches on one kernel-made index and a host argument a kernel already
+    uploaded: the argument goes up once (passed to the branches in place), the index
+    comes down once (the second switch reuses the copy), the result comes down at the
+    end (before: 2 uploads, 3 downloads)."""
+    def f(x):
+        i = (pnp.sum(x) > 0).astype(np.int32)
+        y = lax.switch(i, [lambda t: t - 1.0, lambda t: pnp.tanh(t)], x)
+        return lax.switch(i, [lambda t: t * 3.0, lambda t: pnp.sin(t) + t], y)
+    x = np.linspace(-1, 2, 7).astype(np.float32)
+    _both(f, x)
+    exe = plait.jit(f, backend="opencl").lower(x).compile().executable
+    before = dict(exe.transfers)
+    exe(x)
+    assert {k: exe.transfers[k] - before[k] for k in before} == {"to_device": 1, "to_host": 2}

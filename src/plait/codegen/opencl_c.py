@@ -40,7 +40,14 @@ _C99_MATH = ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt",
              "log2", "nextafter", "pow", "rint", "round", "sin", "sinh", "sqrt", "tan",
              "tanh", "trunc")
 
+# A device without cl_khr_fp64 (many GPUs) rejects any ``double`` in a program. Its
+# float64 values run on the host (an unsupported dtype of its target), but the shared
+# C helpers also define double forms (plait_max, plait_digamma...), which there
+# compile as float: never called with double values, and digammaf then runs in float.
 _HEADER = ("""#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#ifndef cl_khr_fp64
+#define double float
+#endif
 typedef char int8_t; typedef short int16_t; typedef int int32_t; typedef long int64_t;
 typedef uchar uint8_t; typedef ushort uint16_t; typedef uint uint32_t; typedef ulong uint64_t;
 #define INT64_MIN (-0x7fffffffffffffffL - 1)
@@ -92,6 +99,21 @@ class Launch:
         if not self.group:
             return tuple(self.ranges) or (1,)
         return tuple(-(-r // g) * g for r, g in zip(self.ranges, self.group))
+
+    def shape(self, limit: int | None = None) -> tuple:
+        """``(NDRange, work-group shape or None)`` for a kernel that allows ``limit``
+        work-items per group (a driver's kernel limit can be below the device's, for a
+        kernel using many registers): a larger group is halved along its longest side
+        until it fits, keeping the number of groups. Every loop over work-items strides
+        by the local or global size, so any group shape computes the same values."""
+        if not self.group:
+            return self.global_size, None
+        group = list(self.group)
+        while limit and math.prod(group) > max(limit, 1):
+            k = group.index(max(group))
+            group[k] //= 2
+        return (tuple(n // g * h for n, g, h in zip(self.global_size, self.group, group)),
+                tuple(group))
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from plait.profiler import events
 from plait.runtime import kernel_cache, metrics, progress
 from plait.runtime.cpuinfo import cpu_info
 from plait.backends.native.target import host_target
+from plait.stripe.targets import Target
 from plait.config import config, set_openmp_wait_defaults
 
 
@@ -226,7 +227,7 @@ class Prepared:
         self.closed = inline(closed)
         dump = _dump_dir(self.closed)
         self.timed = config.profile
-        target = host_target()
+        self.target = target = host_target()
         cprog = CProgram(target, dump, self.timed)
         self.steps = cprog.native_steps(partition(self.closed.graph, target))
         self.stripe = cprog.stripe
@@ -337,7 +338,7 @@ def _compile_native(closed: ClosedGraph) -> NativeExecutable:
             module = f"plait_k_{key}"
             full += "\n\n" + wrapper.replace(_MODULE_NAME, module)
         loaded = kernel_cache.load(key, lambda out: _build(prep.units(full), out, tc),
-                                   lambda path: _open_library(path, module))
+                                   lambda path: _open_library(path, module, prep.target))
     metrics.bump("native_compile_s", time.perf_counter() - t0)
     return prep.executable(loaded)
 
@@ -396,13 +397,13 @@ def _run_subgraph(graph, args) -> list:
     return exe(*[np.asarray(a) for a in args])
 
 
-def _open_library(path: str, module: str | None) -> tuple:
+def _open_library(path: str, module: str | None, target: Target) -> tuple:
     """``(ctypes library, extension module or None)`` of a cached shared object (raises
     OSError or ImportError when it does not load; the kernel cache then rebuilds it)."""
     set_openmp_wait_defaults()       # before libgomp loads with this library
     lib = ctypes.CDLL(path)
     lapack.init_library(lib)         # LAPACK pointers, for programs that call LAPACK
-    gemm.init_library(lib)           # GEMM library addresses, for programs that call it
+    gemm.init_library(lib, target)   # GEMM library addresses, for programs that call it
     return lib, (_load_module(module, path) if module else None)
 
 

@@ -110,8 +110,9 @@ def _library_for(target: Target, suffix: str):
 
 
 def library(suffix: str, target: Target | None = None) -> ctypes.CDLL:
-    """The loaded GEMM library of one dtype ("s": float32, "d": float64), built on first
-    use, then loaded from the kernel disk cache."""
+    """The loaded GEMM library of one dtype ("s": float32, "d": float64) for ``target``
+    (default: the host's), built on first use, then loaded from the kernel disk cache.
+    Programs pass the target they were compiled for."""
     if target is None:
         from plait.backends.native.target import host_target
         target = host_target()
@@ -137,25 +138,26 @@ def _build_in_background(target: Target, suffix: str) -> None:
     threading.Thread(target=build, name="plait-gemm-build", daemon=True).start()
 
 
-def addresses(uses: set) -> list[int]:
-    """Addresses of the entry points in :data:`_ENTRIES` order; 0 for a dtype whose
-    suffix is not in ``uses`` (its library is not built)."""
+def addresses(uses: set, target: Target) -> list[int]:
+    """Addresses of the entry points in :data:`_ENTRIES` order in ``target``'s libraries;
+    0 for a dtype whose suffix is not in ``uses`` (its library is not built)."""
     out = []
     for e in _ENTRIES:
         sfx = e.rsplit("_", 1)[1]
-        out.append(ctypes.cast(getattr(library(sfx), e), ctypes.c_void_p).value
+        out.append(ctypes.cast(getattr(library(sfx, target), e), ctypes.c_void_p).value
                    if sfx in uses else 0)
     return out
 
 
-def init_library(lib) -> None:
-    """Give a loaded program's shared object the addresses of the libraries it calls."""
+def init_library(lib, target: Target) -> None:
+    """Give a loaded program's shared object the addresses of the libraries (built for
+    ``target``, the program's) it calls."""
     try:
         fn = lib.plait_gemm_init
     except AttributeError:
         return
     uses = {sfx for sfx in _SUFFIXES if hasattr(lib, f"plait_gemm_uses_{sfx}")}
-    ptrs = addresses(uses)
+    ptrs = addresses(uses, target)
     fn.restype = None
     fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
     fn((ctypes.c_void_p * len(ptrs))(*ptrs))

@@ -7,14 +7,19 @@ one OpenCL program, whose binary is cached on disk per device and source under t
 kernel cache directory (``<cache>/opencl/<sha256>.bin``). Equations without a lowering run on the host
 with their ``impl``. Values move lazily: a value lives where it was made (device
 buffer or host array) and is copied only when a step on the other side reads it, so
-consecutive kernels never leave the device; ``as_text("kernels")`` says which host
-steps copy what. Called through ``jit``, arguments that are already on the device
+consecutive kernels never leave the device. A host step whose equation runs sub-graphs
+(``while``, ``scan``, ``cond``...) runs them as opencl executables of their own and
+hands them its device inputs in place, keeping their results on the device, so a loop
+whose body is device kernels copies only what its Python driver reads (a ``while``
+predicate per iteration); ``as_text("kernels")`` says which host steps copy what.
+Called through ``jit``, arguments that are already on the device
 (:class:`~plait.backends.opencl.array.OpenCLArray`) are used in place, others are
 uploaded once, and outputs stay on the device as OpenCLArrays (:meth:`call_arrays`);
 called directly, the executable takes and returns host arrays.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import tempfile
@@ -29,7 +34,8 @@ from plait.backends.opencl.device import Device, opencl_device
 from plait.codegen.opencl_c import KernelSet, needs_fp64, prelude, render_kernels
 from plait.config import config
 from plait.core.trace import concrete_value
-from plait.core.graph import (ClosedGraph, Literal, reset_graph_runner, set_graph_runner)
+from plait.core.graph import (ClosedGraph, Literal, reset_graph_runner, set_graph_runner,
+                              subgraphs_of)
 from plait.core.printer import pp_graph
 from plait.errors import CompileError, PlaitValueError
 from plait.passes.inline import inline
@@ -107,9 +113,19 @@ class OpenCLExecutable:
         # one kernel object per kernel (pyopencl makes a new one per attribute lookup)
         self.cl_kernels = {la.name: dev.cl.Kernel(self.program, la.name) for k in kernels
                            for la in k.kernels.launches}
+        self.shapes = self.launch_shapes()
         self.consts = [np.asarray(getattr(c, "_value", c)) for c in self.closed.consts]
         self.transfers = dev.transfers      # the device's copy counts (tests, tuning)
         self._last = self._last_uses()
+
+    def launch_shapes(self, limit: int | None = None) -> dict:
+        """``{launch name: (NDRange, work-group shape)}``, each group within its
+        kernel's work-group limit as the driver reports it (or ``limit``)."""
+        info = self.dev.cl.kernel_work_group_info.WORK_GROUP_SIZE
+        return {la.name: la.shape(limit or self.cl_kernels[la.name].get_work_group_info(
+                    info, self.dev.device))
+                for s in self.steps if isinstance(s, _DeviceKernel) and s.same is None
+                for la in s.kernels.launches}
 
     def _last_uses(self) -> dict:
         last = {}
@@ -144,16 +160,25 @@ class OpenCLExecutable:
         return [np.asarray(a.val) if isinstance(a, Literal) else self._on_host(env[a])
                 for a in self.closed.graph.outvars]
 
-    def call_arrays(self, args: list, weak: list) -> list:
+    def call_arrays(self, args: list, weak: list, uploaded: dict | None = None) -> list:
         """Run on plait arrays (or host values): arguments on this device are used in
-        place; the outputs stay on the device as OpenCLArrays (weak-typed by ``weak``)."""
+        place; the outputs stay on the device as OpenCLArrays (weak-typed by ``weak``).
+        ``uploaded`` (``id(host value) -> (host value, buffer or None)``) names host
+        values several calls share (a loop's constants and initial carries): the first
+        call that uploads one records its buffer, later calls reuse it."""
         g = self.closed.graph
         vals = []
         for v, x in zip(g.invars, args):
             buf = x.buffer_for(self.dev) if isinstance(x, OpenCLArray) else None
+            if buf is None and uploaded and uploaded.get(id(x), (None,))[0] is x:
+                buf = uploaded[id(x)][1]
             vals.append(_Value(v.aval, dev=buf) if buf is not None
                         else _Value(v.aval, host=concrete_value(x)))
         env = self._run(vals, len(args))
+        for x, val in zip(args, vals) if uploaded else ():
+            if val.host is not None and val.dev is not None and \
+                    uploaded.get(id(x), (None,))[0] is x:
+                uploaded[id(x)] = (x, val.dev)
         outs = []
         for a, w in zip(g.outvars, weak):
             if isinstance(a, Literal):
@@ -199,21 +224,39 @@ class OpenCLExecutable:
             bufs.append(self._new_buffer(n * np_dtype(dt).itemsize))
         for launch in k.kernels.launches:
             scratch = [self._new_buffer(n * np_dtype(dt).itemsize) for dt, n in launch.scratch]
-            self.cl_kernels[launch.name](self.dev.queue, launch.global_size,
-                                         tuple(launch.group) or None,
+            self.cl_kernels[launch.name](self.dev.queue, *self.shapes[launch.name],
                                          *launch.arguments(bufs, scratch))
 
     def _run_host(self, st: HostStep, env: dict) -> None:
         e = st.eqn
-        ins = [a.val if isinstance(a, Literal) else self._on_host(env[a]) for a in e.inputs]
-        token = set_graph_runner(_run_subgraph)      # sub-graphs run on the device too
+        graphs = _runs_graphs(e)
+        ins = [a.val if isinstance(a, Literal) else
+               self._as_array(env[a]) if graphs else self._on_host(env[a]) for a in e.inputs]
+        # sub-graphs run on the device too, uploading each of this step's host inputs
+        # once (a loop's constants), whatever the number of iterations
+        shared = {id(x): (x, None) for x in ins if isinstance(x, np.ndarray)} if graphs else {}
+        token = set_graph_runner(functools.partial(_run_subgraph, uploaded=shared))
         try:
             r = e.prim.rule("impl")(*ins, **e.params)
         finally:
             reset_graph_runner(token)
+        for a, x in zip(e.inputs, ins):     # a device input the step read: keep its copy
+            if isinstance(x, OpenCLArray) and x.host_copy() is not None:
+                env[a].host = x.host_copy()
         outs = r if e.prim.multiple_results else [r]
         for v, x in zip(e.outputs, outs):
-            env[v] = _Value(v.aval, host=np.asarray(x))
+            buf = x.buffer_for(self.dev) if isinstance(x, OpenCLArray) else None
+            env[v] = (_Value(v.aval, dev=buf, host=x.host_copy()) if buf is not None
+                      else _Value(v.aval, host=np.asarray(x)))
+
+    def _as_array(self, v: _Value):
+        """``v`` for an equation that runs sub-graphs: a host-only value as is, else its
+        device buffer as an OpenCLArray (with the host copy if there is one; else
+        copied only if the equation reads it on the host)."""
+        if v.dev is None:
+            return v.host
+        return OpenCLArray(v.dev, v.aval.shape, v.aval.dtype, v.aval.weak_type, self.dev,
+                           v.host)
 
     def kernel_count(self) -> int:
         return sum(len(s.kernels.launches) for s in self.steps if isinstance(s, _DeviceKernel))
@@ -235,18 +278,32 @@ class OpenCLExecutable:
                               f"stripe-opt or opencl")
 
     def _describe(self, n: int, st) -> str:
-        made_on_device = {a for s in self.steps[:n] if isinstance(s, _DeviceKernel)
-                          for d, a in s.args if d == "out"}
         if isinstance(st, _DeviceKernel):
             ops = ", ".join(e.prim.name for e in st.step.eqns)
             runs = (f"{st.same.step.name}'s kernels" if st.same is not None
                     else f"{len(st.kernels.launches)} kernels")
             return f"{st.step.name}: {ops} [device: {runs}]"
-        back = sum(1 for a in st.eqn.inputs if a in made_on_device)
-        moves = (f"copies {back} input{'s' if back != 1 else ''} device->host"
-                 if back else "no copy in")
-        return (f"host: {st.eqn.prim.name} ({moves}; results copied to the device when a "
-                f"kernel reads them){self._why_host(st.eqn)}")
+        e = st.eqn
+        made_on_device = {a for s in self.steps[:n] if isinstance(s, _DeviceKernel)
+                          for d, a in s.args if d == "out"}
+        back = sum(1 for a in e.inputs if a in made_on_device)
+        if _runs_graphs(e):
+            moves = ("sub-graphs on the device: inputs passed in place, host ones "
+                     "uploaded once; copies only what the host reads; results stay "
+                     "where they are made")
+        else:
+            moves = (f"copies {back} input{'s' if back != 1 else ''} device->host"
+                     if back else "no copy in")
+            args = len(set(e.inputs) & set(self.closed.graph.invars))
+            if args:
+                moves += (f", {args} argument{'s' if args != 1 else ''} copied down only "
+                          f"if passed on the device")
+            outs = set(e.outputs)
+            readers = [s.step.name for s in self.steps[n + 1:] if isinstance(s, _DeviceKernel)
+                       and any(d == "in" and a in outs for d, a in s.args)]
+            moves += (f"; results copied host->device for {', '.join(readers)}" if readers
+                      else "; results stay on the host")
+        return f"host: {e.prim.name} ({moves}){self._why_host(e)}"
 
     def _why_host(self, e) -> str:
         """Why an equation runs on the host, when a dtype the device lacks is the reason."""
@@ -306,9 +363,16 @@ def compile_opencl(closed: ClosedGraph) -> OpenCLExecutable:
 _SUBGRAPHS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def _run_subgraph(graph, args) -> list:
-    """Run a control-flow body or branch with its cached OpenCL executable."""
+def _runs_graphs(eqn) -> bool:
+    """Whether a host step's equation runs sub-graphs (control flow, custom rules)."""
+    return next(subgraphs_of(eqn.params), None) is not None
+
+
+def _run_subgraph(graph, args, uploaded: dict) -> list:
+    """Run a control-flow body or branch with its cached OpenCL executable: device
+    arguments in place, host ones uploaded once per host step (``uploaded``, see
+    :meth:`OpenCLExecutable.call_arrays`), results left on the device (OpenCLArrays)."""
     exe = _SUBGRAPHS.get(graph)
     if exe is None:
         exe = _SUBGRAPHS[graph] = compile_opencl(ClosedGraph(graph, []))
-    return exe(*[np.asarray(a) for a in args])
+    return exe.call_arrays(list(args), [v.aval.weak_type for v in graph.outvars], uploaded)
