@@ -12,7 +12,7 @@ transposed or otherwise strided operand costs nothing extra: the packing routine
 it in place. Loops follow BLIS with the roles of the operands swapped for row-major
 output (``N`` is the vector dimension): a ``KC x N2`` block of B is packed once (the
 L3), an ``M3 x KC`` slab of A is packed (half the L2), and each ``KC x NR`` panel of B
-stays in the L1 while every ``MR x KC`` panel of the slab passes it. The micro-kernel
+(an eighth of the L2) is reused while every ``MR x KC`` panel of the slab passes it. The micro-kernel
 holds ``MR x NR`` accumulators in explicit GNU vectors (``NR`` a multiple of the vector
 length), and a ragged last row panel runs a kernel of its own height; products with at most ``NR / 2`` columns use a narrow tile one half-width
 vector wide, and with few row panels B is read in place. ``M`` or ``N`` of 1 runs a
@@ -199,7 +199,7 @@ static void pack_piece_{x}(void *ctx, int64_t p) {{
 }}
 
 /* tile piece p: a rectangle of micro-tiles, column panel by column panel (its KC x NR
-   B panel stays in L1 while the slab's A panels stream from L2) */
+   B panel is reused while the slab's A panels stream past it) */
 static void tile_piece_{x}(void *ctx, int64_t p) {{
   const gemm_job_{x} *j = ctx;
   int64_t r0 = p % j->rpieces * j->rstep, c0 = p / j->rpieces * j->cstep;
