@@ -9,24 +9,37 @@ VGG19 equation counts (Julia paper, Figure 9), the lazy-training report (W6), co
 time against program size (CS, ``benchmarks/compile_scaling.py``) and, in the full
 run, the kernel-level report (K, ``benchmarks/kernels.py``); the model rows (JM,
 ``benchmarks/jax_models.py``: JAX-style programs, one epoch each, float32).
-Peers: NumPy always; JAX (``jax.jit``) when installed.
+Peers: NumPy always; JAX (``jax.jit``) and PyTorch (eager and ``torch.compile``, in
+W1, W2, W4, W5 and K's convolutions; ``benchmarks/torch_peer.py``) when installed.
 
-``--only w1,w5`` picks workloads; ``--smoke`` shrinks every size (for tests).
+``--only w1,w5`` picks workloads; ``--smoke`` shrinks every size (for tests);
+``--without torch`` leaves an installed peer out.
 Exit status 1 when any workload failed its check or raised.
+
+First calls are reported with cold and warm kernel caches: the run compiles into a
+fresh, empty plait kernel cache and TorchInductor cache (temporary directories), then
+runs every row's first calls again in a new process over the caches it filled
+(``--first-calls``: first calls and checks only, printed as JSON). Each row's plait.jit
+is timed both interleaved with its peers and alone (``benchmarks.common.measure``).
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import os
 import platform
+import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
 
 import plait
 from benchmarks.common import Config, Row, markdown
+from benchmarks.torch_peer import torch_module
+from benchmarks import harness
 from benchmarks.harness import optional_import
 from plait.runtime.progress import bar
 
@@ -46,6 +59,10 @@ WORKLOADS = [
     ("jm", "benchmarks.jax_models", "run"),
 ]
 FULL_ONLY = {"k"}            # kernel-level report: in the full run or with --only k
+# Workloads without first calls of their own to repeat warm: W6 and K report text,
+# CS measures compile time with its own cold cache.
+NO_WARM_PASS = {"w6", "k", "cs"}
+WARM_MARK = "warm first calls: "
 
 
 def _run_one(key: str, module: str, fn: str, cfg: Config):
@@ -68,18 +85,45 @@ def _note(text: str) -> None:
     sys.stderr.flush()
 
 
+def _missing(peer: str) -> str:
+    return f"{peer} left out (--without)" if peer in harness.WITHOUT else f"{peer} not installed"
+
+
 def header(cfg: Config) -> str:
     jax = optional_import("jax")
-    torch = optional_import("torch")
+    torch = torch_module()
     peers = ["numpy " + np.__version__]
-    peers.append(f"jax {jax.__version__}" if jax else "jax not installed")
-    peers.append(f"torch {torch.__version__} (no workloads written for it yet)" if torch
-                 else "torch not installed")
+    peers.append(f"jax {jax.__version__}" if jax else _missing("jax"))
+    peers.append(f"torch {torch.__version__} (eager and torch.compile; "
+                 f"{torch.get_num_threads()} threads, as plait)" if torch else _missing("torch"))
     mode = "smoke" if cfg.smoke else "quick" if cfg.quick else "full"
     return (f"# plait benchmarks ({mode}; backend {cfg.backend}; {os.cpu_count()} CPUs; "
             f"python {platform.python_version()})\n\npeers: {', '.join(peers)}\n\n"
             f"Times are medians of interleaved runs; (Nx) = system time / plait.jit time, "
-            f"so > 1 means plait.jit is faster. First call = trace + compile + one run.")
+            f"so > 1 means plait.jit is faster; plait.jit alone = its calls back to back, "
+            f"(Nx) against its interleaved time. First call = trace + compile + one run, "
+            f"cold: kernel caches empty; warm: a new process over the caches this run filled.")
+
+
+def _fresh_caches(d: str) -> None:
+    """Point plait's kernel cache and TorchInductor's cache at (empty) ``d``."""
+    os.environ["PLAIT_CACHE_DIR"] = os.path.join(d, "plait")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(d, "inductor")
+
+
+def warm_first_calls(keys: list[str], cfg: Config) -> dict[str, dict[str, float]]:
+    """Row name -> system -> first-call seconds in a new process that reuses this
+    process's kernel caches (``--first-calls``)."""
+    size = ["--smoke"] if cfg.smoke else ["--quick"] if cfg.quick else []
+    cmd = [sys.executable, "-m", "benchmarks", "--first-calls", "--backend", cfg.backend,
+           "--only", ",".join(keys), "--without", ",".join(sorted(harness.WITHOUT))] + size
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600)
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith(WARM_MARK)]
+    if not lines:
+        tail = (r.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"the warm-cache pass failed (exit {r.returncode}): {tail}")
+    return json.loads(lines[-1][len(WARM_MARK):])
 
 
 def main(argv=None) -> int:
@@ -90,16 +134,47 @@ def main(argv=None) -> int:
     ap.add_argument("--backend", choices=["native", "interp", "xla"], default=None,
                     help="plait.jit backend (default: plait.config)")
     ap.add_argument("--only", default="", help="comma-separated workloads, e.g. w1,w5")
+    ap.add_argument("--first-calls", action="store_true",
+                    help="only the rows' first calls and checks, as JSON (the warm-cache pass)")
+    ap.add_argument("--without", default="",
+                    help="comma-separated peers to leave out even when installed: jax, torch")
     args = ap.parse_args(argv)
+    harness.WITHOUT = {s.strip().lower() for s in args.without.split(",") if s.strip()}
+    if harness.WITHOUT - {"jax", "torch"}:
+        ap.error(f"--without takes jax and torch, not {sorted(harness.WITHOUT - {'jax', 'torch'})}")
     if args.backend:
         plait.config.backend = args.backend
     cfg = Config(quick=args.quick or args.smoke, smoke=args.smoke,
-                 backend=plait.config.resolved_backend())
+                 backend=plait.config.resolved_backend(), first_calls_only=args.first_calls)
     only = {s.strip().lower() for s in args.only.split(",") if s.strip()}
     unknown = only - {k for k, _, _ in WORKLOADS}
     if unknown:
         ap.error(f"unknown workload(s) {sorted(unknown)}; choose from "
                  f"{[k for k, _, _ in WORKLOADS]}")
+    if args.first_calls:
+        return _first_calls_pass(only, cfg)
+    with tempfile.TemporaryDirectory(prefix="plait_bench_") as d:
+        _fresh_caches(d)
+        return _run(only, cfg)
+
+
+def _first_calls_pass(only: set, cfg: Config) -> int:
+    """Each row's first-call seconds as one JSON line (the caches are the caller's)."""
+    firsts = {}
+    for key, module, fn in WORKLOADS:
+        if key in only and key not in NO_WARM_PASS:
+            try:
+                rows, _ = _run_one(key, module, fn, cfg)
+            except Exception as e:  # the main run reports the failure; its rows stay cold only
+                _note(f"{key}: warm-cache pass failed ({type(e).__name__}: {e})")
+                continue
+            firsts.update({r.workload: r.first_call for r in rows if r.first_call})
+    print(WARM_MARK + json.dumps(firsts), flush=True)
+    return 0
+
+
+def _run(only: set, cfg: Config) -> int:
+    """Run the chosen workloads and print the report; 1 when any failed."""
     print(header(cfg), flush=True)
     rows, extras, failures = [], [], []
     t_all = time.perf_counter()
@@ -122,6 +197,19 @@ def main(argv=None) -> int:
         if text:
             extras.append(text)
         _note(f"{key}: done in {time.perf_counter() - t0:.1f} s")
+    warm_keys = [k for k, _, _ in chosen if k not in NO_WARM_PASS and k not in failures]
+    if warm_keys:
+        bar(len(chosen), len(chosen) + 1, "first calls, warm caches")
+        t0 = time.perf_counter()
+        try:
+            warm = warm_first_calls(warm_keys, cfg)
+            _note(f"warm-cache first calls: done in {time.perf_counter() - t0:.1f} s")
+        except Exception as e:      # the cold-cache table still stands
+            warm = {}
+            extras.append(f"warm-cache first calls not measured: {e}")
+        for row in rows:
+            row.warm_first_call = {s: t for s, t in warm.get(row.workload, {}).items()
+                                   if s in row.first_call}
     bar(len(chosen), len(chosen), "workloads done")
     print("\n" + markdown(rows))
     for text in extras:

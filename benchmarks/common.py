@@ -11,17 +11,22 @@ import numpy as np
 
 from benchmarks.harness import compare, fmt_time, optional_import
 
-# Systems in table order; each benchmark fills the ones it has.
-SYSTEMS = ("plait.jit", "plait xla", "plait eager", "numpy", "jax.jit", "torch", "onnxruntime")
+# Systems in table order; each benchmark fills the ones it has. "plait.jit alone" is
+# plait.jit's calls timed back to back, after the interleaved rounds (see ``measure``).
+SYSTEMS = ("plait.jit", "plait.jit alone", "plait xla", "plait eager", "numpy", "jax.jit",
+           "torch", "torch.compile", "onnxruntime")
 
 
 @dataclass
 class Config:
-    """How big and how long: ``quick`` (< 3 min in all), ``smoke`` (tiny sizes, for tests)."""
+    """How big and how long: ``quick`` (< 3 min in all), ``smoke`` (tiny sizes, for tests);
+    ``first_calls_only``: each row's first calls and check, no timing (the suite's
+    warm-cache pass, see ``benchmarks.__main__``)."""
 
     quick: bool = False
     smoke: bool = False
     backend: str = "native"
+    first_calls_only: bool = False
 
     @property
     def rounds(self) -> int:
@@ -35,11 +40,14 @@ class Config:
 
 @dataclass
 class Row:
-    """One line of the report: per-system median seconds and first-call seconds."""
+    """One line of the report: per-system median seconds and first-call seconds, with
+    the kernel caches cold (``first_call``) and warm (``warm_first_call``, in a fresh
+    process after this run filled them)."""
 
     workload: str
     times: dict = field(default_factory=dict)
     first_call: dict = field(default_factory=dict)
+    warm_first_call: dict = field(default_factory=dict)
     check: str = ""
     note: str = ""
     failed: bool = False
@@ -113,7 +121,12 @@ def check_row(row: Row, ref, outs: dict, rtol: float, against: str = "",
 
     Fills ``row.check`` with the tolerance and the worst error, or marks the row
     failed with the message; returns whether all systems agree. ``convert(name,
-    out)`` maps an output to the reference's layout."""
+    out)`` maps an output to the reference's layout. A :class:`PeerFailure` output
+    is left out of the check and named in ``row.note``."""
+    failed = {k: o for k, o in outs.items() if isinstance(o, PeerFailure)}
+    if failed:
+        add_note(row, "; ".join(o.message for o in failed.values()))
+        outs = {k: o for k, o in outs.items() if k not in failed}
     try:
         errs = [assert_close(f"{row.workload}: {k}", ref,
                              convert(k, o) if convert else o, rtol)
@@ -147,13 +160,43 @@ def first_call(fn: Callable[[], object]) -> float:
     return time.perf_counter() - t0
 
 
+@dataclass
+class MayFail:
+    """A candidate whose failure is reported in the row's note, not as the row's failure
+    (a peer's optional mode, e.g. ``torch.compile`` where it does not work)."""
+
+    fn: Callable[[], object]
+
+    def __call__(self):
+        return self.fn()
+
+
+@dataclass
+class PeerFailure:
+    """The first output of a :class:`MayFail` candidate that failed:
+    :func:`check_row` reports it in the row's note."""
+
+    message: str
+
+
 def first_outputs(candidates: dict[str, Callable[[], object]]) -> tuple[dict, dict]:
     """Each candidate's first output and first-call seconds (compile included), so the
-    equality check and the compile-time measurement are the same call."""
+    equality check and the compile-time measurement are the same call.
+
+    A candidate marked :class:`MayFail` that raises is removed from ``candidates`` (so it is
+    not timed) and its output is a :class:`PeerFailure` naming the error."""
     outs, times = {}, {}
-    for k, f in candidates.items():
+    for k, f in list(candidates.items()):
         t0 = time.perf_counter()
-        outs[k] = block(f())
+        try:
+            outs[k] = block(f())
+        except Exception as e:
+            if not isinstance(f, MayFail):
+                raise
+            msg = (str(e).strip().splitlines() or [""])[0]
+            outs[k] = PeerFailure(f"{k} failed ({type(e).__name__}: {msg[:120]})")
+            del candidates[k]
+            continue
         times[k] = time.perf_counter() - t0
     return outs, times
 
@@ -177,16 +220,24 @@ def measure(row: Row, candidates: dict[str, Callable[[], object]], cfg: Config) 
 
     A candidate whose call takes more than a third of the budget is not repeated
     (noted in the row): its time is one steady call, which for candidates that do
-    not compile (names not ending in ``jit``, except ``plait xla``) is the first call
-    itself."""
+    not compile or warm up (names not ending in ``jit`` or ``compile``, except
+    ``plait xla`` and ``torch``, whose first calls initialize its kernels) is the first call
+    itself.
+
+    plait.jit is timed twice: interleaved with the other candidates (its column, the
+    base of every ratio) and alone, its calls back to back after the interleaved
+    rounds ("plait.jit alone"; a single run there is a call right after another one).
+    With ``cfg.first_calls_only`` only the first calls are recorded."""
     hint, single = {}, []
     for k, f in candidates.items():
         if k not in row.first_call:
             row.first_call[k] = first_call(f)
+    if cfg.first_calls_only:
+        return row
     from plait.backends.native.tiered import wait_all
     wait_all()              # steady state is native code's, not the interp tier's
     for k, f in candidates.items():
-        compiles = k.endswith("jit") or k == "plait xla"
+        compiles = k.endswith(("jit", "compile")) or k in ("plait xla", "torch")
         if not compiles and row.first_call[k] > cfg.budget_s / 3:
             hint[k] = row.first_call[k]
         else:
@@ -197,17 +248,35 @@ def measure(row: Row, candidates: dict[str, Callable[[], object]], cfg: Config) 
     rest = {k: f for k, f in candidates.items() if k not in single}
     if rest:
         row.times.update(timed(rest, cfg, {k: hint[k] for k in rest}))
+    if "plait.jit" in candidates and len(candidates) > 1:
+        row.times["plait.jit alone"] = _alone(candidates["plait.jit"], cfg, hint["plait.jit"],
+                                              "plait.jit" in single)
     if single:
-        row.note = (row.note + "; " if row.note else "") + "single run: " + ", ".join(single)
+        add_note(row, "single run: " + ", ".join(single))
     return row
+
+
+def _alone(f: Callable[[], object], cfg: Config, hint: float, single: bool) -> float:
+    """Seconds per call of ``f`` timed on its own (no other candidate between its calls)."""
+    if single:
+        block(f())                  # the call before was another candidate's
+        return first_call(f)
+    return timed({"alone": f}, cfg, {"alone": hint})["alone"]
+
+
+def add_note(row: Row, text: str) -> None:
+    """Append ``text`` to the row's note."""
+    row.note = (row.note + "; " if row.note else "") + text
 
 
 def markdown(rows: list[Row]) -> str:
     """The results table: time of plait.jit, then each peer's time and ratio to it."""
     systems = [s for s in SYSTEMS if any(s in r.times for r in rows)]
-    firsts = [s for s in ("plait.jit", "plait xla", "jax.jit")
+    firsts = [s for s in ("plait.jit", "plait xla", "jax.jit", "torch.compile")
               if any(s in r.first_call for r in rows)]
-    head = (["workload"] + systems + [f"{s} first call" for s in firsts] + ["check", "note"])
+    head = (["workload"] + systems
+            + [f"{s} first call" + (" cold / warm" if any(s in r.warm_first_call for r in rows)
+                                    else "") for s in firsts] + ["check", "note"])
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         cells = [r.workload]
@@ -220,10 +289,19 @@ def markdown(rows: list[Row]) -> str:
                 cells.append(fmt_time(t))
             else:
                 cells.append(f"{fmt_time(t)} ({t / base:.2f}x)")
-        cells += [fmt_time(r.first_call[s]) if s in r.first_call else "-" for s in firsts]
+        cells += [_first_calls(r, s) for s in firsts]
         cells += [r.check or "-", r.note or ""]
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
+
+
+def _first_calls(row: Row, system: str) -> str:
+    """A first-call cell: cold-cache seconds, and warm-cache seconds when measured."""
+    if system not in row.first_call:
+        return "-"
+    cold = fmt_time(row.first_call[system])
+    warm = row.warm_first_call.get(system)
+    return cold if warm is None else f"{cold} / {fmt_time(warm)}"
 
 
 def standalone(run: Callable, argv=None) -> None:

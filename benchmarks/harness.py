@@ -60,8 +60,14 @@ def table(title: str, rows: list[list[str]], header: list[str]) -> str:
     return "\n".join(out)
 
 
+# Peer libraries the user left out (``python -m benchmarks --without torch``).
+WITHOUT: set[str] = set()
+
+
 def optional_import(name: str):
-    """Import a peer library if it is installed, else None."""
+    """Import a peer library if it is installed and not left out, else None."""
+    if name in WITHOUT:
+        return None
     try:
         return __import__(name)
     except Exception:

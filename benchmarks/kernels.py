@@ -5,7 +5,8 @@
   ``out = a + s*b`` done by NumPy into a preallocated array, in the same rounds;
 * float32 matmul 256/512/1024/2048: GFLOP/s against NumPy's BLAS;
 * 3x3 stride-1 SAME convolutions NHWC (64ch 56x56, 256ch 14x14; batch 1 and 8):
-  GFLOP/s against PyTorch CPU when installed, else NumPy im2col + BLAS;
+  GFLOP/s against PyTorch CPU when installed (``channels_last``, i.e. NHWC in memory;
+  its output checked against im2col; as many threads as plait), else NumPy im2col + BLAS;
 * row softmax 4096x4096 float32: GB/s against NumPy.
 
 Every plait result is checked against the peer before timing.  Candidates are timed
@@ -30,6 +31,7 @@ import plait
 import plait.lax as lax
 import plait.numpy as pnp
 from benchmarks.harness import compare, fmt_time, optional_import, table
+from benchmarks.torch_peer import images, torch_module
 from plait.backends.native.tiered import wait_all
 
 
@@ -105,7 +107,7 @@ def _im2col_conv(x, w):
 
 
 def bench_conv(cases) -> list:
-    torch = optional_import("torch")
+    torch = torch_module()
     rows = []
     f = plait.jit(lambda x, w: lax.conv_general_dilated(
         x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")), backend="native")
@@ -116,11 +118,14 @@ def bench_conv(cases) -> list:
         want = _im2col_conv(x, w)
         np.testing.assert_allclose(f(x, w), want, rtol=1e-3, atol=1e-3)
         cands = {"plait": lambda: f(x, w)}
-        if torch is not None:
-            tx = torch.from_numpy(x).permute(0, 3, 1, 2).contiguous()
-            tw = torch.from_numpy(w).permute(3, 2, 0, 1).contiguous()
+        if torch is not None:       # NHWC in memory too (channels_last), as plait's
+            tx = images(torch, x)
+            tw = torch.from_numpy(w).permute(3, 2, 0, 1).contiguous(
+                memory_format=torch.channels_last)
             peer = "torch"
             cands[peer] = lambda: torch.nn.functional.conv2d(tx, tw, padding=1)
+            np.testing.assert_allclose(cands[peer]().permute(0, 2, 3, 1), want,
+                                       rtol=1e-3, atol=1e-3)
         else:
             peer = "im2col"
             cands[peer] = lambda: _im2col_conv(x, w)

@@ -212,9 +212,20 @@ def overhead_report(cfg: Config) -> str:
 
 
 def run(cfg: Config):
+    """The rows and the fori_loop report; JAX runs in float64 here and its setting is
+    restored afterwards (the suite's later rows, e.g. jm, are float32 JAX programs)."""
     jax, jnp = jax_modules()
-    if jax is not None:
-        jax.config.update("jax_enable_x64", True)
+    if jax is None:
+        return _rows(cfg, jax, jnp)
+    x64 = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        return _rows(cfg, jax, jnp)
+    finally:
+        jax.config.update("jax_enable_x64", x64)
+
+
+def _rows(cfg: Config, jax, jnp):
     rows = _decomposition_rows(cfg, jax, jnp)
     rows.append(guarded("GP marginal likelihood + grad", lambda: _gp_row(cfg, jax, jnp)))
     return rows, overhead_report(cfg)

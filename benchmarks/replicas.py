@@ -107,6 +107,50 @@ def _libgomp_copies() -> int:
         return len({ln.split()[-1] for ln in f if "libgomp" in ln})
 
 
+def _thread_counters(tid: int) -> tuple[float, float, int]:
+    """Thread ``tid``'s CPU seconds (user + system), system seconds and minor page
+    faults so far (``/proc``: what ``time.thread_time`` cannot tell from another thread)."""
+    with open(f"/proc/self/task/{tid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return ((int(fields[11]) + int(fields[12])) / tick, int(fields[12]) / tick,
+            int(fields[7]))
+
+
+def _alone_vs_concurrent(both, alone, reps: int) -> dict:
+    """Replica 0 alone on its device against the same replica running beside the
+    others, as pairs (concurrent step, then alone step) so a load that drifts over the
+    run hits both sides of each pair: per-replica CPU (``last_run_times``), the paired
+    ratio concurrent/alone of replica 0, and the replica threads' system time and minor
+    page faults per step (memory-allocation cost)."""
+    from plait.distributed import last_run_times
+    alone()
+    both()
+    tids = [t.native_id for t in last_run_times()]
+    rec: dict = {"both": [], "alone": []}
+    for _ in range(reps):
+        for name, fn in (("both", both), ("alone", alone)):
+            c0 = [_thread_counters(t) for t in tids]
+            fn()
+            c1 = [_thread_counters(t) for t in tids]
+            rec[name].append(([t.cpu_s for t in last_run_times()],
+                              [t.wall_s for t in last_run_times()],
+                              [b[1] - a[1] for a, b in zip(c0, c1)],
+                              [b[2] - a[2] for a, b in zip(c0, c1)]))
+    med = statistics.median
+    n = len(tids)
+    ratios = [b[0][0] / a[0][0] for b, a in zip(rec["both"], rec["alone"])]
+    return {"alone_cpu_s": med(r[0][0] for r in rec["alone"]),
+            "alone_wall_s": med(r[1][0] for r in rec["alone"]),
+            "concurrent_cpu_s": [med(r[0][k] for r in rec["both"]) for k in range(n)],
+            "concurrent_wall_s": [med(r[1][k] for r in rec["both"]) for k in range(n)],
+            "paired_cpu_ratio": [med(ratios), min(ratios), max(ratios)],
+            "alone_sys_s": med(r[2][0] for r in rec["alone"]),
+            "concurrent_sys_s": [med(r[2][k] for r in rec["both"]) for k in range(n)],
+            "alone_minflt": med(r[3][0] for r in rec["alone"]),
+            "concurrent_minflt": [med(r[3][k] for r in rec["both"]) for k in range(n)]}
+
+
 def worker_plait(devices: int, per_replica: int, reps: int, mpi: bool,
                  mechanism: bool = False, jit: bool = False) -> dict:
     import plait
@@ -155,18 +199,12 @@ def worker_plait(devices: int, per_replica: int, reps: int, mpi: bool,
         extra["busy_threads"] = _busy_threads(census0, census1, replica_ids)
         extra["libgomp_copies"] = _libgomp_copies()
         extra["load_average"] = os.getloadavg()
+        extra["affinity"] = [sorted(os.sched_getaffinity(t.native_id)) for t in runs[-1]]
         if devices > 1:     # replica 0 alone on its device (same per-replica work)
             alone = plait.pmap(replica_step, "i", in_axes=(None, 0, 0), out_axes=None,
                                devices=plait.distributed.local_devices()[:1])
-            solo: list = []
-            _median_time(lambda: alone(sparams, xs[:1], ys[:1]), reps,
-                         after=lambda: solo.append(last_run_times()[0]))
-            extra["alone_cpu_s"] = statistics.median(t.cpu_s for t in solo)
-            extra["alone_wall_s"] = statistics.median(t.wall_s for t in solo)
-            extra["concurrent_cpu_s"] = [statistics.median(r[k].cpu_s for r in runs)
-                                         for k in range(devices)]
-            extra["concurrent_wall_s"] = [statistics.median(r[k].wall_s for r in runs)
-                                          for k in range(devices)]
+            extra.update(_alone_vs_concurrent(lambda: step(sparams, xs, ys),
+                                              lambda: alone(sparams, xs[:1], ys[:1]), reps))
     grads_like = plait.tree_util.tree_map(
         lambda a: np.broadcast_to(np.asarray(a), (devices,) + np.shape(a)).copy(), sparams)
     allreduce = plait.pmap(lambda g: lax.psum(g, "i"), "i", out_axes=None)
@@ -305,16 +343,22 @@ def main(argv=None) -> None:
                       f"{2 * b}); CPU per image x{two['cpu_s'] / (2 * one_b['cpu_s']):.2f}")
     mech = results.get(("plait pmap", 2, 2 * b, None))
     if mech and "alone_cpu_s" in mech:
-        print(f"\nplait pmap, 2 devices: replica 0 alone on its device "
-              f"{1e3 * mech['alone_cpu_s']:.1f} ms "
-              f"CPU / {1e3 * mech['alone_wall_s']:.1f} ms wall; concurrently, replicas "
-              f"{[round(1e3 * c, 1) for c in mech['concurrent_cpu_s']]} ms CPU / "
-              f"{[round(1e3 * w, 1) for w in mech['concurrent_wall_s']]} ms wall; OpenMP "
-              f"threads per replica {mech['threads_per_replica']} for cores per device "
-              f"{mech['cores_per_replica']}; libgomp copies loaded: {mech['libgomp_copies']}; "
-              f"load average {mech['load_average']}")
+        ms = lambda v: [round(1e3 * c, 1) for c in v]     # noqa: E731
+        lo_hi = mech["paired_cpu_ratio"]
+        print(f"\nplait pmap, 2 devices, {args.reps} interleaved pairs (concurrent step, "
+              f"replica 0 alone): replica 0 alone {1e3 * mech['alone_cpu_s']:.1f} ms CPU / "
+              f"{1e3 * mech['alone_wall_s']:.1f} ms wall; concurrently, replicas "
+              f"{ms(mech['concurrent_cpu_s'])} ms CPU / {ms(mech['concurrent_wall_s'])} ms "
+              f"wall; replica 0 CPU concurrent/alone x{lo_hi[0]:.3f} (pairs "
+              f"{lo_hi[1]:.3f}..{lo_hi[2]:.3f}); system CPU per step alone "
+              f"{1e3 * mech['alone_sys_s']:.0f} ms, concurrent {ms(mech['concurrent_sys_s'])} "
+              f"ms; minor page faults per step alone {mech['alone_minflt']:.0f}, concurrent "
+              f"{mech['concurrent_minflt']}")
+        print(f"replica threads' cores {mech['affinity']}; OpenMP threads per replica "
+              f"{mech['threads_per_replica']} for cores per device "
+              f"{mech['cores_per_replica']}; libgomp copies loaded: "
+              f"{mech['libgomp_copies']}; load average {mech['load_average']}")
         print("threads that used CPU during the timed steps: " + "; ".join(mech["busy_threads"]))
-
 
 if __name__ == "__main__":
     main()

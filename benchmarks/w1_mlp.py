@@ -3,7 +3,8 @@
 ``loss = sum((predict(params, x) - targets)**2)`` with ``tanh`` layers
 784-512-512-10, batch 128, weights ``normal * 0.01`` (seed 0). Timed: one
 ``grad(loss)(params, x, targets)``: plait jit and eager, NumPy with a
-hand-written backward pass, JAX ``jit(grad)``. ``python -m benchmarks.w1_mlp``.
+hand-written backward pass, JAX ``jit(grad)``, PyTorch ``torch.autograd.grad`` of the
+same loss, eager and ``torch.compile``-d. ``python -m benchmarks.w1_mlp``.
 
 A second row times ``plait.jit`` alone twice: in a fresh process where no peer was ever
 loaded, and in this process right after the peers ran (NumPy's BLAS threads and XLA's
@@ -22,6 +23,7 @@ import plait.numpy as pnp
 from benchmarks.common import (xla_jit, Config, Row, check_row, first_outputs, jax_modules, measure,
                                standalone, timed, assert_close)
 from benchmarks.harness import fmt_time
+from benchmarks import torch_peer
 
 RTOL = 1e-4
 
@@ -68,6 +70,16 @@ def numpy_grad(params, x, t):
     return grads[::-1]
 
 
+def torch_loss(torch):
+    """Listing 1's loss in PyTorch, on a flat list ``[W1, b1, W2, b2, ...]``."""
+    def loss(flat, inputs, targets):
+        for W, b in zip(flat[::2], flat[1::2]):
+            outputs = torch.addmm(b, inputs, W)
+            inputs = torch.tanh(outputs)
+        return torch.sum((outputs - targets) ** 2)
+    return loss
+
+
 def _sizes(cfg: Config):
     return ((784, 64, 64, 10), 16) if cfg.smoke else ((784, 512, 512, 10), 128)
 
@@ -107,6 +119,11 @@ def peers_row(cfg: Config) -> Row:
                     f"{after / alone:.2f} (1.00: unaffected by the peers)")
 
 
+def _pairs(system: str, out):
+    """PyTorch's flat gradient list as the reference's ``[(dW, db), ...]``."""
+    return list(zip(out[::2], out[1::2])) if system.startswith("torch") else out
+
+
 def run(cfg: Config) -> list[Row]:
     sizes, batch = _sizes(cfg)
     params, x, t = make_data(sizes, batch)
@@ -123,12 +140,18 @@ def run(cfg: Config) -> list[Row]:
     if jax is not None:
         jg = jax.jit(jax.grad(make_loss(jnp)))
         cands["jax.jit"] = lambda: jg(params, x, t)
+    torch = torch_peer.torch_module()
+    if torch is not None:
+        flat = torch_peer.tensors(torch, [a for p in params for a in p], requires_grad=True)
+        tx, tt = torch_peer.tensors(torch, [x, t])
+        cands.update(torch_peer.pair(
+            torch, lambda wrap: torch_peer.grad_fn(torch, torch_loss(torch), wrap), flat, tx, tt))
     row = Row(f"W1 MLP grad {'-'.join(map(str, sizes))} b{batch}")
     outs, row.first_call = first_outputs(cands)
-    if not check_row(row, ref, outs, RTOL):
+    if not check_row(row, ref, outs, RTOL, convert=_pairs):
         return [row]
     measure(row, cands, cfg)
-    return [row, peers_row(cfg)]
+    return [row] if cfg.first_calls_only else [row, peers_row(cfg)]
 
 
 if __name__ == "__main__":

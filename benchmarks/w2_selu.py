@@ -1,8 +1,9 @@
 """W2 — SeLU dense layer (JAX paper, Figure 1; docs/workloads.md).
 
 ``selu(x @ W + b)`` with ``x``, ``W`` 1024x1024 and ``b`` 1024 (float32, seed 0);
-timed forward. Also reports whether plait's native backend put the SeLU epilogue
-into the matmul's kernel. ``python -m benchmarks.w2_selu``.
+timed forward (PyTorch: ``F.selu(addmm(b, x, W))``, eager and ``torch.compile``).
+Also reports whether plait's native backend put the SeLU epilogue into the matmul's
+kernel. ``python -m benchmarks.w2_selu``.
 """
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import numpy as np
 import plait
 import plait.numpy as pnp
 from benchmarks.common import (xla_jit, Config, Row, check_row, first_outputs, jax_modules, measure,
-                               standalone)
+                               standalone, add_note)
+from benchmarks import torch_peer
 
 ALPHA, SCALE = 1.6732632423543772, 1.0507009873554805
 RTOL = 1e-5
@@ -54,12 +56,19 @@ def run(cfg: Config) -> list[Row]:
     if jax is not None:
         jf = jax.jit(make_layer(jnp))
         cands["jax.jit"] = lambda: jf(x, W, b)
+    torch = torch_peer.torch_module()
+    if torch is not None:
+        def torch_layer(x, W, b):
+            return torch.nn.functional.selu(torch.addmm(b, x, W))
+        cands.update(torch_peer.pair(torch, lambda wrap: wrap(torch_layer),
+                                     *torch_peer.tensors(torch, [x, W, b])))
     outs, first = first_outputs(cands)
     row = Row(f"W2 SeLU dense {n}x{n}", first_call=first)
     if not check_row(row, ref, outs, RTOL):
         return [row]
     measure(row, cands, cfg)
-    row.note = fusion_note(f, x, W, b) if plait.config.resolved_backend() == "native" else ""
+    if plait.config.resolved_backend() == "native":
+        add_note(row, fusion_note(f, x, W, b))
     return [row]
 
 

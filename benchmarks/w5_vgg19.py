@@ -5,7 +5,10 @@ inputs, He-normal random weights (seed 0). Timed: forward at batch 1 and 8, and
 the backward pass ``grad(lambda p: sum(model(p, x)))`` at batch 1 (``--quick``:
 forward at batch 1 only, no eager run). Also prints the graphs' equation counts by primitive,
 forward and backward, before (``plait.make_graph``) and after graph simplification
-(``plait.jit(f).trace_graph``) — the paper's Figure 9 table.
+(``plait.jit(f).trace_graph``) — the paper's Figure 9 table. PyTorch runs the same
+network with ``torch.nn.functional`` (NCHW in ``channels_last`` memory format, i.e.
+NHWC in memory; the backward pass by ``torch.autograd.grad``), eager and with
+``torch.compile``.
 ``python -m benchmarks.w5_vgg19``.
 """
 from __future__ import annotations
@@ -22,6 +25,7 @@ from benchmarks import np_convnet as npc
 from benchmarks.common import (xla_jit, Config, Row, check_row, first_outputs, guarded, jax_modules,
                                measure, standalone)
 from benchmarks.harness import table
+from benchmarks import torch_peer
 
 RTOL_FWD = 1e-3
 # Backward: the first layers' weight gradients sum ~50k terms that cancel; float32
@@ -50,6 +54,15 @@ def spec():
 
 def widths(dense: int, classes: int):
     return [c for block in models.VGG19_BLOCKS for c in block] + [dense, dense, classes]
+
+
+def _spec_layout(sp, system: str, grads):
+    """A system's gradients in the NumPy reference's layout."""
+    if system in ("plait.jit", "plait xla"):
+        return npc.from_stax(sp, grads)
+    if system.startswith("torch"):
+        return torch_peer.convnet_to_spec(sp, grads)
+    return grads
 
 
 def count_eqns(graph) -> Counter:
@@ -90,6 +103,8 @@ def run(cfg: Config) -> tuple[list[Row], str]:
     jax, jnp = jax_modules()
     jfwd = jax.jit(lambda p, x: npc.jax_forward(jax, sp, p, x)) if jax else None
     fwd = plait.jit(apply_fun)
+    torch = torch_peer.torch_module()
+    tparams = torch_peer.convnet_params(torch, sp, params) if torch else None
     xfwd = xla_jit(apply_fun)
     rows = []
     rng = np.random.default_rng(1)
@@ -106,6 +121,10 @@ def run(cfg: Config) -> tuple[list[Row], str]:
             cands["plait eager"] = lambda: apply_fun(sparams, x)
         if jax is not None:
             cands["jax.jit"] = lambda: jfwd(params, x)
+        if torch is not None:
+            cands.update(torch_peer.pair(
+                torch, lambda wrap: wrap(lambda p, x: torch_peer.convnet_forward(torch, sp, p, x)),
+                tparams, torch_peer.images(torch, x)))
         outs, first = first_outputs(cands)
         row = Row(f"W5 VGG19 forward {size}px b{b}", first_call=first)
         if check_row(row, outs["numpy"], outs, RTOL_FWD, against="numpy"):
@@ -129,10 +148,17 @@ def run(cfg: Config) -> tuple[list[Row], str]:
         if jax is not None:
             jg = jax.jit(jax.grad(lambda p, x: jnp.sum(npc.jax_forward(jax, sp, p, x))))
             cands["jax.jit"] = lambda: jg(params, x1)
+        if torch is not None:
+            tgrad = [p.detach().requires_grad_(True) for p in tparams]
+            cands.update(torch_peer.pair(
+                torch, lambda wrap: torch_peer.grad_fn(
+                    torch, lambda p, x: torch.sum(torch_peer.convnet_forward(torch, sp, p, x)),
+                    wrap),
+                tgrad, torch_peer.images(torch, x1)))
         outs, first = first_outputs(cands)
         row = Row(f"W5 VGG19 backward {size}px b1", first_call=first)
         if check_row(row, float64_grads(sp, params, x1), outs, RTOL_BWD, against="float64",
-                     convert=lambda k, o: npc.from_stax(sp, o) if k in ("plait.jit", "plait xla") else o):
+                     convert=lambda k, o: _spec_layout(sp, k, o)):
             measure(row, cands, cfg)
         return row
 

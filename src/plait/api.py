@@ -62,7 +62,7 @@ def leaf_aval(x, path: str, fname: str) -> ShapedArray:
 
 class _Entry:
     __slots__ = ("closed", "out_tree", "executable", "call_graph", "out_weak", "single", "key",
-                 "donated")
+                 "donated", "device_call")
 
     def __init__(self, closed: ClosedGraph, out_tree: TreeDef):
         self.closed = closed
@@ -72,6 +72,7 @@ class _Entry:
         self.out_weak = [a.weak_type for a in closed.out_avals]
         self.single = out_tree.kind == "leaf"
         self.donated: tuple[int, ...] = ()    # indices of the donated argument leaves
+        self.device_call = None     # the executable's call_arrays, if it keeps results on device
 
 
 class _SharedCache:
@@ -337,7 +338,9 @@ class Jitted:
         backend = self.backend or config.resolved_backend()
         if config.log_compiles:
             log.warning("plait: compiling %s with the %s backend", self._name, backend)
-        entry.executable = backend_compile(entry.closed, backend)
+        exe = backend_compile(entry.closed, backend)
+        entry.device_call = getattr(exe, "call_arrays", None)
+        entry.executable = exe
         metrics.bump("compiles")
         metrics.bump("compile_time_s", time.perf_counter() - t0)
         return entry.executable
@@ -359,10 +362,12 @@ class Jitted:
             if entry is not None:
                 metrics.bump("cache_hits")
                 self._cache.touch(entry.key)
-                device_call = getattr(entry.executable, "call_arrays", None)
+                device_call = entry.device_call
                 if device_call is not None:      # results stay on the backend's device
-                    return _device_results(entry, device_call(args, entry.out_weak), args,
-                                           self._name)
+                    outs = device_call(args, entry.out_weak)
+                    if entry.single and not nan_check.enabled():
+                        return outs[0]
+                    return _device_results(entry, outs, args, self._name)
                 outs = _unaliased(entry.executable(*[concrete_value(a) for a in args]), args)
                 if nan_check.enabled():
                     nan_check.check_jit(entry.closed, args, outs, self._name)
@@ -377,7 +382,7 @@ class Jitted:
             if self._donates:
                 return self._call_donating(entry, exe, args, kwargs, leaves)
             if not kwargs and not self.static_argnums and all(
-                    type(a) in (Array, np.ndarray) for a in args):
+                    type(a) is np.ndarray or isinstance(a, Array) for a in args):
                 self._fast[_fast_key(args)] = entry
             device_call = getattr(exe, "call_arrays", None)
             if device_call is not None:          # results stay on the backend's device
@@ -470,10 +475,11 @@ def _unaliased(outs, args):
 
 
 def _fast_key(args: tuple) -> tuple:
-    """The fast path's key of positional plait/NumPy arrays: a plait array's aval, a
-    NumPy array's (shape, dtype) (no aval built per call); TypeError for anything else."""
-    return tuple([a.aval if type(a) is Array else (a.shape, a.dtype)
-                  if type(a) is np.ndarray else _not_fast(a) for a in args])
+    """The fast path's key of positional plait/NumPy arrays: a plait array's aval (of
+    any backend's Array), a NumPy array's (shape, dtype) (no aval built per call);
+    TypeError for anything else."""
+    return tuple([(a.shape, a.dtype) if type(a) is np.ndarray else a.aval
+                  if isinstance(a, Array) else _not_fast(a) for a in args])
 
 
 def _not_fast(a):

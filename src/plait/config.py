@@ -8,8 +8,9 @@ variable is parsed, the default, and what it does. Change one in code with
 accepted). ``print(plait.config.describe())`` lists them with their values.
 
 The few variables of the wider environment plait consults (``CC``, ``OMP_NUM_THREADS``,
-``XDG_CACHE_HOME``; the OpenMP waiting defaults it sets) are read by the functions at
-the end of this module, so the rest of plait never touches ``os.environ``.
+``XDG_CACHE_HOME``, glibc's malloc settings; the OpenMP waiting defaults it sets) are
+read by the functions at the end of this module, so the rest of plait never touches
+``os.environ``.
 """
 from __future__ import annotations
 
@@ -252,6 +253,14 @@ def set_openmp_wait_defaults(policy: str = OPENMP_WAIT_POLICY,
     the GEMM library, the launch runtime, device pinning) calls this before it loads."""
     os.environ.setdefault("OMP_WAIT_POLICY", policy)
     os.environ.setdefault("GOMP_SPINCOUNT", str(spincount))
+
+
+def malloc_set_by_user() -> bool:
+    """Whether the user tuned glibc's malloc thresholds (``GLIBC_TUNABLES`` naming a
+    ``glibc.malloc`` tunable, or the ``MALLOC_*_`` variables): plait leaves them as set."""
+    return ("glibc.malloc." in os.environ.get("GLIBC_TUNABLES", "")
+            or any(v in os.environ for v in ("MALLOC_TOP_PAD_", "MALLOC_TRIM_THRESHOLD_",
+                                             "MALLOC_MMAP_THRESHOLD_")))
 
 
 def launched_by_mpirun() -> bool:

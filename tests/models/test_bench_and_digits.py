@@ -15,16 +15,30 @@ def _env():
     return env
 
 
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
 def test_benchmark_runner_smoke():
+    """The suite without torch (as in CI, even where torch is installed) prints its table:
+    plait.jit timed interleaved and alone, first calls with cold and warm caches."""
     r = subprocess.run([sys.executable, "-m", "benchmarks", "--smoke", "--backend", "interp",
-                        "--only", "w1,w2,w4,w7"], cwd=ROOT, env=_env(), capture_output=True,
-                       text=True, timeout=300)
+                        "--only", "w1,w2,w4,w7", "--without", "torch"], cwd=ROOT, env=_env(),
+                       capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     table = [line for line in r.stdout.splitlines() if line.startswith("| W")]
     # W1's second row: plait.jit alone in a fresh process and after the peers
     assert [line.split(" ")[1] for line in table] == ["W1", "W1", "W2", "W4", "W7"]
     assert all("rtol" in line or "exact" in line for line in table)
-    assert "plait.jit first call" in r.stdout and "FAILED" not in r.stdout
+    assert "FAILED" not in r.stdout and "torch left out (--without)" in r.stdout
+    head = _cells(next(line for line in r.stdout.splitlines() if line.startswith("| workload")))
+    assert "torch" not in head and "torch.compile" not in head
+    first = head.index("plait.jit first call cold / warm")
+    for line in table[:1] + table[2:]:           # every row but W1's fresh-process one
+        row = dict(zip(head, _cells(line)))
+        assert row["plait.jit alone"].endswith("x)"), row    # a time and its ratio
+        cold, warm = _cells(line)[first].split(" / ")          # both measured
+        assert {cold.split()[1], warm.split()[1]} <= {"ns", "us", "ms", "s"}, line
 
 
 def test_benchmark_runner_rejects_unknown_workload():

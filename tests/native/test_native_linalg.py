@@ -130,13 +130,14 @@ def test_complex_stays_a_host_step():
 
 
 def test_native_calls_across_copy_tiles():
-    """Matrices larger than the 32 x 32 tiles of the row-/column-major copies around
-    LAPACK (square, tall, wide; partial edge tiles) against the reference backend."""
+    """Matrices larger than the 64 x 64 tiles (moved as 8 x 8 blocks) of the row-/column-
+    major copies around LAPACK (square, tall, wide; partial edge tiles and blocks)
+    against the reference backend."""
     rng = np.random.default_rng(2)
-    a = rng.standard_normal((2, 45, 45))
+    a = rng.standard_normal((2, 67, 67))
     sym = a + a.swapaxes(-1, -2)
-    rect = rng.standard_normal((2, 70, 37))
-    b = rng.standard_normal((2, 45, 3))
+    rect = rng.standard_normal((2, 133, 70))
+    b = rng.standard_normal((2, 67, 3))
 
     def f(a, sym, rect, b):
         wide = pnp.concatenate([b] * 4, axis=-1)     # 12 columns: rows permuted by P @ b
@@ -205,3 +206,29 @@ def test_one_column_triangular_solves_match_interp():
         assert "trsv" in jn.lower(*args).compile().as_text("c")
         for g, w in zip(jn(*args), plait.jit(f, backend="interp")(*args)):
             np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=tol, atol=tol)
+
+
+def test_lapack_pointers_survive_an_import_deadlock_report(monkeypatch):
+    """A background compile importing SciPy's LAPACK capsules while the main thread
+    imports ``scipy.linalg`` can get Python's import-deadlock error; the native build
+    then waits and imports again instead of failing ('the native build of cholesky
+    failed in the background: _DeadlockError')."""
+    import builtins
+    import importlib._bootstrap as bootstrap
+    from plait.backends.native import lapack
+    real_import = builtins.__import__
+    raised = []
+
+    def flaky(name, *args, **kw):
+        if name == "scipy.linalg" and len(raised) < 2:
+            raised.append(name)
+            raise bootstrap._DeadlockError("deadlock detected by _ModuleLock('scipy.linalg')")
+        return real_import(name, *args, **kw)
+    monkeypatch.setattr(lapack, "_POINTERS", None)
+    monkeypatch.setattr(builtins, "__import__", flaky)
+    ptrs = lapack.pointers()
+    monkeypatch.setattr(builtins, "__import__", real_import)
+    assert len(raised) == 2 and ptrs is not None and all(ptrs)
+    from scipy.linalg import cython_lapack
+    assert ptrs[lapack.NAMES.index("dgetrf")] == lapack._capsule_address(
+        cython_lapack.__pyx_capi__["dgetrf"])

@@ -71,6 +71,17 @@ def col_sum(r: int, c: int, dtype: str = "f32"):
     return _sum("col_sum", r, c, dtype, False)
 
 
+def col_sum_scaled(r: int, c: int):
+    """A bias gradient's sum over the leading axis into a temporary, then an elementwise
+    consumer of it (the reshape a stax bias gradient ends with)."""
+    b = TileBuilder("col_sum_scaled")
+    X = b.input("X", "f32", (r, c))
+    i, j = variables("i j")
+    S = b.contract(b.temp("f32", (c,)), (j,), "add", X[i, j])
+    b.output(b.eltwise(b.tensor("Y", "f32", (c,)), call("mul", S, constant(2.0, "f32"))))
+    return b.build()
+
+
 def row_max(r: int, c: int):
     b = TileBuilder("row_max")
     X = b.input("X", "f32", (r, c))

@@ -56,6 +56,19 @@ def test_partition_prefers_balanced_index():
     assert k.idxs[0].range == 64  # 3 rows split 2:1 over 2 cores, 64 columns split evenly
 
 
+def test_partition_keeps_the_innermost_index_inner():
+    """Among evenly splitting indexes the innermost (contiguous) one is not moved to the
+    front: a relu over NHWC (32, 32, 32, 96) splits the batch, not the 96 channels."""
+    from plait.tile import TileBuilder, call
+    b = TileBuilder("nhwc")
+    X = b.input("X", "f32", (4, 6, 6, 96))
+    b.output(b.eltwise(b.tensor("Y", "f32", (4, 6, 6, 96)), call("neg", X)))
+    p = check_passes(b.build(), [("partition", {"min_work": 1})])
+    (k,) = [s for s in p.entry.stmts if isinstance(s, Block)]
+    assert "parallel" in k.tags and [ix.name for ix in k.idxs][0] != k.idxs[-1].name
+    assert k.idxs[-1].range == 96
+
+
 def test_partition_finds_tiles_inside_stencil_kernels():
     p = check_passes(mm_epilogue(96, 64, 256), [("stencil", {"min_work": 1}), ("fuse", {}),
                                                 ("localize", {}), ("partition", {"min_work": 1})],

@@ -2,7 +2,7 @@
 from sp_helpers import AVX512, apply, check_passes
 from plait.stripe import lower
 from plait.stripe.ir import Block
-from sp_programs import chain, mm_epilogue, softmax
+from sp_programs import chain, col_sum_scaled, mm_epilogue, softmax
 
 
 def _kernels(p):
@@ -41,6 +41,18 @@ def test_matmul_epilogue_fuses_into_stencil_tiles():
     # the contraction result is a tile-sized local, never a whole buffer in main
     (t,) = [r for r in k.refs if r.dir == "none"]
     assert t.shape[0] <= 70 and t.shape[1] <= 100
+
+
+def test_sum_over_leading_axes_keeps_its_contiguous_index_inner():
+    """Fusing the sum with its consumer would make the kept (contiguous) index the outer
+    loop and the reduction stride through memory: the two stay apart, and the partition
+    pass then tiles the sum per core with the kept index innermost."""
+    p = check_passes(col_sum_scaled(300, 96), [("fuse", {}), ("localize", {}),
+                                               ("partition", {"min_work": 1})], rtol=1e-4)
+    ks = _kernels(p)
+    assert len(ks) == 2 and not any("fused" in k.tags for k in ks)
+    (inner,) = [s for s in ks[0].stmts if isinstance(s, Block)]
+    assert [ix.name for ix in inner.idxs if ix.affine is None][-1] == "j"
 
 
 def test_softmax_rows_fuse_into_one_kernel():

@@ -126,6 +126,8 @@ def test_cache_info_hits_prune_clear(tmp_path, monkeypatch):
 def test_bench_passes_options_and_status():
     r = plait_cli("bench", "--only", "nonsense")
     assert r.returncode == 2 and "unknown workload" in r.stderr
+    r = plait_cli("bench", "--only", "w7", "--without", "numpy")
+    assert r.returncode == 2 and "--without takes jax and torch" in r.stderr
 
 
 def test_doctor_config_and_console_script_entry():

@@ -83,6 +83,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="comma-separated workloads (w1-w7, fft, cs, k, la)")
     bench.add_argument("--backend", choices=["native", "interp", "xla"], default=None,
                        help="plait.jit backend (default: plait.config)")
+    bench.add_argument("--without", default="", metavar="torch",
+                       help="comma-separated peers to leave out even when installed (jax, torch)")
 
     ex = sub.add_parser("explore", help="write one self-contained HTML page of every stage",
                         description="Write one HTML page (no network needed) with the graph "
@@ -195,6 +197,7 @@ def _bench(args, ap) -> int:
     cmd = [sys.executable, "-m", "benchmarks"] + (["--quick"] if args.quick else [])
     cmd += (["--smoke"] if args.smoke else []) + (["--only", args.only] if args.only else [])
     cmd += ["--backend", args.backend] if args.backend else []
+    cmd += ["--without", args.without] if args.without else []
     return subprocess.call(cmd, cwd=root)
 
 

@@ -533,7 +533,7 @@ static void conv_t_piece_{x}(void *ctx, int64_t p) {{
 /* plait_conv when the batch dimension of x is its contiguous one and y's rows (oh, ow,
    b) are one stride (a weight gradient in NHWC: "batch" is the input channel): the
    columns (ci, kh, kw) of im2col are gathered as rows of contiguous batch runs, in
-   L3-sized chunks of columns, and each chunk adds its GEMM (A read transposed) to y.
+   L2-sized chunks of columns, and each chunk adds its GEMM (A read transposed) to y.
    With several threads the columns are cut into one range per thread, each summed on
    one thread into its own R x O temporary (no barrier, no packing of the same rows
    twice), and the sums are added into y at the end. */

@@ -227,26 +227,26 @@ def build_shared_object(source: "str | list[str]", out_path: str, tc: Toolchain,
     rejected the code."""
     d = os.path.dirname(out_path) or "."
     units = [source] if isinstance(source, str) else list(source)
-    made: list[str] = []
+    sources: list[str] = []
+    objs: list[str] = []
     try:
         for text in units:
             fd, c_path = tempfile.mkstemp(suffix=".c", dir=d)
-            made.append(c_path)
+            sources.append(c_path)
             with os.fdopen(fd, "w") as f:
                 f.write(text)
         flags = [tc.cc, *tc.flags, *extra_flags]
-        if len(made) == 1:
-            _compile_step(flags + [made[0], "-o", out_path, "-lm"], tc, d)
+        if len(sources) == 1:
+            _compile_step(flags + [sources[0], "-o", out_path, "-lm"], tc, d)
             return
-        objs = [c[:-2] + ".o" for c in made]
-        made += objs
+        objs = [c[:-2] + ".o" for c in sources]
         with concurrent.futures.ThreadPoolExecutor(len(objs)) as pool:
             for f in [pool.submit(_compile_step, flags + ["-c", c, "-o", o], tc, d)
-                      for c, o in zip(made, objs)]:
+                      for c, o in zip(sources, objs)]:
                 f.result()
         _compile_step(flags + [*objs, "-o", out_path, "-lm"], tc, d)
     finally:
-        for path in made:
+        for path in sources + objs:
             try:
                 os.unlink(path)
             except OSError:     # a build input or an object never written

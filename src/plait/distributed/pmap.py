@@ -46,8 +46,8 @@ from plait.lax.shape_ops import transpose
 from plait.runtime.array import Array
 
 from plait.distributed import pmap_call, runtime
-from plait.distributed.devices import (CpuDevice, omp_max_threads, pin_current_thread,
-                                       split_cores)
+from plait.distributed.devices import (CpuDevice, keep_thread_heaps, omp_max_threads,
+                                       pin_current_thread, split_cores)
 from plait.distributed.local import LocalGroup
 
 _POOLS: dict[tuple, ThreadPoolExecutor] = {}
@@ -95,6 +95,7 @@ _WORKER = _Worker()
 
 
 def _start_worker(device: CpuDevice, path: tuple) -> None:
+    keep_thread_heaps()
     pin_current_thread(device)
     _WORKER.device, _WORKER.path = device, path
 

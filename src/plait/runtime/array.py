@@ -166,6 +166,55 @@ class Array(ArrayMethods):
         return Array(self._value.copy(), self.weak_type)
 
 
+_HOST = Array.__dict__["_value"]        # the slot holding the host value
+
+
+class DeviceArray(Array):
+    """Base of the Arrays whose value lives in a device buffer (``_buf``): shape and
+    dtype come from the aval, without a transfer; the host value is made by the
+    subclass's ``_to_host()`` the first time anything asks for it, and kept."""
+
+    __slots__ = ("_buf",)
+
+    @property
+    def _value(self) -> np.ndarray:
+        v = _HOST.__get__(self)
+        if v is None:
+            v = self._to_host()
+            if v.flags.writeable:       # arrays are immutable
+                v.flags.writeable = False
+            _HOST.__set__(self, v)
+        return v
+
+    @_value.setter
+    def _value(self, v) -> None:        # delete(): the buffer goes too
+        _HOST.__set__(self, v)
+        self._buf = None
+
+    def _to_host(self) -> np.ndarray:
+        raise NotImplementedError
+
+    shape = property(lambda self: self._aval.shape)
+    dtype = property(lambda self: self._aval.dtype)
+    ndim = property(lambda self: len(self._aval.shape))
+    size = property(lambda self: int(np.prod(self._aval.shape, dtype=np.int64)))
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @property
+    def aval(self) -> ShapedArray:
+        return self._aval
+
+    def is_deleted(self) -> bool:
+        return type(_HOST.__get__(self)) is _Deleted
+
+    def on_host(self) -> bool:
+        """Whether the host value has been made."""
+        return isinstance(_HOST.__get__(self), np.ndarray)
+
+
 def _wrap(value, weak_type: bool = False) -> Array:
     return Array(value, weak_type)
 

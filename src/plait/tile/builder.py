@@ -31,6 +31,7 @@ from .ir import (
     Statement,
     Tensor,
     TileError,
+    stmt_inputs,
 )
 
 ExprLike = Union[Expr, Tensor, str]
@@ -161,6 +162,22 @@ class TileBuilder:
     def output(self, *ts: Union[Tensor, str]) -> None:
         """Mark tensors as program outputs."""
         self.outputs.extend(_name(t) for t in ts)
+
+    def drop_dead(self) -> list[bool]:
+        """Remove the statements whose result no output depends on (a reshape copy whose
+        readers read its source instead) with their temporaries; which were kept."""
+        live = set(self.outputs)
+        keep = []
+        for s in reversed(self.stmts):
+            keep.append(s.out in live)
+            if keep[-1]:
+                live.update(stmt_inputs(s))
+        keep.reverse()
+        for s, k in zip(self.stmts, keep):
+            if not k:
+                del self.tensors[s.out]
+        self.stmts[:] = [s for s, k in zip(self.stmts, keep) if k]
+        return keep
 
     def build(self) -> Program:
         """The validated program."""

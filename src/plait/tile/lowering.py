@@ -74,6 +74,11 @@ class LowerCtx:
         self.memo: dict[TVal, Tensor] = {}
         self._made: dict[int, tuple] = {}     # id(expr) -> (expr, shape, tensor) materialized
         self._vars = itertools.count()
+        # temporaries that are a row-major reshape copy of another value (name -> source),
+        # and the zero-filled results of a scatter (pad): name -> (source, out indexes,
+        # {index var: range}); an access or a reshape can then address the source instead
+        self.reshape_of: dict[str, TVal] = {}
+        self.zero_scatter: dict[str, tuple] = {}
 
     # -- trying an equation --------------------------------------------------------------
     def checkpoint(self) -> tuple[int, ...]:
@@ -208,6 +213,27 @@ class LowerCtx:
     def access(self, v: TVal, idxs: Sequence[Affine]):
         return self.tensor(v)[tuple(idxs)]
 
+    def access_source(self, v: TVal, idxs: Sequence[Affine], ranges: dict):
+        """``access(v, idxs)``, reading through ``v``'s reshape copy when ``v`` is one and
+        the position stays affine in the source (:func:`reindex`); ``ranges`` maps each
+        index variable to its extent."""
+        if isinstance(v.expr, Input):
+            src = self.reshape_of.get(v.expr.tensor)
+            if src is not None:
+                moved = reindex(idxs, v.shape, src.shape, ranges)
+                if moved is not None:
+                    return self.access(src, moved)
+        return self.access(v, idxs)
+
+    def scatter_zero(self, shape, dtype: str, dst: Sequence[Affine], src: TVal,
+                     ranges: dict) -> TVal:
+        """Zeros of ``shape`` with ``src`` (indexed by the variables of ``ranges``, in
+        order) assigned at the positions ``dst``; recorded for :func:`lower_reshape`."""
+        xs = [var(n) for n in ranges]
+        out = self.contract(shape, dtype, dst, "assign", "none", [self.access(src, xs)])
+        self.zero_scatter[out.expr.tensor] = (src, tuple(dst), dict(ranges))
+        return out
+
     def broadcast(self, v: TVal, shape, dims) -> TVal:
         """``broadcast_in_dim``: free when right-aligned, else a copy contraction."""
         shape = tuple(shape)
@@ -250,14 +276,8 @@ def reshape_accesses(in_shape, out_shape, ctx: LowerCtx):
     affine in the same set of fresh variables when every stride of one shape is
     a multiple or divisor chain of the other's.
     """
-    def strides(shape):
-        out, acc = [], 1
-        for s in reversed(shape):
-            out.append(acc)
-            acc *= s
-        return list(reversed(out)), acc
-    si, n = strides(in_shape)
-    so, _ = strides(out_shape)
+    si, n = _row_major_strides(in_shape), math.prod(in_shape)
+    so = _row_major_strides(out_shape)
     if n == 0:
         return None
     cuts = sorted({s for s, d in zip(si, in_shape) if d > 1} |
@@ -286,16 +306,80 @@ def reshape_accesses(in_shape, out_shape, ctx: LowerCtx):
     return vs, [rng for rng, _ in segs], idx_for(in_shape, si), idx_for(out_shape, so)
 
 
+def _row_major_strides(shape) -> list[int]:
+    """Element strides of a row-major array of ``shape`` (Tile does not import Stripe's)."""
+    out, acc = [], 1
+    for s in reversed(shape):
+        out.append(acc)
+        acc *= s
+    return out[::-1]
+
+
+def _digits(value: int, shape) -> list[int]:
+    """``value`` in the mixed radix of ``shape`` (row-major), the first digit unbounded."""
+    out = []
+    for st, d in zip(_row_major_strides(shape), shape):
+        q = value // st
+        out.append(q if not out else q % d)
+        value -= q * st if not out else (q % d) * st
+    return out
+
+
+def reindex(idxs: Sequence[Affine], shape, new_shape, ranges: dict) -> list[Affine] | None:
+    """The position ``idxs`` (affine in index variables over ``ranges``) of an array of
+    ``shape`` as affine indexes of the same row-major data viewed as ``new_shape``, or
+    None when they are not affine there.
+
+    The flat offset ``c + sum(g_v v)`` is split into the digits of ``new_shape``, the
+    constant's and each coefficient's alike; summing digits position by position is
+    exact when no position can overflow its extent (no carry) at any point of the
+    index box. The diagonal of an ``n x m`` matrix read as the flat slice ``(m+1) i``
+    becomes ``[i, i]``."""
+    if math.prod(new_shape) == 0 or 0 in ranges.values():
+        return None
+    flat = Affine((), 0)
+    for a, st in zip(idxs, _row_major_strides(shape)):
+        flat = flat + Affine.lift(a) * st
+    if flat.const < 0 or any(c < 0 for _, c in flat.terms):
+        return None
+    digits = {n: _digits(c, new_shape) for n, c in flat.terms}
+    out = []
+    for k, (c, extent) in enumerate(zip(_digits(flat.const, new_shape), new_shape)):
+        e = Affine.of({n: d[k] for n, d in digits.items()}, c)
+        if c + sum(d[k] * (ranges[n] - 1) for n, d in digits.items()) >= extent:
+            return None
+        out.append(e)
+    return out
+
+
+def index_ranges(vs, shape) -> dict:
+    """``{name: extent}`` of fresh index variables ``vs`` over ``shape``."""
+    return {v.terms[0][0]: int(r) for v, r in zip(vs, shape)}
+
+
 def lower_reshape(ctx: LowerCtx, v: TVal, new_shape) -> TVal:
-    """Row-major reshape as one affine copy, or two through a flat temporary."""
+    """Row-major reshape as one affine copy, or two through a flat temporary.
+
+    A reshape of a zero-filled scatter (a pad's result) scatters into the new shape
+    directly when its positions stay affine there (:func:`reindex`), so the padded
+    value is written once; the copy is recorded in ``ctx.reshape_of`` so that a later
+    access can read the source instead (``_slice``), leaving the copy dead."""
     new_shape = tuple(new_shape)
     if v.shape == new_shape:
         return v
+    if isinstance(v.expr, Input) and v.expr.tensor in ctx.zero_scatter:
+        src, dst, ranges = ctx.zero_scatter[v.expr.tensor]
+        moved = reindex(dst, v.shape, new_shape, ranges)
+        if moved is not None:
+            return ctx.scatter_zero(new_shape, v.dtype, moved, src, ranges)
     r = reshape_accesses(v.shape, new_shape, ctx)
     if r is not None:
         vs, rngs, in_idx, out_idx = r
         # the refinement variables range over rngs; express the output by out_idx
-        return ctx.contract(new_shape, v.dtype, out_idx, "assign", "none",
-                            [ctx.access(v, in_idx)])
+        out = ctx.contract(new_shape, v.dtype, out_idx, "assign", "none",
+                           [ctx.access(v, in_idx)])
+        ctx.reshape_of[out.expr.tensor] = ctx.reshape_of.get(
+            v.expr.tensor, v) if isinstance(v.expr, Input) else v
+        return out
     flat = lower_reshape(ctx, v, (int(np.prod(v.shape)),))
     return lower_reshape(ctx, flat, new_shape)

@@ -9,6 +9,8 @@ flow, complex arithmetic) run on the host inside native executables.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from plait.lax import contractions as C
@@ -19,8 +21,9 @@ from plait.lax import shape_ops as S
 from plait.lax.elementwise_spec import ElementwiseOp, on_define
 from plait.lax import windowed as W
 from plait.tile.affine import Affine, Constraint
+from plait.tile.ir import Const
 from plait.errors import NotLowerable
-from plait.tile.lowering import LowerCtx, TVal, lower_reshape, tile_dtype
+from plait.tile.lowering import LowerCtx, TVal, index_ranges, lower_reshape, tile_dtype
 
 _ZERO = Affine((), 0)
 
@@ -140,17 +143,27 @@ def _slice(ctx, x, *, start_indices, limit_indices, strides):
     shape, dt = _out(ctx)
     xs = ctx.fresh_vars(len(shape))
     src = [s + st * v for s, st, v in zip(start_indices, strides, xs)]
-    return ctx.contract(shape, dt, xs, "assign", "none", [ctx.access(x, src)])
+    return ctx.contract(shape, dt, xs, "assign", "none",
+                        [ctx.access_source(x, src, index_ranges(xs, shape))])
 
 
 S.slice_p.def_rule("to_tile", _slice)
 
 
+def _is_plus_zero(v: TVal) -> bool:
+    c = v.expr
+    return (isinstance(c, Const) and not isinstance(c.value, bool) and c.value == 0
+            and math.copysign(1.0, c.value) > 0)
+
+
 def _pad(ctx, x, pv, *, padding_config):
     shape, dt = _out(ctx)
-    fill = ctx.copy_to(ctx.broadcast(pv, shape, ()), shape)
     xs = ctx.fresh_vars(len(shape))
     dst = [lo + (1 + it) * v for (lo, _, it), v in zip(padding_config, xs)]
+    if _is_plus_zero(pv) and all(lo >= 0 and hi >= 0 for lo, hi, _ in padding_config):
+        # an output starts at zero (the IR rule): no fill to write and copy
+        return ctx.scatter_zero(shape, dt, dst, x, index_ranges(xs, x.shape))
+    fill = ctx.copy_to(ctx.broadcast(pv, shape, ()), shape)
     return ctx.contract(shape, dt, dst, "assign", "none", [ctx.access(x, xs)], default=fill)
 
 

@@ -2,7 +2,7 @@
 
 A convolution with one or two spatial dimensions and one batch group, in any layout,
 calls ``plait_conv_<s|d>`` (source: :mod:`plait.codegen.c_gemm`): rows
-``(batch, out spatial)`` are gathered in L3-sized chunks with columns ``(kh, kw, in
+``(batch, out spatial)`` are gathered in L2-sized chunks with columns ``(kh, kw, in
 feature)`` and each chunk is one GEMM with the kernel, read in place when its layout
 allows. The descriptor of sizes and strides is a static array in the call step, so a
 new convolution shape compiles only its few-line call. The backward convolutions are

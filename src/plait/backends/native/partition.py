@@ -11,6 +11,7 @@ repeats a step (an unrolled loop) is cut into kernels of a few steps each (see
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -23,6 +24,7 @@ from plait.tile.lowering import LowerCtx, STRIPE_DTYPES, TVal
 import plait.tile.rules  # noqa: F401  (registers the to_tile rules)
 from plait.backends.native import conv, gemm
 from plait.backends.native.library import use_library
+from plait.backends.native.remat import rematerialize
 
 
 @dataclass
@@ -118,8 +120,9 @@ class _KernelBuilder:
             seen.add(t.name)
             b.output(t)
             out_names[t.name] = v
+        kept = list(itertools.accumulate(b.drop_dead(), initial=0))
         return KernelStep(self.name, self.ctx.build(), dict(self.inputs), out_names, self.eqns,
-                          self.stmt_ends)
+                          [kept[e] for e in self.stmt_ends])
 
 
 # A kernel is one C function, and the C compiler's time grows faster than linearly with
@@ -188,7 +191,9 @@ def _cut_here(i: int, n_stmts: int, live: list[int]) -> bool:
 
 def partition(graph: Graph, target, prefix: str = "") -> list:
     """Steps (``KernelStep``/``HostStep``) that compute ``graph`` on ``target`` (a
-    ``stripe.targets.Target``) in order; kernel names start with ``prefix``."""
+    ``stripe.targets.Target``) in order; kernel names start with ``prefix``. Cheap values
+    read across a kernel boundary are recomputed by the reading kernel (``remat``)."""
+    graph = rematerialize(graph, lambda e: lowerable(e, target))
     last = _last_uses(graph)
     kernel_ok = [lowerable(e, target) for e in graph.eqns]
     long_run = _long_runs(kernel_ok)

@@ -13,15 +13,13 @@ from __future__ import annotations
 import numpy as np
 
 from plait.core.aval import ShapedArray
-from plait.runtime.array import Array, _Deleted
-
-_HOST = Array.__dict__["_value"]        # the slot holding the host copy (None: not yet)
+from plait.runtime.array import _HOST, DeviceArray
 
 
-class OpenCLArray(Array):
+class OpenCLArray(DeviceArray):
     """A plait Array on an OpenCL device (see the module docstring)."""
 
-    __slots__ = ("_buf", "_dev")
+    __slots__ = ("_dev",)
 
     def __init__(self, buf, shape: tuple, dtype, weak_type: bool, dev, host=None):
         _HOST.__set__(self, host)
@@ -29,29 +27,9 @@ class OpenCLArray(Array):
         self._aval = ShapedArray(tuple(shape), np.dtype(dtype), weak_type)
         self._buf, self._dev = buf, dev
 
-    @property
-    def _value(self) -> np.ndarray:
-        """The host copy, made by the first use that needs it (one counted transfer)."""
-        v = _HOST.__get__(self)
-        if v is None:
-            v = download(self._dev, self._buf, self._aval.shape, self._aval.dtype)
-            v.flags.writeable = False
-            _HOST.__set__(self, v)
-        return v
-
-    @_value.setter
-    def _value(self, v) -> None:        # delete(): the buffer goes too
-        _HOST.__set__(self, v)
-        self._buf = None
-
-    shape = property(lambda self: self.aval.shape)
-    dtype = property(lambda self: self.aval.dtype)
-    ndim = property(lambda self: len(self.aval.shape))
-    size = property(lambda self: int(np.prod(self.aval.shape, dtype=np.int64)))
-
-    @property
-    def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
+    def _to_host(self) -> np.ndarray:
+        """The host copy (one counted transfer)."""
+        return download(self._dev, self._buf, self._aval.shape, self._aval.dtype)
 
     def devices(self) -> set:
         return {self._dev.plait_device}
@@ -60,16 +38,9 @@ class OpenCLArray(Array):
     def device(self):
         return self._dev.plait_device
 
-    def is_deleted(self) -> bool:
-        return type(_HOST.__get__(self)) is _Deleted
-
     def on_device(self) -> bool:
         """Whether the value is (still) in a device buffer."""
         return self._buf is not None
-
-    def on_host(self) -> bool:
-        """Whether a host copy has been made."""
-        return isinstance(_HOST.__get__(self), np.ndarray)
 
     def buffer_for(self, dev):
         """The device buffer, if this array lives on ``dev`` (else None)."""

@@ -3,8 +3,9 @@
 ``compile_xla(closed)`` emits the module (:mod:`plait.backends.xla.emitter`),
 compiles it once with the PJRT CPU client (:mod:`plait.backends.xla.pjrt`), and
 returns an executable whose constants stay on the device between calls.
-Arguments cross as zero-copy host-buffer transfers; results come back as NumPy
-views of the device buffers.
+Host arguments cross as zero-copy host-buffer transfers, device arguments
+(:class:`~plait.backends.xla.array.XlaArray`) in place; jit gets the results as
+XlaArrays (:meth:`XlaExecutable.call_arrays`), which reach the host only when asked.
 """
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ import time
 import numpy as np
 
 from plait.backends.xla import pjrt
+from plait.backends.xla.array import XlaArray
 from plait.backends.xla.emitter import emit_module
+from plait.core.aval import ShapedArray
 from plait.core.graph import ClosedGraph, Literal
 from plait.core.printer import pp_graph
 
@@ -37,14 +40,60 @@ class XlaExecutable:
         self.const_bufs = [self.loaded.put(np.asarray(c, dtype=v.aval.dtype))
                            for c, v in zip(consts, g.constvars)]
         self.in_avals = [self.loaded.aval(v.aval.shape, v.aval.dtype) for v in g.invars]
+        self._dispatch = self.loaded.dispatcher(self.const_bufs, self.in_avals)
+        self._dtypes = [a.dtype for a in self.in_avals]
+        self._out_avals: dict = {}      # output weak types -> the outputs' avals
+        self._weak, self._avals = None, None    # the last call's weak types and avals
+        self._strong = [False] * len(closed.out_avals)
+        self._wait = self.loaded.wait
 
     def launch(self, *args, deps: tuple = ()) -> None:
         return None
 
     def __call__(self, *args) -> list:
+        """Run on host values or XlaArrays; the outputs as host arrays."""
+        return [np.asarray(a) for a in self.call_arrays(args, self._strong)]
+
+    def call_arrays(self, args, weak: list) -> list:
+        """Run on plait arrays or host values; the outputs stay on the device as
+        :class:`XlaArray` (weak-typed by ``weak``).
+
+        Through the C++ dispatcher when every argument is an XlaArray or a host array
+        exactly of its input's dtype. Host arrays cross without a copy and XLA may run
+        after the call returns, so a call given one waits for its outputs: the caller
+        may write to its arrays afterwards (``jax.jit`` does not wait, and reads the
+        new values)."""
+        if weak is not self._weak:      # jit passes one list per signature
+            key = tuple(weak)
+            avals = self._out_avals.get(key)
+            if avals is None:
+                avals = self._out_avals[key] = [ShapedArray(a.shape, a.dtype, w) for a, w
+                                                in zip(self.closed.out_avals, weak)]
+            self._weak, self._avals = weak, avals
         if len(args) != self.n_in:
             raise TypeError(f"executable takes {self.n_in} arguments, got {len(args)}")
-        return self.loaded.call(self.const_bufs, args, self.in_avals)
+        d = self._dispatch
+        if d is not None:
+            xs, host = [], False
+            for x, dt in zip(args, self._dtypes):
+                t = type(x)
+                if t is np.ndarray and (x.dtype is dt or x.dtype == dt):
+                    host = True
+                elif t is XlaArray and x._buf is not None and x._aval.dtype == dt:
+                    x = x._buf
+                else:
+                    break           # a scalar, another dtype or a deleted array
+                xs.append(x)
+            else:
+                outs = d(*self.const_bufs, *xs)
+                if host and outs and not outs[0].is_ready():   # one event for all outputs
+                    self._wait(outs)
+                return [XlaArray(b, a, host) for b, a in zip(outs, self._avals)]
+        outs = self.loaded.call(self.const_bufs, [
+            x._buf if type(x) is XlaArray and x._buf is not None else x for x in args],
+            self.in_avals, host=False)
+        self._wait(outs)                # host arguments may have crossed without a copy
+        return [XlaArray(b, a, True) for b, a in zip(outs, self._avals)]
 
     def as_text(self, stage: str = "stablehlo") -> str:
         """``stablehlo`` (the module) or ``graph``."""

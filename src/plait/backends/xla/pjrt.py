@@ -5,17 +5,24 @@ Everything plait uses from jaxlib lives here (they move between releases; the
 bindings, compiling it on the PJRT CPU client, moving arrays in and out, and
 running a loaded executable. No jax tracing machinery is imported.
 
-The per-call path stays in jaxlib's C++: ``batched_device_put`` moves a host array
-in and ``execute_sharded(...).consume_with_handlers`` runs and wraps the results,
-given avals and a single-device sharding built once per executable (see
-:class:`Loaded`). jaxlib's generic helpers (DLPack import, ``LoadedExecutable.execute``)
-look jax up on every call: an import attempt that fails where only jaxlib is
-installed (tens of microseconds each), all of jax imported where it is.
+The per-call path stays in jaxlib's C++. A signature whose inputs have no 64-bit
+dtype is called through jaxlib's jit dispatcher (:meth:`Loaded.dispatcher`): one C++
+call matches the arguments, moves host arrays in, runs and wraps the results. The
+dispatcher narrows 64-bit host arrays to 32 bits when jax's global x64 flag is off,
+so it is never given one: other signatures, and arguments not exactly of the
+signature's dtypes, take :meth:`Loaded.call` (``batched_device_put`` in,
+``execute_sharded(...).consume_with_handlers`` out, given avals and a single-device
+sharding built once per executable). jaxlib's generic helpers (DLPack import,
+``LoadedExecutable.execute``) look jax up on every call: an import attempt that fails
+where only jaxlib is installed (tens of microseconds each), all of jax imported where
+it is.
 """
 from __future__ import annotations
 
 import io
+import sys
 import threading
+from collections import namedtuple
 
 import numpy as np
 
@@ -199,9 +206,11 @@ class Loaded:
         self._put = jx.batched_device_put
         self._zero_copy = jx.HostBufferSemantics.ZERO_COPY
         self._execute = exe.execute_sharded
+        self.wait = jx.batched_block_until_ready     # (device arrays) -> when computed
+        self._out_avals = None if out_avals is None else [_Aval(a.shape, a.dtype)
+                                                          for a in out_avals]
         self._handlers = None if out_avals is None else [
-            jx.array_result_handler(_Aval(a.shape, a.dtype), self._sharding, True, True)
-            for a in out_avals]
+            jx.array_result_handler(a, self._sharding, True, True) for a in self._out_avals]
         self._avals: dict = {}
 
     def run(self, bufs: list) -> list:
@@ -232,13 +241,50 @@ class Loaded:
         return self._put(aval or self.aval(x.shape, x.dtype), self._sharding, [x],
                          self._devs, True, False, self._zero_copy, True)
 
-    def call(self, consts: list, args, avals: list) -> list:
-        """Run on device ``consts`` then ``args`` (host arrays or values, converted to
-        ``avals``' dtypes): host views of the results (needs ``out_avals``). One loop,
-        no per-argument method call: this is every jitted call's path."""
+    def dispatcher(self, consts: list, avals: list):
+        """A C++ call path for the signature ``avals`` (after the device arrays
+        ``consts``), or None when an input has a 64-bit dtype or the results' avals
+        are unknown: ``f(*consts, *args) -> list of device arrays``, where each of
+        ``args`` is a host array exactly of its aval's dtype or this device's array.
+
+        It is jaxlib's jit dispatcher with one compiled entry: its first call (and any
+        call it cannot match, e.g. after jax's x64 flag changed) runs :meth:`call` in
+        Python and hands back what the C++ path needs (see the module docstring)."""
+        if self._handlers is None or any(av.dtype in _WIDE for av in avals):
+            return None
+        _, jx, _, _ = _jaxlib()
+        _dispatch_states()
+        n_out, n_in = len(self._handlers), len(consts) + len(avals)
+        registry = jx.pytree.PyTreeRegistry()
+        fast = _FastPath(self.exe, registry.flatten([0] * n_out)[1], [self._sharding] * n_in,
+                         [self._sharding] * n_out, self._out_avals, [True] * n_out,
+                         [True] * n_in, [None] * n_in, [])
+        n_c = len(consts)
+
+        def slow(*xs):
+            return self.call(consts, xs[n_c:], avals, host=False)
+
+        def first(*xs):
+            exact = all(type(x) is np.ndarray and x.shape == a.shape and x.dtype == a.dtype
+                        or type(x) is _STATE["array_type"] and x._sharding is self._sharding
+                        for x, a in zip(xs[n_c:], avals))
+            return slow(*xs), (fast if exact else None), False
+
+        return jx.pjit("plait_xla", slow, first, [], [], "plait", registry, _no_fallback,
+                       jx.PjitFunctionCache(4))
+
+    def call(self, consts: list, args, avals: list, host: bool = True) -> list:
+        """Run on device ``consts`` then ``args`` (this device's arrays, or host arrays
+        or values, converted to ``avals``' dtypes): host views of the results, or with
+        ``host=False`` the device arrays (needs ``out_avals``). One loop, no
+        per-argument method call."""
         bufs = list(consts)
         put, sh, devs, zc = self._put, self._sharding, self._devs, self._zero_copy
+        array_type = _STATE["array_type"]
         for x, av in zip(args, avals):
+            if type(x) is array_type and x._sharding is sh:
+                bufs.append(x)      # one of this device's arrays, of av's type
+                continue
             if type(x) is not np.ndarray or x.dtype != av.dtype:
                 x = np.asarray(x, dtype=av.dtype)
             if x.base is not None:
@@ -247,8 +293,37 @@ class Loaded:
                     bufs.append(buf)
                     continue
             bufs.append(put(av, sh, [x], devs, True, False, zc, True))
-        return [np.asarray(r) for r in
-                self._execute(bufs).consume_with_handlers(self._handlers)]
+        outs = self._execute(bufs).consume_with_handlers(self._handlers)
+        return [np.asarray(r) for r in outs] if host else outs
+
+
+# What jaxlib's jit dispatcher reads of a compiled signature on its first call (the
+# fields jax's own dispatcher hands it; see Loaded.dispatcher).
+_FastPath = namedtuple("_FastPath", "xla_executable out_pytree_def in_shardings out_shardings "
+                       "out_avals out_committed kept_var_bitvec in_device_local_layouts "
+                       "const_args")
+
+_WIDE = frozenset(np.dtype(t) for t in (np.float64, np.int64, np.uint64, np.complex128))
+
+
+def _dispatch_states() -> None:
+    """jaxlib's jit dispatcher reads three process-wide settings (x64, disable_jit and
+    a post-call hook) that jax installs when it is imported. Where jax is not imported,
+    plait installs its own once (x64 on: host arrays keep their dtypes); jax, imported
+    later, replaces them with its own, which plait never overrides."""
+    if "jax" in sys.modules or "dispatch_states" in _STATE:
+        return
+    with _LOCK:
+        if "jax" in sys.modules or "dispatch_states" in _STATE:
+            return
+        _, jx, _, _ = _jaxlib()
+        cfg = jx.config.Config
+        states = (cfg("plait_enable_x64", True, include_in_jit_key=True),
+                  cfg("plait_disable_jit", False), cfg("plait_post_hook", None))
+        jx.jax_jit.set_enable_x64_state(states[0])
+        jx.jax_jit.set_disable_jit_state(states[1])
+        jx.jax_jit.set_post_hook_state(states[2])
+        _STATE["dispatch_states"] = states
 
 
 def compile_text(text: str, out_avals=None) -> Loaded:
@@ -263,6 +338,12 @@ def compile_text(text: str, out_avals=None) -> Loaded:
     except Exception as e:   # XlaRuntimeError
         raise PlaitError(f"XLA could not compile the module: {e}") from None
     return Loaded(exe, dev, out_avals)
+
+
+def _no_fallback(x, sharding, layout):
+    """The dispatcher's per-argument fallback, which it takes only for arguments on
+    another device or with a layout: plait's entries have neither."""
+    raise PlaitError("plait's xla dispatcher was asked to move an argument between devices")
 
 
 def _device_buffer(x: np.ndarray):

@@ -200,8 +200,11 @@ def _real(x):
 def _hermitian_part(t, lower: bool):
     """The Hermitian matrix LAPACK sees in ``t`` when it reads one triangle."""
     tri = _tril(t, -1) if lower else _triu(t, 1)
-    d = _diag_embed(_real(_diag(t)))
-    return _ew.add(_ew.add(tri, _H(tri)), _convert(d, _dtype(t)))
+    # the diagonal kept in place by a mask (not extracted and embedded again: its
+    # transpose, in a backward pass, is then the same elementwise select, where the
+    # extraction's was a strided reduction over the matrix and a broadcast back)
+    d = _ew.select(_band_mask(_shape(t), "=="), _convert(_real(t), _dtype(t)), _zeros_like(t))
+    return _ew.add(_ew.add(tri, _H(tri)), d)
 
 
 def _batch_unary(prim):

@@ -6,8 +6,9 @@ output refinement is accessed as ``c*i`` plus indexes other than ``i`` (so two
 values of ``i`` never meet) and no ``none`` accumulation is shared. Reduction
 indexes (absent from an output) are never split, so no private partial results are
 needed. Among the legal indexes the one whose range divides best over the cores
-(least idle time, then the largest range) is moved to the front and the block is
-tagged ``parallel`` (rendered as an OpenMP ``parallel for``). When that index is the
+(least idle time, then not the innermost loop, whose move would leave a strided loop
+innermost, then the largest range) is moved to the front and the block is tagged
+``parallel`` (rendered as an OpenMP ``parallel for``). When that index is the
 block's innermost one, contiguous in the outputs, and the block reduces over other
 indexes (a sum over the leading axes, as a bias gradient is), moving it to the front
 would leave a reduction striding through memory innermost; it is tiled instead, one
@@ -52,12 +53,14 @@ def disjoint(block: Block, name: str) -> bool:
 
 
 def _best_index(block: Block, cores: int) -> Optional[str]:
+    loops = [ix.name for ix in block.idxs if ix.affine is None]
     best, key = None, None
     for idx in block.idxs:
         if idx.range < 2 or idx.affine is not None or not disjoint(block, idx.name):
             continue
         waste = math.ceil(idx.range / cores) * cores / idx.range
-        k = (round(waste, 3), -min(idx.range, 64 * cores))
+        # moving the innermost loop to the front would put a strided one innermost
+        k = (round(waste, 3), idx.name == loops[-1], -min(idx.range, 64 * cores))
         if key is None or k < key:
             best, key = idx.name, k
     return best
