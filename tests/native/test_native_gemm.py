@@ -70,6 +70,23 @@ def test_library_against_numpy(dt):
             _check(_call(A, B), A, B, dt)
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_every_ragged_row_panel_height(dt):
+    """M = 2 MR + r for every edge height r of the main and the narrow tile (each has its
+    own micro-kernel), with K past one panel (the edge kernel accumulates into C) and
+    transposed operands."""
+    rng = np.random.default_rng(3)
+    main, narrow = [p for p in gemm.blockings(host_target())
+                    if p[0].ctype == ("float" if dt == np.float32 else "double")][0]
+    for b, N in ((main, 2 * main.nr + 3), (narrow, narrow.nr - 1)):
+        for r in range(1, b.mr):
+            M, K = 2 * b.mr + r, main.kc + 5
+            for ta, tb in ((0, 0), (1, 1)):
+                A = _operand(rng, (1, M, K), dt, ta, 1)
+                B = _operand(rng, (1, K, N), dt, tb, 1)
+                _check(_call(A, B), A, B, dt)
+
+
 def test_library_broadcast_batch_and_zero_depth():
     """A batch stride of 0 (one operand shared by every product) and K = 0 (zeros)."""
     rng = np.random.default_rng(2)
@@ -84,11 +101,13 @@ def test_blocking_follows_the_target_caches():
     small = host_target().__class__(**{**host_target().__dict__, "l1_bytes": 8192,
                                        "l2_bytes": 1 << 18})
     s_small, s_host = gemm.blockings(small)[0][0], gemm.blockings(host_target())[0][0]
-    if host_target().l1_bytes > 8192:
+    if host_target().l2_bytes > 1 << 18:
         assert s_small.kc < s_host.kc
-    assert s_small.kc * s_small.nr * 4 <= 8192 // 2                   # B panel: half L1
+    assert s_small.kc * s_small.nr * 4 <= (1 << 18) // 8              # B panel: L2 / 8
     assert s_small.m3 % s_small.mr == 0 and s_small.m3 * s_small.kc * 4 <= (1 << 18) // 2
     assert s_small.n2 % s_small.nr == 0
+    narrow = gemm.blockings(small)[0][1]
+    assert narrow.kc * narrow.nr * 4 <= 8192 // 2                     # narrow: L1 / 2
 
 
 _EINSUMS = [  # (spec, lhs shape, rhs shape)

@@ -56,6 +56,20 @@ def test_openmp_wait_defaults_hold_when_the_gemm_library_loads_libgomp_first():
     assert "OMP_WAIT_POLICY = 'PASSIVE'" in r.stderr, r.stderr
 
 
+def test_openmp_wait_defaults_are_set_when_plait_is_imported():
+    """A library imported after plait that brings libgomp (torch's bundled libgomp.so.1)
+    loads the one libgomp every plait kernel then uses: its wait policy must already be
+    plait's when ``import plait`` returns, before any plait library loads."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env["PYTHONPATH"] = os.path.abspath(_SRC) + os.pathsep + env.get("PYTHONPATH", "")
+    probe = ("import os, plait; "
+             "print(os.environ.get('OMP_WAIT_POLICY'), os.environ.get('GOMP_SPINCOUNT'))")
+    r = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["PASSIVE", "2000"], r.stdout
+
+
 def test_pool_with_concurrent_callers():
     """Four Python threads (ctypes drops the GIL) call parallel GEMMs at once: one job
     runs on the pool at a time, the others run serially on their own threads."""

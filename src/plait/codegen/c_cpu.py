@@ -60,6 +60,9 @@ static inline void plait_oom(int64_t *status, int64_t code) { __atomic_store_n(s
 
 
 
+STORAGE_TYPES = dict(C_TYPES, bool="uint8_t")   # the C type of each dtype's buffers
+
+
 class CpuRenderer(CFamilyRenderer):
     """Renders one Stripe program as a C function with OpenMP loops."""
 
@@ -68,6 +71,10 @@ class CpuRenderer(CFamilyRenderer):
     def __init__(self, program: ir.Program, fn_name: str, timed: bool = False,
                  where: int = 0):
         super().__init__(program, fn_name)
+        # booleans are stored as bytes holding 0 or 1 (NumPy's layout) and computed as
+        # _Bool: GCC does not vectorize a loop loading through a _Bool pointer ("complicated
+        # access pattern"), so every select on a saved mask (ReLU's backward) ran scalar
+        self.types = STORAGE_TYPES
         self.timed = timed     # accumulate each top-level block's time in <fn>_t[]
         self.where = where     # this function's number in allocation-failure statuses
 
@@ -87,7 +94,7 @@ class CpuRenderer(CFamilyRenderer):
         nbytes = size * np.dtype(ir.np_dtype(r.dtype)).itemsize
         if nbytes <= STACK_BYTES:
             return super().alloc_temp(r, cv, size, frees)
-        ctype = C_TYPES[r.dtype]
+        ctype = self.types[r.dtype]
         self.emit(f"{ctype} *{cv} = ({ctype} *)malloc(sizeof({ctype}) * {size});")
         self.emit(f"if (!{cv}) plait_oom(&plait_status, {oom_status(nbytes, self.where)}LL);")
         frees.append(cv)
@@ -163,7 +170,7 @@ class CpuRenderer(CFamilyRenderer):
         scope = _Scope()
         dead_fill = {r.from_ for r in self.p.entry.refs if "overwritten" in r.tags}
         for k, b in enumerate(self.p.buffers):
-            ctype = C_TYPES[b.dtype]
+            ctype = self.types[b.dtype]
             cv = f"b_{k}"
             self.emit(f"{ctype} *restrict {cv} = ({ctype} *)bufs[{k}];")
             scope.views[b.name] = (cv, b.dtype, b.init)

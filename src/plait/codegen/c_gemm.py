@@ -12,9 +12,9 @@ transposed or otherwise strided operand costs nothing extra: the packing routine
 it in place. Loops follow BLIS with the roles of the operands swapped for row-major
 output (``N`` is the vector dimension): a ``KC x N2`` block of B is packed once (the
 L3), an ``M3 x KC`` slab of A is packed (half the L2), and each ``KC x NR`` panel of B
-stays in the L1 while every ``MR x KC`` panel of the slab passes it. The micro-kernel
+(an eighth of the L2) is reused while every ``MR x KC`` panel of the slab passes it. The micro-kernel
 holds ``MR x NR`` accumulators in explicit GNU vectors (``NR`` a multiple of the vector
-length); products with at most ``NR / 2`` columns use a narrow tile one half-width
+length), and a ragged last row panel runs a kernel of its own height; products with at most ``NR / 2`` columns use a narrow tile one half-width
 vector wide, and with few row panels B is read in place. ``M`` or ``N`` of 1 runs a
 matrix-vector kernel (no packing). Threads share the packed panels: each block is two
 phases on plait's own pool (:mod:`plait.codegen.c_pool`: pieces claimed dynamically,
@@ -68,28 +68,29 @@ class Blocking:
         return self.vecs * self.vlen
 
 
-def _micro_kernel(b: Blocking, vector_bytes: int) -> str:
+def _micro_kernel(b: Blocking, rows: int) -> str:
+    """``uk_<suffix>`` (``rows == MR``) or ``uk_<suffix>_<rows>`` (an edge of fewer rows):
+    ``rows x NR`` accumulators in explicit GNU vectors over one packed A panel."""
     t, x, mr, v, vl = b.ctype, b.suffix, b.mr, b.vecs, b.vlen
     vt = "VK" + x
-    acc = ", ".join(f"c{i}_{j} = {{0}}" for i in range(mr) for j in range(v))
+    name = f"uk_{x}" if rows == mr else f"uk_{x}_{rows}"
+    acc = ", ".join(f"c{i}_{j} = {{0}}" for i in range(rows) for j in range(v))
     loads = " ".join(f"{vt} b{j} = *(const {vt} *)(bk + {j * vl});" for j in range(v))
     fmas = "\n".join(
         f"      {{ {t} s = ak[{i}]; " + " ".join(f"c{i}_{j} += s * b{j};" for j in range(v)) + " }"
-        for i in range(mr))
+        for i in range(rows))
     store_first = "\n".join(
         f"    *({vt} *)(c + {i} * ldc + {j * vl}) = c{i}_{j};"
-        for i in range(mr) for j in range(v))
+        for i in range(rows) for j in range(v))
     store_acc = "\n".join(
         f"    *({vt} *)(c + {i} * ldc + {j * vl}) += c{i}_{j};"
-        for i in range(mr) for j in range(v))
+        for i in range(rows) for j in range(v))
     return f"""
-typedef {t} {vt} __attribute__((vector_size({vl * b.size}), aligned(sizeof({t})), may_alias));
-
-/* C[0:MR, 0:NR] (=|+=) Ap[kc x MR] . B[kc x NR] (row stride ldb), C row stride ldc */
-static void uk_{x}(int64_t kc, const {t} *restrict ap, const {t} *restrict b, int64_t ldb,
+/* C[0:{rows}, 0:NR] (=|+=) Ap[kc x MR] . B[kc x NR] (row stride ldb), C row stride ldc */
+static void {name}(int64_t kc, const {t} *restrict ap, const {t} *restrict b, int64_t ldb,
                    {t} *restrict c, int64_t ldc, int first) {{
   {vt} {acc};
-  for (int i = 0; i < {mr}; ++i) {{             /* C's rows arrive while the loop runs */
+  for (int i = 0; i < {rows}; ++i) {{             /* C's rows arrive while the loop runs */
     __builtin_prefetch(c + i * ldc, 1);
     __builtin_prefetch(c + i * ldc + {v * vl - 1}, 1);
   }}
@@ -108,11 +109,29 @@ static void uk_{x}(int64_t kc, const {t} *restrict ap, const {t} *restrict b, in
 """
 
 
+def _micro_kernels(b: Blocking) -> str:
+    """The full ``MR``-row micro-kernel, one per edge height ``1 .. MR-1`` (a ragged last
+    row panel computes only its rows: M = 128 over 6-row tiles wasted 4 of 132 rows,
+    M = 8 a third) and ``uk_edge_<suffix>`` choosing among them."""
+    t, x, mr = b.ctype, b.suffix, b.mr
+    cases = " ".join(f"case {r}: uk_{x}_{r}(kc, ap, b, ldb, c, ldc, first); return;"
+                     for r in range(1, mr))
+    return (f"\ntypedef {t} VK{x} __attribute__((vector_size({b.vlen * b.size}), "
+            f"aligned(sizeof({t})), may_alias));\n"
+            + "".join(_micro_kernel(b, r) for r in range(1, mr + 1)) + f"""
+/* the micro-kernel of rows (1 <= rows <= MR) rows */
+static void uk_edge_{x}(int64_t rows, int64_t kc, const {t} *restrict ap, const {t} *restrict b,
+                        int64_t ldb, {t} *restrict c, int64_t ldc, int first) {{
+  switch (rows) {{ {cases} default: uk_{x}(kc, ap, b, ldb, c, ldc, first); }}
+}}
+""")
+
+
 def _variant_source(b: Blocking, vector_bytes: int, oom_where: int) -> str:
     """Micro-kernel, packing and the blocked loops of one register tile."""
     t, x, mr, nr = b.ctype, b.suffix, b.mr, b.nr
     d = x[0]
-    return _micro_kernel(b, vector_bytes) + f"""
+    return _micro_kernels(b) + f"""
 /* rows [0, mr) of A (strides sam, sak), depth kc -> ap[k * MR + i], rows mr..MR zero */
 static void pack_a_{x}(int64_t mr, int64_t kc, const {t} *a, int64_t sam, int64_t sak,
                        {t} *restrict ap) {{
@@ -180,7 +199,7 @@ static void pack_piece_{x}(void *ctx, int64_t p) {{
 }}
 
 /* tile piece p: a rectangle of micro-tiles, column panel by column panel (its KC x NR
-   B panel stays in L1 while the slab's A panels stream from L2) */
+   B panel is reused while the slab's A panels stream past it) */
 static void tile_piece_{x}(void *ctx, int64_t p) {{
   const gemm_job_{x} *j = ctx;
   int64_t r0 = p % j->rpieces * j->rstep, c0 = p / j->rpieces * j->cstep;
@@ -198,6 +217,8 @@ static void tile_piece_{x}(void *ctx, int64_t p) {{
       {t} *c = j->C + (j->i3 + ir) * j->scm + (j->j2 + jr) * j->scn;
       if (mr == {mr} && nr == {nr} && j->scn == 1) {{
         uk_{x}(kc, a, bb, ldb, c, j->scm, first);
+      }} else if (nr == {nr} && j->scn == 1) {{
+        uk_edge_{x}(mr, kc, a, bb, ldb, c, j->scm, first);
       }} else {{
         uk_{x}(kc, a, bb, ldb, tile, {nr}, 1);
         for (int64_t i = 0; i < mr; ++i)
