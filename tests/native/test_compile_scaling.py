@@ -85,3 +85,16 @@ def test_each_step_computes_its_tanh_once():
     x = np.linspace(-1, 1, 64, dtype=np.float32)
     tile = plait.jit(_unrolled(6), backend="native").lower(x).as_text("tile")
     assert tile.count("tanh(") == 6
+
+
+def test_drivers_are_not_optimized():
+    """The driver (allocate, call kernels, free) is marked PLAIT_DRIVER, which the prelude
+    turns into GCC's optimize("O0"): -O3 spent a third of a W4 step's compile time
+    scheduling that one long function. Kernels keep the full optimization."""
+    x = np.linspace(-1, 1, 64, dtype=np.float32)
+    c = plait.jit(_unrolled(20), backend="native").lower(x).as_text("c")
+    assert '#define PLAIT_DRIVER __attribute__((optimize("O0")))' in c
+    drivers = re.findall(r"^(.*)\bint64_t plait_main\(void \*\*ins, void \*\*outs\) \{", c,
+                         flags=re.M)
+    assert drivers == ["PLAIT_DRIVER static "]
+    assert not re.search(r"PLAIT_DRIVER[^\n]*\bk\d+\(void \*\*bufs\)", c)

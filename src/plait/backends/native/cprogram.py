@@ -275,7 +275,7 @@ def driver_source(name: str, graph: Graph, steps: list, stripe: dict) -> str:
                         f"memcpy(outs[{k}], &l, sizeof l); }}")
         elif first_out.get(a) != k:
             body.append(f"  memcpy(outs[{k}], {ptr[a]}, {nbytes(a.aval)});")
-    lines = [f"static int64_t {name}(void **ins, void **outs) {{", "  int64_t rc = 0;"]
+    lines = [f"PLAIT_DRIVER static int64_t {name}(void **ins, void **outs) {{", "  int64_t rc = 0;"]
     if temps:
         lines.append(f"  void {', '.join('*' + t + ' = NULL' for t in temps)};")
     lines += body
