@@ -4,14 +4,15 @@ Three ways in over one IR: ``plait.jit`` (tracing), ``plait.jit(f, autograph=Tru
 (Python control flow compiled), and lazy arrays. See README.md and ARCHITECTURE.md.
 """
 from plait import errors
-from plait.config import config, disable_jit, set_openmp_wait_defaults
+from plait.config import config, disable_jit
+from plait.config import set_openmp_wait_defaults as _set_openmp_wait_defaults
 
 # libgomp reads its wait policy once, when the first library linking it loads, and every
 # library of the process shares that one libgomp: a peer imported after plait (torch
 # bundles its own libgomp.so.1) would otherwise load it with the 300k-round spin before
 # plait's first kernel, and plait's parallel loops then ran 10x slower (the W1 step 14 ->
 # 134-175 ms after ``import torch``, 2 busy cores)
-set_openmp_wait_defaults()
+_set_openmp_wait_defaults()
 from plait.runtime import Array, device_put, devices
 from plait.runtime import metrics
 from plait import lax

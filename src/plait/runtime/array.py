@@ -221,6 +221,11 @@ class DeviceArray(Array):
         """Whether the host value has been made."""
         return isinstance(_HOST.__get__(self), np.ndarray)
 
+    def host_copy(self) -> np.ndarray | None:
+        """The host value, if it has been made (never transfers)."""
+        v = _HOST.__get__(self)
+        return v if isinstance(v, np.ndarray) else None
+
 
 def _wrap(value, weak_type: bool = False) -> Array:
     return Array(value, weak_type)

@@ -40,11 +40,6 @@ class OpenCLArray(DeviceArray):
         """Whether the value is (still) in a device buffer."""
         return self._buf is not None
 
-    def host_copy(self) -> np.ndarray | None:
-        """The host copy, if one has been made (never copies)."""
-        v = _HOST.__get__(self)
-        return v if isinstance(v, np.ndarray) else None
-
     def buffer_for(self, dev):
         """The device buffer, if this array lives on ``dev`` (else None)."""
         return self._buf if dev is self._dev else None
