@@ -1,8 +1,9 @@
 """Recompute cheap values in the kernel that reads them instead of passing them through memory.
 
-A value computed only from index arithmetic, literals and small operands (``iota``,
-broadcasts, comparisons of them: a backward pass's triangle masks, a constant matrix
-of zeros or halves, a vector broadcast to a matrix) costs a few instructions per
+A value computed only from index arithmetic, literals and operands both small and much
+smaller than the value itself (``iota``, broadcasts, comparisons of them: a backward
+pass's triangle masks, a constant matrix of zeros or halves, a vector broadcast to a
+matrix) costs a few instructions per
 element to compute and a full write and read when one kernel writes it for a later
 kernel, across a library call such as a GEMM or a triangular solve that ends the
 kernel. :func:`rematerialize` gives each later kernel its own copy of such an
@@ -24,6 +25,10 @@ from plait.lax.elementwise_spec import ops, primitive
 
 # an operand this small (elements) is re-read by the recomputing kernel
 SMALL = 1 << 14
+# ... and at least this many times smaller than the value computed from it: a copy reading
+# operands the size of its result saves no memory traffic, and keeps those operands
+# alive until the later kernel (a chain of residual adds kept every layer's activation)
+SPREAD = 8
 # at most this many equations are copied for one value
 MAX_CHAIN = 8
 
@@ -65,13 +70,13 @@ def rematerialize(graph: Graph, in_kernel: Callable) -> Graph:
         if (e.prim not in cheap_prims or len(e.outputs) != 1 or has_effects(e)
                 or next(subgraphs_of(e.params), None) is not None):
             return None
-        n = 1
+        n, size = 1, math.prod(e.outputs[0].aval.shape)
         for a in e.inputs:
             if isinstance(a, Literal):
                 continue
             if a in cheap:
                 n += cheap[a][2]
-            elif math.prod(a.aval.shape) > SMALL:
+            elif math.prod(a.aval.shape) > min(SMALL, size // SPREAD):
                 return None
         return n if n <= MAX_CHAIN else None
 
