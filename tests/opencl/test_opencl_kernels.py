@@ -113,7 +113,7 @@ def test_no_platform_is_a_clear_error(monkeypatch):
     import types
 
     class Error(Exception):
-        pass
+        """Stands for pyopencl's ``cl.Error``, which ``get_platforms`` raises then."""
 
     def no_platform():
         raise Error("clGetPlatformIDs failed: PLATFORM_NOT_FOUND_KHR")
