@@ -158,9 +158,13 @@ class Emitter:
         params = []
         lines: list = []
         if const_values is not None:     # constants embedded in the function body
+            kept = []                    # (a None value stays a parameter)
             for v, c in zip(constvars, const_values):
-                env[v] = Ctx(self, lines, None, None).const(np.asarray(c), v.aval.dtype)
-            constvars = []
+                if c is None:
+                    kept.append(v)
+                else:
+                    env[v] = Ctx(self, lines, None, None).const(np.asarray(c), v.aval.dtype)
+            constvars = kept
         for v in list(constvars) + list(graph.invars):
             a = self.fresh()
             env[v] = a
@@ -194,14 +198,30 @@ class Emitter:
                 env[v] = o
 
 
-def emit_module(closed: ClosedGraph, name: str = "plait", embed_consts: bool = False) -> str:
+def emit_module(closed: ClosedGraph, name: str = "plait", embed_consts: bool = False,
+                max_embed_bytes: int | None = None) -> str:
     """The StableHLO module of ``closed``: ``main(consts..., args...)`` returns the outputs
-    (``main(args...)`` with the constants inside the module when ``embed_consts``)."""
+    (``main(args...)`` with the constants inside the module when ``embed_consts``; with
+    ``max_embed_bytes`` too, only those of at most that many bytes, the others staying
+    leading parameters in their order, see :func:`embedded_consts`)."""
     em = Emitter()
     consts = None
     if embed_consts:
-        consts = [c._value if hasattr(c, "_value") else np.asarray(c) for c in closed.consts]
+        consts = [c if keep else None for c, keep in
+                  zip(const_values(closed), embedded_consts(closed, max_embed_bytes))]
     main = em.emit_func("main", closed.graph, closed.graph.constvars, private=False,
                         const_values=consts)
     safe = "".join(c if c.isalnum() or c == "_" else "_" for c in (name or "plait"))
     return f"module @{safe} {{\n" + "\n".join([main] + em.funcs) + "\n}\n"
+
+
+def const_values(closed: ClosedGraph) -> list:
+    """The host values of ``closed``'s constants."""
+    return [c._value if hasattr(c, "_value") else np.asarray(c) for c in closed.consts]
+
+
+def embedded_consts(closed: ClosedGraph, max_bytes: int | None) -> list[bool]:
+    """Which constants of ``closed`` :func:`emit_module` embeds given ``max_bytes``
+    (None: all of them)."""
+    return [max_bytes is None or int(np.prod(v.aval.shape)) * np.dtype(v.aval.dtype).itemsize
+            <= max_bytes for v in closed.graph.constvars]
