@@ -68,3 +68,29 @@ def test_broadcast_constants_stay_in_the_loop():
     assert _body_prims(g, "scan", "graph").count("dot_general") == 1
     for a, b in zip(plait.jit(f)(p, xs), plait.jit(f, backend="interp")(p, xs)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12)
+
+
+def test_invariant_work_reading_a_broadcast_leaves_the_loop():
+    """Work on loop constants that also reads a broadcast scalar (here a comparison with
+    zeros and two sigmoids, as in W3 logistic's Hessian-vector product) is hoisted with
+    a copy of the broadcast; the broadcast stays in the loop for the loop's own work."""
+    z = np.random.default_rng(5).standard_normal(7)
+
+    def f(v):
+        def body(c):
+            i, acc = c
+            zero = pnp.zeros_like(acc)
+            s = pnp.where(z >= zero, 1 / (1 + pnp.exp(-z)), pnp.exp(z) / (1 + pnp.exp(z)))
+            return i + 1, pnp.where(acc > zero, acc, zero) + s * (1 - s) * v
+        return lax.while_loop(lambda c: c[0] < 4, body, (0, pnp.zeros(7)))[1]
+
+    v = np.linspace(-1, 1, 7)
+    g = plait.jit(f).trace_graph(v).graph
+    body = _body_prims(g)
+    assert not {"le", "ge", "div", "exp"} & set(body) and "broadcast_in_dim" in body
+    s = 1 / (1 + np.exp(-z))
+    acc = np.zeros(7)
+    for _ in range(4):
+        acc = np.maximum(acc, 0) + s * (1 - s) * v
+    np.testing.assert_allclose(np.asarray(plait.jit(f)(v)), acc, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(plait.jit(f, backend="interp")(v)), acc, rtol=1e-12)

@@ -288,6 +288,71 @@ static int64_t block_{x}(int64_t M, int64_t N, int64_t K,
 """
 
 
+def _dot_rows_source(b: Blocking, vector_bytes: int) -> str:
+    """``dot_rows_<suffix>``: ``y[i] = row_i . v`` over contiguous rows and ``v``, four rows
+    at a time so each vector of ``v`` is loaded once for four independent accumulator
+    chains, whose lanes are then summed by halving the vectors (one add per halving, no
+    lane-by-lane chain). One row at a time with a 16-lane sum per row ran W3's logistic
+    ``X @ d`` (5000 x 100 float32) at 47 us, half the speed of its transposed product."""
+    t, x = b.ctype, b.suffix
+    vl = vector_bytes // b.size
+    widths = []
+    w = vector_bytes // 2
+    while w >= 16:
+        widths.append(w)
+        w //= 2
+    types = "".join(f"typedef {t} H{x}{w} __attribute__((vector_size({w}), aligned(sizeof({t})), "
+                    f"may_alias));\n" for w in widths)
+    halve, cur = [], "a"
+    for i, w in enumerate(widths):
+        nxt = f"h{i}_"
+        halve.append("  " + " ".join(
+            f"H{x}{w} {nxt}{r} = ((const H{x}{w} *)&{cur}{r})[0] + ((const H{x}{w} *)&{cur}{r})[1];"
+            for r in range(4)))
+        cur = nxt
+    lanes = (widths[-1] if widths else vector_bytes) // b.size
+    sums = "\n".join(f"  s[{r}] = " + " + ".join(f"{cur}{r}[{l}]" for l in range(lanes)) + ";"
+                     for r in range(4))
+    return f"""
+{types}
+/* s[r] = the sum of the lanes of a<r> */
+static inline void lane_sums_{x}(V{x} a0, V{x} a1, V{x} a2, V{x} a3, {t} *s) {{
+{chr(10).join(halve)}
+{sums}
+}}
+
+/* y[i * so] = sum_k mat[i * si + k] * v[k] for lo <= i < hi */
+static void dot_rows_{x}(int64_t lo, int64_t hi, int64_t K, const {t} *mat, int64_t si,
+                        const {t} *v, {t} *y, int64_t so) {{
+  int64_t kv = K / {vl} * {vl}, i = lo;
+  for (; i + 4 <= hi; i += 4) {{
+    const {t} *r0 = mat + i * si, *r1 = r0 + si, *r2 = r1 + si, *r3 = r2 + si;
+    V{x} a0 = {{0}}, a1 = {{0}}, a2 = {{0}}, a3 = {{0}};
+    for (int64_t k = 0; k < kv; k += {vl}) {{
+      V{x} w = *(const V{x} *)(v + k);
+      a0 += *(const V{x} *)(r0 + k) * w; a1 += *(const V{x} *)(r1 + k) * w;
+      a2 += *(const V{x} *)(r2 + k) * w; a3 += *(const V{x} *)(r3 + k) * w;
+    }}
+    {t} s[4];
+    lane_sums_{x}(a0, a1, a2, a3, s);
+    for (int64_t k = kv; k < K; ++k) {{
+      s[0] += r0[k] * v[k]; s[1] += r1[k] * v[k]; s[2] += r2[k] * v[k]; s[3] += r3[k] * v[k];
+    }}
+    y[i * so] = s[0]; y[(i + 1) * so] = s[1]; y[(i + 2) * so] = s[2]; y[(i + 3) * so] = s[3];
+  }}
+  for (; i < hi; ++i) {{
+    const {t} *r0 = mat + i * si;
+    V{x} a0 = {{0}};
+    for (int64_t k = 0; k < kv; k += {vl}) a0 += *(const V{x} *)(r0 + k) * *(const V{x} *)(v + k);
+    {t} s = 0;
+    for (int l = 0; l < {vl}; ++l) s += a0[l];
+    for (int64_t k = kv; k < K; ++k) s += r0[k] * v[k];
+    y[i * so] = s;
+  }}
+}}
+"""
+
+
 def _dtype_source(b: Blocking, nb: Blocking, vector_bytes: int, oom_where: int) -> str:
     """One dtype's functions: ``b`` the main tile, ``nb`` the narrow one (N <= half the
     main tile's width)."""
@@ -315,34 +380,12 @@ static int64_t min_{x}(int64_t a, int64_t b) {{ return a < b ? a : b; }}
 static int64_t max_{x}(int64_t a, int64_t b) {{ return a > b ? a : b; }}
 
 """ + _variant_source(b, vector_bytes, oom_where) + \
-        _variant_source(nb, vector_bytes, oom_where) + f"""
+        _variant_source(nb, vector_bytes, oom_where) + _dot_rows_source(b, vector_bytes) + f"""
 /* y[i] = sum_k Mat[i * si + k * sk] * v[k * sv] for lo <= i < hi, y stride so */
 static void gemv_rows_{x}(int64_t lo, int64_t hi, int64_t K, const {b.ctype} *mat, int64_t si,
                           int64_t sk, const {b.ctype} *v, int64_t sv, {b.ctype} *y, int64_t so) {{
   if (sk == 1 && sv == 1) {{                   /* dot products along contiguous rows */
-    for (int64_t i0 = lo; i0 < hi; i0 += 4) {{
-      int64_t n = min_{x}(4, hi - i0);
-      V{x} acc[4] = {{{{0}}}};
-      {b.ctype} tail[4] = {{0}};
-      int64_t kv = K / {b.vlen} * {b.vlen};
-      for (int64_t r = 0; r < n; ++r) {{
-        const {b.ctype} *row = mat + (i0 + r) * si;
-        V{x} s0 = {{0}}, s1 = {{0}};
-        int64_t k = 0;
-        for (; k + {2 * b.vlen} <= kv; k += {2 * b.vlen}) {{
-          s0 += *(const V{x} *)(row + k) * *(const V{x} *)(v + k);
-          s1 += *(const V{x} *)(row + k + {b.vlen}) * *(const V{x} *)(v + k + {b.vlen});
-        }}
-        for (; k < kv; k += {b.vlen}) s0 += *(const V{x} *)(row + k) * *(const V{x} *)(v + k);
-        acc[r] = s0 + s1;
-        for (k = kv; k < K; ++k) tail[r] += row[k] * v[k];
-      }}
-      for (int64_t r = 0; r < n; ++r) {{
-        {b.ctype} s = tail[r];
-        for (int l = 0; l < {b.vlen}; ++l) s += acc[r][l];
-        y[(i0 + r) * so] = s;
-      }}
-    }}
+    dot_rows_{x}(lo, hi, K, mat, si, v, y, so);
     return;
   }}
   if (si == 1) {{                              /* axpy over contiguous columns */

@@ -11,7 +11,12 @@ Equations whose primitive has an ``expands`` rule (``broadcast_in_dim``, ``iota`
 whose output has more elements than their operands stay in the loop too: hoisted, a
 broadcast scalar becomes a full array that every iteration reads from memory, where
 in the loop it fuses into its consumers as a register value (Adam's constants
-broadcast to each parameter's shape: 39 MB read per step of the VAE example).
+broadcast to each parameter's shape: 39 MB read per step of the VAE example); so do
+equations reading only such expansions. They are also copied before the loop, where
+the invariant work reading them is hoisted: W3 logistic's CG body compared the
+invariant margins with a broadcast zero and took two logistic sigmoids of them, all
+recomputed every iteration while the zero stayed in the loop (the copies no hoisted
+equation reads are dropped by DCE).
 """
 from __future__ import annotations
 
@@ -39,6 +44,13 @@ def _expands(e) -> bool:
     return sum(math.prod(v.aval.shape) for v in e.outputs) > read
 
 
+def _only_expanded(e, expanded: set) -> bool:
+    """Whether ``e`` reads arrays and all of them are invariant expansions (a broadcast
+    scalar times another: still a register value in the loop)."""
+    vs = [a for a in e.inputs if isinstance(a, Var)]
+    return bool(vs) and all(a in expanded for a in vs)
+
+
 def _hoist(eqn) -> list:
     """The equations to run before ``eqn`` (hoisted out of its body), then ``eqn``."""
     spec = eqn.prim.rules.get("loop_invariants")
@@ -51,15 +63,20 @@ def _hoist(eqn) -> list:
         consts = g.invars[:n]
         ren = {v: eqn.inputs[first + i] for i, v in enumerate(consts)}
         invariant = set(consts)
-        hoisted, rest = [], []
+        expanded: set = set()          # outputs of invariant expansions (see the doc)
+        hoisted, rest, copied = [], [], set()
         for e in g.eqns:
-            if not has_effects(e) and not _expands(e) and all(
-                    isinstance(a, Literal) or a in invariant for a in e.inputs):
-                hoisted.append(e)
-                invariant.update(e.outputs)
-            else:
+            if has_effects(e) or not all(isinstance(a, Literal) or a in invariant
+                                         for a in e.inputs):
                 rest.append(e)
-        if not hoisted:
+                continue
+            hoisted.append(e)
+            invariant.update(e.outputs)
+            if _expands(e) or _only_expanded(e, expanded):
+                rest.append(e)             # stays in the loop; its copy feeds hoisted work
+                copied.add(id(e))
+                expanded.update(e.outputs)
+        if all(id(e) in copied for e in hoisted):
             continue
         for e in hoisted:
             outs = [Var(v.aval) for v in e.outputs]
@@ -68,7 +85,8 @@ def _hoist(eqn) -> list:
             ren.update(zip(e.outputs, outs))
         used = {a for e in rest for a in e.inputs if isinstance(a, Var)}
         used |= {a for a in g.outvars if isinstance(a, Var)}
-        new_consts = [v for e in hoisted for v in e.outputs if v in used]
+        new_consts = [v for e in hoisted if id(e) not in copied for v in e.outputs
+                      if v in used]
         body = Graph([], consts + new_consts + g.invars[n:], rest, g.outvars, g.name)
         inputs = (list(eqn.inputs[:first + n]) + [ren[v] for v in new_consts] +
                   list(eqn.inputs[first + n:]))
