@@ -61,16 +61,41 @@ def test_softmax_rows_fuse_into_one_kernel():
     assert len(k.idxs) == 1 and not _main_tmps(p)
 
 
-def test_no_fusion_when_temporary_is_read_twice():
-    # Y = tanh(T + X) where T is also an output: T is not a temporary, nothing to localize
+def _output_then_reader():
+    """T = X*X, Y = T + X, both outputs: T is not a temporary but Y reads it."""
     from plait.tile import TileBuilder, call
     b = TileBuilder("two")
     X = b.input("X", "f32", (8,))
     T = b.eltwise(b.tensor("T", "f32", (8,)), call("mul", X, X))
     Y = b.eltwise(b.tensor("Y", "f32", (8,)), call("add", T, X))
     b.output(T, Y)
+    return lower(b.build())
+
+
+def test_output_read_by_the_next_kernel_fuses_and_stays_whole():
+    """Adam's moments are outputs the parameter update reads: the kernels fuse through
+    them (one loop), and the output is still written whole, not localized."""
+    before = _output_then_reader()
+    assert len(_kernels(before)) == 2
+    p = check_passes(before, [("fuse", {}), ("localize", {})])
+    (k,) = _kernels(p)
+    assert "fused" in k.tags and not _main_tmps(p)
+    assert {r.from_ for r in k.refs if r.dir in ("out", "inout")} == {"T", "Y"}
+
+
+def test_output_read_through_another_view_does_not_fuse():
+    """The reader takes the output shifted (T[i+1]): a fused tile would read an element
+    the writer has not stored yet, so the kernels stay apart."""
+    from plait.tile import TileBuilder, call, variables
+    b = TileBuilder("shifted")
+    X = b.input("X", "f32", (9,))
+    T = b.eltwise(b.tensor("T", "f32", (9,)), call("mul", X, X))
+    (i,) = variables("i")
+    Y = b.contract(b.tensor("Y", "f32", (8,)), (i,), "assign", T[i + 1])
+    b.output(T, Y)
     before = lower(b.build())
-    assert apply(before, [("fuse", {})], AVX512) == before
+    p = check_passes(before, [("fuse", {})])
+    assert len(_kernels(p)) == 2
 
 
 def test_localized_row_of_softmax_skips_its_fill():

@@ -94,6 +94,8 @@ class CpuRenderer(CFamilyRenderer):
             self.emit("#pragma omp parallel for schedule(static)")
         elif k == len(loops) - 1:
             self.reduction_prologue(blk, loops[k].name, scope)
+            if not scope.reductions and independent_iterations(blk, loops[k].name, scope.roots):
+                self.emit("#pragma GCC ivdep")
         super().open_loop(blk, loops, k, cv, rng, scope)
 
     def alloc_temp(self, r: ir.Refinement, cv: str, size: int, frees: list) -> str:
@@ -182,6 +184,7 @@ class CpuRenderer(CFamilyRenderer):
             cv = f"b_{k}"
             self.emit(f"{ctype} *restrict {cv} = ({ctype} *)bufs[{k}];")
             scope.views[b.name] = (cv, b.dtype, b.init)
+            scope.roots[b.name] = b.name
             if b.kind != "in" and b.name not in dead_fill:
                 n = math.prod(b.shape)
                 ident = _identity(b.init, b.dtype)
@@ -194,6 +197,36 @@ class CpuRenderer(CFamilyRenderer):
         self.depth -= 1
         self.emit("}")
         return "\n".join(self.lines)
+
+
+def independent_iterations(blk: ir.Block, v: str, roots: dict[str, str]) -> bool:
+    """Whether the iterations of ``blk``'s innermost loop over ``v`` touch memory
+    independently, so the loop may run as SIMD without the compiler's overlap checks
+    (``#pragma GCC ivdep``; past about ten pointers GCC gives up those run-time checks
+    and leaves the loop scalar: a fused Adam update, 1.85 -> 1.23 ms per call).
+
+    ``roots`` gives the allocation each parent view points into. Every statement of
+    the block reads or writes the element at its views' origin, so an iteration
+    touches one element per view. The block must be a leaf without temporaries, and
+    each allocation it writes must be reached through one parent view, at one
+    address per iteration that moves with ``v``: then an element written in one
+    iteration is touched in no other. Different allocations never overlap where one
+    is written: a kernel's output buffers are fresh or a donated argument whose last
+    use came before the kernel (``NativeExecutable.alias_plan``), drivers copy an
+    input returned as an output, and loop carries ping-pong between two buffers; an
+    array passed twice is only read."""
+    if any(isinstance(st, (ir.Block, ir.Special)) for st in blk.stmts):
+        return False
+    if any(r.from_ is None or r.from_ not in roots for r in blk.refs):
+        return False
+    written = {roots[r.from_] for r in blk.refs if r.dir in ("out", "inout")}
+    for root in written:
+        refs = [r for r in blk.refs if roots[r.from_] == root]
+        first = refs[0]
+        if any((r.from_, r.access, r.strides) != (first.from_, first.access, first.strides)
+               for r in refs[1:]) or _flat(first, v) == 0:
+            return False
+    return True
 
 
 @dataclass(frozen=True)

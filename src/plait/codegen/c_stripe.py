@@ -62,6 +62,10 @@ class _Scope:
         self.scalars: dict[str, tuple[str, str]] = {}
         # views reduced over the innermost loop: name -> (accumulator, NaN flag or None)
         self.reductions: dict[str, tuple[str, str | None]] = {}
+        # the allocation each view points into: a program buffer's name, or the C
+        # name of a temporary (two views of different roots never overlap)
+        self.roots: dict[str, str] = dict(parent.roots) if parent else {}
+        self.outer_roots: dict[str, str] = parent.roots if parent else {}
 
 
 class CFamilyRenderer:
@@ -183,6 +187,7 @@ class CFamilyRenderer:
             if r.from_ is None:
                 size = temp_elements(r)
                 qual = self.alloc_temp(r, cv, size, frees)
+                scope.roots[r.into] = "#" + cv    # no buffer name starts with #
                 if "overwritten" not in r.tags:
                     fills.append(f"for (int64_t z = 0; z < {size}; ++z) {cv}[z] = "
                                  f"{_identity(r.agg, r.dtype)};")
@@ -195,9 +200,16 @@ class CFamilyRenderer:
                 off = " + ".join(f"{self.affine(a, scope)}*{st}"
                                  for a, st in zip(r.access, r.strides)) or "0"
                 self.emit(f"{qual}{ctype} *restrict {cv} = {pv} + {off};")
+                scope.roots[r.into] = self.root_of(r.from_, scope)
             scope.views[r.into] = (cv, r.dtype, r.agg)
             scope.quals[r.into] = qual
         return frees, fills
+
+    @staticmethod
+    def root_of(view: str, scope: _Scope) -> str:
+        """The allocation the parent's ``view`` points into (refinements refine the
+        parent's views: a parent root, never one this block's refinements rebind)."""
+        return scope.outer_roots.get(view, view)
 
     # --- target hooks ---------------------------------------------------------------------
     def special_block(self, blk: ir.Block, parent: _Scope) -> bool:

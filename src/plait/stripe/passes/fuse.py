@@ -2,7 +2,8 @@
 
 Two adjacent top-level blocks ``S`` and ``T`` (both tagged ``kernel``) fuse when ``S``
 writes a temporary ``X`` (a ``none`` refinement of ``main`` that no other statement
-uses) and ``T`` reads it.  The plan follows the Stripe paper's fusion (PlaidML's
+uses) or a program output ``X`` (which later statements may read too), and ``T`` reads
+it.  The plan follows the Stripe paper's fusion (PlaidML's
 criteria): ``S`` is first tiled so that its only indexes are those addressing ``X``
 (the rest, e.g. a reduction, move to an inner block); every dimension of ``X`` is
 then addressed in ``S`` as ``cs*s`` and in ``T`` either as ``ct*t`` with ``ct``
@@ -199,21 +200,24 @@ def _fuse(s: Block, si: _RefIndex, t: Block, ti: _RefIndex,
                   comments=s.comments + t.comments, location=s.location), si)
 
 
-def _fuse_adjacent(s, si, t, ti, tmps: set, uses: dict, reqs) -> Optional[tuple[Block, _RefIndex]]:
-    """Fuse ``s`` and ``t`` through the first of ``s``'s refinements (in order) of a
-    temporary that only they use and ``s`` writes; updates ``uses`` on success."""
+def _fuse_adjacent(s, si, t, ti, tmps: set, outs: set, uses: dict,
+                  reqs) -> Optional[tuple[Block, _RefIndex]]:
+    """Fuse ``s`` and ``t`` through the first of ``s``'s refinements (in order) that
+    ``s`` writes and ``t`` reads, of a temporary that only they use or of a program
+    output; updates ``uses`` on success."""
     if not (isinstance(s, Block) and isinstance(t, Block) and has_tags(s, reqs)
             and has_tags(t, reqs)):
         return None
     small, large = (si, ti) if len(si.by_from) <= len(ti.by_from) else (ti, si)
-    shared = [x for x in small.by_from if x in large.by_from and x in tmps]
-    cands = sorted(k for x in shared if uses[x] == 2 for k in si.by_from[x]
+    shared = [x for x in small.by_from if x in large.by_from and (x in tmps or x in outs)]
+    cands = sorted(k for x in shared if x in outs or uses[x] == 2 for k in si.by_from[x]
                    if s.refs[k].dir in ("out", "inout"))
     for k in cands:
         out = _fuse(s, si, t, ti, s.refs[k].from_)
         if out is not None:
             for x in shared:        # the fused block is one user where there were two
-                uses[x] -= 1
+                if x in tmps:
+                    uses[x] -= 1
             return out
     return None
 
@@ -232,6 +236,12 @@ def fuse_pass(program: Program, target, reqs=("kernel",)) -> Program:
     reqs = tuple(reqs)
     main = program.entry
     tmps = {r.into for r in main.refs if r.dir == "none"}
+    # a program output written by one block and read by the next fuses like a
+    # temporary (the tile writes it, then reads it back from cache), but stays whole:
+    # later statements and the caller read it (Adam's three loops per parameter, its
+    # moments m and v being outputs the update reads, become one)
+    out_bufs = {b.name for b in program.buffers if b.kind == "out"}
+    outs = {r.into for r in main.refs if r.dir != "none" and r.from_ in out_bufs}
     indexed = [(s, _RefIndex(s.refs) if isinstance(s, Block) else None) for s in main.stmts]
     uses: dict[str, int] = {}
     for s, si in indexed:
@@ -242,7 +252,7 @@ def fuse_pass(program: Program, target, reqs=("kernel",)) -> Program:
     for t, ti in indexed:
         while done:
             s, si = done[-1]
-            fused = _fuse_adjacent(s, si, t, ti, tmps, uses, reqs)
+            fused = _fuse_adjacent(s, si, t, ti, tmps, outs, uses, reqs)
             if fused is None:
                 break
             done.pop()
