@@ -14,7 +14,8 @@ output (``N`` is the vector dimension): a ``KC x N2`` block of B is packed once 
 L3), an ``M3 x KC`` slab of A is packed (half the L2), and each ``KC x NR`` panel of B
 (an eighth of the L2) is reused while every ``MR x KC`` panel of the slab passes it. The micro-kernel
 holds ``MR x NR`` accumulators in explicit GNU vectors (``NR`` a multiple of the vector
-length), and a ragged last row panel runs a kernel of its own height; products with at most ``NR / 2`` columns use a narrow tile one half-width
+length), and a ragged last row panel runs a kernel of its own height,
+a last column panel of fewer whole vectors one of its own width; products with at most ``NR / 2`` columns use a narrow tile one half-width
 vector wide, and with few row panels B is read in place. ``M`` or ``N`` of 1 runs a
 matrix-vector kernel (no packing). Threads share the packed panels: each block is two
 phases on plait's own pool (:mod:`plait.codegen.c_pool`: pieces claimed dynamically,
@@ -68,12 +69,14 @@ class Blocking:
         return self.vecs * self.vlen
 
 
-def _micro_kernel(b: Blocking, rows: int) -> str:
-    """``uk_<suffix>`` (``rows == MR``) or ``uk_<suffix>_<rows>`` (an edge of fewer rows):
-    ``rows x NR`` accumulators in explicit GNU vectors over one packed A panel."""
-    t, x, mr, v, vl = b.ctype, b.suffix, b.mr, b.vecs, b.vlen
+def _micro_kernel(b: Blocking, rows: int, vecs: int | None = None) -> str:
+    """``uk_<suffix>`` (``rows == MR``), ``uk_<suffix>_<rows>`` (an edge of fewer rows) or
+    ``uk_<suffix>_v<vecs>`` (MR rows, an edge of fewer whole vectors of columns):
+    ``rows x vecs`` vector accumulators in explicit GNU vectors over one packed A panel."""
+    t, x, mr, vl = b.ctype, b.suffix, b.mr, b.vlen
+    v = b.vecs if vecs is None else vecs
     vt = "VK" + x
-    name = f"uk_{x}" if rows == mr else f"uk_{x}_{rows}"
+    name = (f"uk_{x}_v{v}" if v != b.vecs else f"uk_{x}" if rows == mr else f"uk_{x}_{rows}")
     acc = ", ".join(f"c{i}_{j} = {{0}}" for i in range(rows) for j in range(v))
     loads = " ".join(f"{vt} b{j} = *(const {vt} *)(bk + {j * vl});" for j in range(v))
     fmas = "\n".join(
@@ -86,7 +89,7 @@ def _micro_kernel(b: Blocking, rows: int) -> str:
         f"    *({vt} *)(c + {i} * ldc + {j * vl}) += c{i}_{j};"
         for i in range(rows) for j in range(v))
     return f"""
-/* C[0:{rows}, 0:NR] (=|+=) Ap[kc x MR] . B[kc x NR] (row stride ldb), C row stride ldc */
+/* C[0:{rows}, 0:{v * vl}] (=|+=) Ap[kc x MR] . B[kc x {v * vl}] (row stride ldb), C row stride ldc */
 static void {name}(int64_t kc, const {t} *restrict ap, const {t} *restrict b, int64_t ldb,
                    {t} *restrict c, int64_t ldc, int first) {{
   {vt} {acc};
@@ -112,17 +115,30 @@ static void {name}(int64_t kc, const {t} *restrict ap, const {t} *restrict b, in
 def _micro_kernels(b: Blocking) -> str:
     """The full ``MR``-row micro-kernel, one per edge height ``1 .. MR-1`` (a ragged last
     row panel computes only its rows: M = 128 over 6-row tiles wasted 4 of 132 rows,
-    M = 8 a third) and ``uk_edge_<suffix>`` choosing among them."""
+    M = 8 a third) and ``uk_edge_<suffix>`` choosing among them; one per edge width of
+    ``1 .. vecs-1`` whole vectors and ``uk_cols_<suffix>`` choosing among them (a last
+    column panel of whole vectors computes only its columns and writes C in place:
+    N = 96 over 64-column tiles computed 128 columns, a third of them into a temporary
+    added to C element by element)."""
     t, x, mr = b.ctype, b.suffix, b.mr
     cases = " ".join(f"case {r}: uk_{x}_{r}(kc, ap, b, ldb, c, ldc, first); return;"
                      for r in range(1, mr))
+    col_cases = " ".join(f"case {v}: uk_{x}_v{v}(kc, ap, b, ldb, c, ldc, first); return;"
+                         for v in range(1, b.vecs))
     return (f"\ntypedef {t} VK{x} __attribute__((vector_size({b.vlen * b.size}), "
             f"aligned(sizeof({t})), may_alias));\n"
-            + "".join(_micro_kernel(b, r) for r in range(1, mr + 1)) + f"""
+            + "".join(_micro_kernel(b, r) for r in range(1, mr + 1))
+            + "".join(_micro_kernel(b, mr, v) for v in range(1, b.vecs)) + f"""
 /* the micro-kernel of rows (1 <= rows <= MR) rows */
 static void uk_edge_{x}(int64_t rows, int64_t kc, const {t} *restrict ap, const {t} *restrict b,
                         int64_t ldb, {t} *restrict c, int64_t ldc, int first) {{
   switch (rows) {{ {cases} default: uk_{x}(kc, ap, b, ldb, c, ldc, first); }}
+}}
+
+/* the micro-kernel of MR rows and vecs (1 <= vecs <= {b.vecs}) vectors of columns */
+static void uk_cols_{x}(int64_t vecs, int64_t kc, const {t} *restrict ap, const {t} *restrict b,
+                        int64_t ldb, {t} *restrict c, int64_t ldc, int first) {{
+  switch (vecs) {{ {col_cases} default: uk_{x}(kc, ap, b, ldb, c, ldc, first); }}
 }}
 """)
 
@@ -219,6 +235,8 @@ static void tile_piece_{x}(void *ctx, int64_t p) {{
         uk_{x}(kc, a, bb, ldb, c, j->scm, first);
       }} else if (nr == {nr} && j->scn == 1) {{
         uk_edge_{x}(mr, kc, a, bb, ldb, c, j->scm, first);
+      }} else if (mr == {mr} && nr % {b.vlen} == 0 && j->scn == 1) {{
+        uk_cols_{x}(nr / {b.vlen}, kc, a, bb, ldb, c, j->scm, first);
       }} else {{
         uk_{x}(kc, a, bb, ldb, tile, {nr}, 1);
         for (int64_t i = 0; i < mr; ++i)
