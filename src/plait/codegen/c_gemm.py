@@ -517,13 +517,19 @@ static {t} *conv_buffer_{x}(int64_t n) {{
   return cbuf_{x};
 }}
 
+/* bytes of a K x O kernel packed by pack_kernel_ */
+static int64_t packed_kernel_bytes_{x}(int64_t K, int64_t O) {{
+  int64_t w = panel_width_{x}(O);
+  return (O + w - 1) / w * w * K * (int64_t)sizeof({t});
+}}
+
 /* the kernel's taps (khs[a], kws[b]) (every tap when khs is NULL) as B[(a, b, ci), o],
    packed once for one_packed_ (every im2col chunk's product reads it as it is), or NULL */
 static {t} *pack_kernel_{x}(const int64_t *d, const {t} *Wt, const int64_t *khs, int64_t nth,
                             const int64_t *kws, int64_t ntw) {{
   int64_t C = d[1], O = d[8], swo = d[11], swi = d[12], swh = d[13], sww = d[14];
   int64_t K = nth * ntw * C, w = panel_width_{x}(O), np = (O + w - 1) / w;
-  {t} *bpk = malloc(sizeof({t}) * (size_t)(np * w * K > 0 ? np * w * K : 1));
+  {t} *bpk = malloc((size_t)(K > 0 ? packed_kernel_bytes_{x}(K, O) : 1));
   if (!bpk) return NULL;
   for (int64_t a = 0; a < nth; ++a) for (int64_t b = 0; b < ntw; ++b)
     for (int64_t ci = 0; ci < C; ++ci) {{
@@ -713,7 +719,7 @@ static int64_t conv_one_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *
   if (sxb == 1 && NB > 1 && syh == OW * syw && syw == NB * syb)
     return conv_t_{x}(d, X, Wt, Y, threads);
   {t} *bpk = pack_kernel_{x}(d, Wt, NULL, KH, NULL, KW);
-  if (!bpk) return (int64_t)((K * O + K * {b.nr}) * sizeof({t})) * {oom_where}LL;
+  if (!bpk) return packed_kernel_bytes_{x}(K, O) * {oom_where}LL;
   /* rows of one GEMM: all (b, oh, ow) when y's rows are one stride, else one image's
      when they are and the image has enough of them; otherwise the GEMM writes a
      contiguous temporary that is scattered into y (a weight gradient's few rows per
@@ -723,7 +729,8 @@ static int64_t conv_one_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *
   int scatter = group < {b.mr * 8} && group < all;
   if (scatter) group = all;
   int64_t chunk = {im2col_bytes} / (int64_t)sizeof({t}) / (K > 0 ? K : 1);
-  /* a few chunks per thread while each keeps {b.mr * 16} rows to pay for its kernel panel */
+  /* a few chunks per thread while each keeps {b.mr * 16} rows to pay for its GEMM call
+     (a pass over the packed kernel per slab of rows) */
   int64_t even = (all + 4 * threads - 1) / (4 * threads);
   if (threads > 1 && even < chunk) chunk = even;
   if (chunk < {b.mr * 16}) chunk = {b.mr * 16};
@@ -785,7 +792,7 @@ static void conv_phase_one_{x}(void *ctx, int64_t phase) {{
         goto done;
       }}
       wp = pack_kernel_{x}(d, Wt, khs, nth, kws, ntw);
-      if (!wp) {{ st = (int64_t)((K * O + K * {b.nr}) * sizeof({t})) * {oom_where}LL; goto done; }}
+      if (!wp) {{ st = packed_kernel_bytes_{x}(K, O) * {oom_where}LL; goto done; }}
       int64_t chunk = {im2col_bytes} / (int64_t)sizeof({t}) / K;
       if (chunk < {b.mr * 8}) chunk = {b.mr * 8};
       if (chunk > all) chunk = all;
