@@ -88,6 +88,26 @@ def test_every_ragged_row_panel_height(dt):
                 _check(_call(A, B), A, B, dt)
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_every_column_edge_of_whole_vectors(dt):
+    """N = NR + v vectors for every edge width v of the main tile: the last column panel
+    runs its own MR x v micro-kernel writing C in place (with K past one panel it
+    accumulates into C, which starts as NaN), a ragged last row panel beside it the
+    temporary tile; both operand orders."""
+    rng = np.random.default_rng(4)
+    main = [p for p in gemm.blockings(host_target())
+            if p[0].ctype == ("float" if dt == np.float32 else "double")][0][0]
+    src = gemm.library_source(host_target(), main.suffix)
+    for v in range(1, main.vecs):
+        assert f"uk_{main.suffix}_v{v}(kc, ap, b, ldb, c, ldc, first)" in src
+        N = main.nr + v * main.vlen
+        for M in (4 * main.mr, 4 * main.mr + 1):
+            for ta, tb in ((0, 0), (1, 1)):
+                A = _operand(rng, (1, M, main.kc + 7), dt, ta, 1)
+                B = _operand(rng, (1, main.kc + 7, N), dt, tb, 1)
+                _check(_call(A, B), A, B, dt)
+
+
 def test_library_broadcast_batch_and_zero_depth():
     """A batch stride of 0 (one operand shared by every product) and K = 0 (zeros)."""
     rng = np.random.default_rng(2)

@@ -14,7 +14,8 @@ output (``N`` is the vector dimension): a ``KC x N2`` block of B is packed once 
 L3), an ``M3 x KC`` slab of A is packed (half the L2), and each ``KC x NR`` panel of B
 (an eighth of the L2) is reused while every ``MR x KC`` panel of the slab passes it. The micro-kernel
 holds ``MR x NR`` accumulators in explicit GNU vectors (``NR`` a multiple of the vector
-length), and a ragged last row panel runs a kernel of its own height; products with at most ``NR / 2`` columns use a narrow tile one half-width
+length), and a ragged last row panel runs a kernel of its own height,
+a last column panel of fewer whole vectors one of its own width; products with at most ``NR / 2`` columns use a narrow tile one half-width
 vector wide, and with few row panels B is read in place. ``M`` or ``N`` of 1 runs a
 matrix-vector kernel (no packing). Threads share the packed panels: each block is two
 phases on plait's own pool (:mod:`plait.codegen.c_pool`: pieces claimed dynamically,
@@ -68,12 +69,14 @@ class Blocking:
         return self.vecs * self.vlen
 
 
-def _micro_kernel(b: Blocking, rows: int) -> str:
-    """``uk_<suffix>`` (``rows == MR``) or ``uk_<suffix>_<rows>`` (an edge of fewer rows):
-    ``rows x NR`` accumulators in explicit GNU vectors over one packed A panel."""
-    t, x, mr, v, vl = b.ctype, b.suffix, b.mr, b.vecs, b.vlen
+def _micro_kernel(b: Blocking, rows: int, vecs: int | None = None) -> str:
+    """``uk_<suffix>`` (``rows == MR``), ``uk_<suffix>_<rows>`` (an edge of fewer rows) or
+    ``uk_<suffix>_v<vecs>`` (MR rows, an edge of fewer whole vectors of columns):
+    ``rows x vecs`` vector accumulators in explicit GNU vectors over one packed A panel."""
+    t, x, mr, vl = b.ctype, b.suffix, b.mr, b.vlen
+    v = b.vecs if vecs is None else vecs
     vt = "VK" + x
-    name = f"uk_{x}" if rows == mr else f"uk_{x}_{rows}"
+    name = (f"uk_{x}_v{v}" if v != b.vecs else f"uk_{x}" if rows == mr else f"uk_{x}_{rows}")
     acc = ", ".join(f"c{i}_{j} = {{0}}" for i in range(rows) for j in range(v))
     loads = " ".join(f"{vt} b{j} = *(const {vt} *)(bk + {j * vl});" for j in range(v))
     fmas = "\n".join(
@@ -86,7 +89,7 @@ def _micro_kernel(b: Blocking, rows: int) -> str:
         f"    *({vt} *)(c + {i} * ldc + {j * vl}) += c{i}_{j};"
         for i in range(rows) for j in range(v))
     return f"""
-/* C[0:{rows}, 0:NR] (=|+=) Ap[kc x MR] . B[kc x NR] (row stride ldb), C row stride ldc */
+/* C[0:{rows}, 0:{v * vl}] (=|+=) Ap[kc x MR] . B[kc x {v * vl}] (row stride ldb), C row stride ldc */
 static void {name}(int64_t kc, const {t} *restrict ap, const {t} *restrict b, int64_t ldb,
                    {t} *restrict c, int64_t ldc, int first) {{
   {vt} {acc};
@@ -112,17 +115,30 @@ static void {name}(int64_t kc, const {t} *restrict ap, const {t} *restrict b, in
 def _micro_kernels(b: Blocking) -> str:
     """The full ``MR``-row micro-kernel, one per edge height ``1 .. MR-1`` (a ragged last
     row panel computes only its rows: M = 128 over 6-row tiles wasted 4 of 132 rows,
-    M = 8 a third) and ``uk_edge_<suffix>`` choosing among them."""
+    M = 8 a third) and ``uk_edge_<suffix>`` choosing among them; one per edge width of
+    ``1 .. vecs-1`` whole vectors and ``uk_cols_<suffix>`` choosing among them (a last
+    column panel of whole vectors computes only its columns and writes C in place:
+    N = 96 over 64-column tiles computed 128 columns, a third of them into a temporary
+    added to C element by element)."""
     t, x, mr = b.ctype, b.suffix, b.mr
     cases = " ".join(f"case {r}: uk_{x}_{r}(kc, ap, b, ldb, c, ldc, first); return;"
                      for r in range(1, mr))
+    col_cases = " ".join(f"case {v}: uk_{x}_v{v}(kc, ap, b, ldb, c, ldc, first); return;"
+                         for v in range(1, b.vecs))
     return (f"\ntypedef {t} VK{x} __attribute__((vector_size({b.vlen * b.size}), "
             f"aligned(sizeof({t})), may_alias));\n"
-            + "".join(_micro_kernel(b, r) for r in range(1, mr + 1)) + f"""
+            + "".join(_micro_kernel(b, r) for r in range(1, mr + 1))
+            + "".join(_micro_kernel(b, mr, v) for v in range(1, b.vecs)) + f"""
 /* the micro-kernel of rows (1 <= rows <= MR) rows */
 static void uk_edge_{x}(int64_t rows, int64_t kc, const {t} *restrict ap, const {t} *restrict b,
                         int64_t ldb, {t} *restrict c, int64_t ldc, int first) {{
   switch (rows) {{ {cases} default: uk_{x}(kc, ap, b, ldb, c, ldc, first); }}
+}}
+
+/* the micro-kernel of MR rows and vecs (1 <= vecs <= {b.vecs}) vectors of columns */
+static void uk_cols_{x}(int64_t vecs, int64_t kc, const {t} *restrict ap, const {t} *restrict b,
+                        int64_t ldb, {t} *restrict c, int64_t ldc, int first) {{
+  switch (vecs) {{ {col_cases} default: uk_{x}(kc, ap, b, ldb, c, ldc, first); }}
 }}
 """)
 
@@ -176,7 +192,7 @@ typedef struct {{
   int64_t M, N, K, sam, sak, sbk, sbn, scm, scn;
   const {t} *A, *B; {t} *C; int acc, direct_b;
   int64_t i3, m3, pc, kc, j2, n2, pack_b, step, rstep, cstep, rpieces;
-  {t} *ap, *bp;
+  {t} *ap, *bp; const {t} *bpk;
 }} gemm_job_{x};
 
 /* pack piece p: a run of the slab's A micro-panels, then (pack_b) of the block's B ones */
@@ -209,7 +225,8 @@ static void tile_piece_{x}(void *ctx, int64_t p) {{
   for (int64_t jr = c0; jr < c1; jr += {nr}) {{
     int64_t nr = min_{d}({nr}, c1 - jr);
     const {t} *bb; int64_t ldb;
-    if (j->direct_b && nr == {nr}) {{ bb = j->B + j->pc * j->sbk + j->j2 + jr; ldb = j->sbk; }}
+    if (j->bpk) {{ bb = j->bpk + (j->j2 + jr) * j->K + j->pc * {nr}; ldb = {nr}; }}
+    else if (j->direct_b && nr == {nr}) {{ bb = j->B + j->pc * j->sbk + j->j2 + jr; ldb = j->sbk; }}
     else {{ bb = j->bp + jr * kc; ldb = {nr}; }}
     for (int64_t ir = r0; ir < r1; ir += {mr}) {{
       int64_t mr = min_{d}({mr}, r1 - ir);
@@ -219,6 +236,8 @@ static void tile_piece_{x}(void *ctx, int64_t p) {{
         uk_{x}(kc, a, bb, ldb, c, j->scm, first);
       }} else if (nr == {nr} && j->scn == 1) {{
         uk_edge_{x}(mr, kc, a, bb, ldb, c, j->scm, first);
+      }} else if (mr == {mr} && nr % {b.vlen} == 0 && j->scn == 1) {{
+        uk_cols_{x}(nr / {b.vlen}, kc, a, bb, ldb, c, j->scm, first);
       }} else {{
         uk_{x}(kc, a, bb, ldb, tile, {nr}, 1);
         for (int64_t i = 0; i < mr; ++i)
@@ -234,10 +253,11 @@ static void tile_piece_{x}(void *ctx, int64_t p) {{
 /* C (=|+=) A @ B on up to threads threads (BLIS loop order): for each KC x N2 block of
    B and M3 x KC slab of A, one phase packs both (shared by all threads), a second
    computes the slab's micro-tiles in rectangles; both phases' pieces are claimed
-   dynamically (pool_for), so a thread the OS delays holds up nothing */
+   dynamically (pool_for), so a thread the OS delays holds up nothing. bpk: B already
+   packed whole (see one_packed_), or NULL to pack it block by block */
 static int64_t block_{x}(int64_t M, int64_t N, int64_t K,
                          const {t} *A, int64_t sam, int64_t sak,
-                         const {t} *B, int64_t sbk, int64_t sbn,
+                         const {t} *B, int64_t sbk, int64_t sbn, const {t} *bpk,
                          {t} *C, int64_t scm, int64_t scn, int acc, int threads) {{
   if (M <= 0 || N <= 0 || (K == 0 && acc)) return 0;
   if (K == 0) {{
@@ -255,15 +275,15 @@ static int64_t block_{x}(int64_t M, int64_t N, int64_t K,
   {t} *ap = pack_buffer_{d}((m3max + n2max) * kcmax);
   if (!ap) return (int64_t)((m3max + n2max) * kcmax * sizeof({t})) * {oom_where}LL;
   gemm_job_{x} j = {{M, N, K, sam, sak, sbk, sbn, scm, scn, A, B, C, acc,
-                     M <= {4 * mr} && sbn == 1}};  /* few row panels: B is read in place */
-  j.ap = ap; j.bp = ap + m3max * kcmax;
+                     !bpk && M <= {4 * mr} && sbn == 1}};  /* few row panels: B is read in place */
+  j.ap = ap; j.bp = ap + m3max * kcmax; j.bpk = bpk;
   for (j.j2 = 0; j.j2 < N; j.j2 += n2max) {{
     j.n2 = min_{d}(n2max, N - j.j2);
     for (j.pc = 0; j.pc < K; j.pc += kcmax) {{
       j.kc = min_{d}(kcmax, K - j.pc);
       for (j.i3 = 0; j.i3 < M; j.i3 += m3max) {{
         j.m3 = min_{d}(m3max, M - j.i3);
-        j.pack_b = j.i3 == 0;
+        j.pack_b = j.i3 == 0 && !bpk;
         int64_t rp = (j.m3 + {mr - 1}) / {mr}, cp = (j.n2 + {nr - 1}) / {nr};
         int64_t tasks = rp + (j.pack_b ? cp : 0);
         int64_t parts = threads > 1 ? threads * 4 : 1;
@@ -454,8 +474,23 @@ static int64_t one_{x}(int64_t M, int64_t N, int64_t K,
   if (N == 1 && !acc) return gemv_{x}(M, K, A, sam, sak, B, sbk, C, scm, threads);
   if (M == 1 && !acc) return gemv_{x}(N, K, B, sbn, sbk, A, sak, C, scn, threads);
   if (N <= {nn})                               /* narrow: the one-vector tile */
-    return block_{n}(M, N, K, A, sam, sak, B, sbk, sbn, C, scm, scn, acc, threads);
-  return block_{x}(M, N, K, A, sam, sak, B, sbk, sbn, C, scm, scn, acc, threads);
+    return block_{n}(M, N, K, A, sam, sak, B, sbk, sbn, NULL, C, scm, scn, acc, threads);
+  return block_{x}(M, N, K, A, sam, sak, B, sbk, sbn, NULL, C, scm, scn, acc, threads);
+}}
+
+/* the width of the column panels one_ multiplies an N-column B in (its tile's NR) */
+static int64_t panel_width_{x}(int64_t N) {{ return N <= {nn} ? {nb.nr} : {b.nr}; }}
+
+/* one_ with B packed whole once for several products (a convolution's kernel, reused by
+   each of its im2col chunks): column panel p (width w = panel_width_(N)) at bpk + p w K,
+   its K rows of w columns each, zero past N */
+static int64_t one_packed_{x}(int64_t M, int64_t N, int64_t K,
+                              const {b.ctype} *A, int64_t sam, int64_t sak,
+                              const {b.ctype} *bpk, {b.ctype} *C, int64_t scm, int64_t scn,
+                              int threads, int acc) {{
+  if (N <= {nn})
+    return block_{n}(M, N, K, A, sam, sak, NULL, 0, 0, bpk, C, scm, scn, acc, threads);
+  return block_{x}(M, N, K, A, sam, sak, NULL, 0, 0, bpk, C, scm, scn, acc, threads);
 }}
 
 typedef struct {{
@@ -523,6 +558,30 @@ static {t} *conv_buffer_{x}(int64_t n) {{
     ccap_{x} = cbuf_{x} ? n : 0;
   }}
   return cbuf_{x};
+}}
+
+/* bytes of a K x O kernel packed by pack_kernel_ */
+static int64_t packed_kernel_bytes_{x}(int64_t K, int64_t O) {{
+  int64_t w = panel_width_{x}(O);
+  return (O + w - 1) / w * w * K * (int64_t)sizeof({t});
+}}
+
+/* the kernel's taps (khs[a], kws[b]) (every tap when khs is NULL) as B[(a, b, ci), o],
+   packed once for one_packed_ (every im2col chunk's product reads it as it is), or NULL */
+static {t} *pack_kernel_{x}(const int64_t *d, const {t} *Wt, const int64_t *khs, int64_t nth,
+                            const int64_t *kws, int64_t ntw) {{
+  int64_t C = d[1], O = d[8], swo = d[11], swi = d[12], swh = d[13], sww = d[14];
+  int64_t K = nth * ntw * C, w = panel_width_{x}(O), np = (O + w - 1) / w;
+  {t} *bpk = malloc((size_t)(K > 0 ? packed_kernel_bytes_{x}(K, O) : 1));
+  if (!bpk) return NULL;
+  for (int64_t a = 0; a < nth; ++a) for (int64_t b = 0; b < ntw; ++b)
+    for (int64_t ci = 0; ci < C; ++ci) {{
+      int64_t k = (a * ntw + b) * C + ci;
+      const {t} *src = Wt + ci * swi + (khs ? khs[a] : a) * swh + (kws ? kws[b] : b) * sww;
+      for (int64_t o = 0; o < np * w; ++o)
+        bpk[(o / w * K + k) * w + o % w] = o < O ? src[o * swo] : 0;
+    }}
+  return bpk;
 }}
 
 /* a weight gradient's columns [k0, k1) of im2col (see conv_t_), in chunks gathered into
@@ -627,8 +686,8 @@ static int64_t conv_t_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y,
 
 /* one convolution without input dilation, as conv_one_ cuts it into chunks of rows */
 typedef struct {{
-  const int64_t *d; const {t} *X, *B; {t} *Y;
-  int64_t sbk, sbn, K, P, group, chunk, per; int runs, scatter, th;
+  const int64_t *d; const {t} *X, *bpk; {t} *Y;
+  int64_t K, P, group, chunk, per; int runs, scatter, th;
   _Atomic int64_t status;
 }} conv_job_{x};
 
@@ -674,7 +733,7 @@ static void conv_chunk_{x}(void *ctx, int64_t c) {{
     }}
   }}
   if (j->scatter) {{
-    st = one_{x}(rows, O, K, buf, K, 1, j->B, j->sbk, j->sbn, ytmp, O, 1, j->th, 0);
+    st = one_packed_{x}(rows, O, K, buf, K, 1, j->bpk, ytmp, O, 1, j->th, 0);
     for (int64_t r = 0; r < rows; ++r) {{
       int64_t m = r0 + r, bi = m / P, oh = (m % P) / OW, ow = m % OW;
       {t} *yo = j->Y + bi * syb + oh * syh + ow * syw;
@@ -682,37 +741,28 @@ static void conv_chunk_{x}(void *ctx, int64_t c) {{
     }}
   }} else {{
     int64_t bi = r0 / P, oh = (r0 % P) / OW, ow = r0 % OW;
-    st = one_{x}(rows, O, K, buf, K, 1, j->B, j->sbk, j->sbn,
-                 j->Y + bi * syb + oh * syh + ow * syw, syw, syo, j->th, 0);
+    st = one_packed_{x}(rows, O, K, buf, K, 1, j->bpk, j->Y + bi * syb + oh * syh + ow * syw,
+                        syw, syo, j->th, 0);
   }}
   if (st) atomic_store(&j->status, st);
 }}
 
 /* plait_conv of one group without input dilation: rows (b, oh, ow) are gathered
    (im2col, columns (kh, kw, ci)) in chunks of at most {im2col_bytes} bytes, each
-   multiplied by the kernel as one GEMM. With enough rows the chunks are pieces of
-   plait's pool, a few per thread, each gathered and multiplied on one thread (no
-   barrier between the gather and the GEMM, the kernel panel packed once per chunk);
-   few rows gather on the caller and use every thread in the GEMM. */
+   multiplied by the kernel (packed once for all chunks) as one GEMM. With enough rows
+   the chunks are pieces of plait's pool, a few per thread, each gathered and multiplied
+   on one thread (no barrier between the gather and the GEMM); few rows gather on the
+   caller and use every thread in the GEMM. */
 static int64_t conv_one_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y,
                             int threads) {{
   int64_t NB = d[0], C = d[1], sxb = d[4], sxc = d[5], sxw = d[7];
-  int64_t O = d[8], KH = d[9], KW = d[10], swo = d[11], swi = d[12], swh = d[13], sww = d[14];
+  int64_t O = d[8], KH = d[9], KW = d[10];
   int64_t OH = d[15], OW = d[16], syb = d[17], syh = d[19], syw = d[20], dw = d[26];
   int64_t K = KH * KW * C, P = OH * OW;
   if (sxb == 1 && NB > 1 && syh == OW * syw && syw == NB * syb)
     return conv_t_{x}(d, X, Wt, Y, threads);
-  /* the kernel as B[(kh, kw, ci), o]: in place when its strides allow, else a copy */
-  const {t} *B = Wt; int64_t sbk = swi, sbn = swo;
-  {t} *wcopy = NULL;
-  if (!(sww == swi * C && swh == sww * KW)) {{
-    wcopy = malloc(sizeof({t}) * (size_t)(K * O > 0 ? K * O : 1));
-    if (!wcopy) return (int64_t)(K * O * sizeof({t})) * {oom_where}LL;
-    for (int64_t kh = 0; kh < KH; ++kh) for (int64_t kw = 0; kw < KW; ++kw)
-      for (int64_t ci = 0; ci < C; ++ci) for (int64_t o = 0; o < O; ++o)
-        wcopy[((kh * KW + kw) * C + ci) * O + o] = Wt[o * swo + ci * swi + kh * swh + kw * sww];
-    B = wcopy; sbk = O; sbn = 1;
-  }}
+  {t} *bpk = pack_kernel_{x}(d, Wt, NULL, KH, NULL, KW);
+  if (!bpk) return packed_kernel_bytes_{x}(K, O) * {oom_where}LL;
   /* rows of one GEMM: all (b, oh, ow) when y's rows are one stride, else one image's
      when they are and the image has enough of them; otherwise the GEMM writes a
      contiguous temporary that is scattered into y (a weight gradient's few rows per
@@ -722,18 +772,19 @@ static int64_t conv_one_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *
   int scatter = group < {b.mr * 8} && group < all;
   if (scatter) group = all;
   int64_t chunk = {im2col_bytes} / (int64_t)sizeof({t}) / (K > 0 ? K : 1);
-  /* a few chunks per thread while each keeps {b.mr * 16} rows to pay for its kernel panel */
+  /* a few chunks per thread while each keeps {b.mr * 16} rows to pay for its GEMM call
+     (a pass over the packed kernel per slab of rows) */
   int64_t even = (all + 4 * threads - 1) / (4 * threads);
   if (threads > 1 && even < chunk) chunk = even;
   if (chunk < {b.mr * 16}) chunk = {b.mr * 16};
   if (chunk > group) chunk = group;
   int64_t per = (group + chunk - 1) / chunk, nchunks = all / group * per;
   int outer = threads > 1 && nchunks >= 2 * threads;
-  conv_job_{x} j = {{d, X, B, Y, sbk, sbn, K, P, group, chunk, per,
+  conv_job_{x} j = {{d, X, bpk, Y, K, P, group, chunk, per,
                      sxc == 1 && sxw == C && dw == 1, scatter, outer ? 1 : threads, 0}};
   if (outer) pool_for(threads, nchunks, conv_chunk_{x}, &j);
   else for (int64_t c = 0; c < nchunks && !atomic_load(&j.status); ++c) conv_chunk_{x}(&j, c);
-  free(wcopy);
+  free(bpk);
   return atomic_load(&j.status);
 }}
 
@@ -744,7 +795,7 @@ static int64_t mod_{x}(int64_t a, int64_t m) {{ return ((a % m) + m) % m; }}
    position oh*sh - ph + kh*dh, a real input element only when that is a multiple of lh,
    so the rows fall into lh phases by (oh*sh - ph) mod lh, each with its own taps kh
    (likewise for w). A phase (rh, rw) is one GEMM: im2col rows (b, oh, ow) of that phase
-   with columns (its taps, ci), times the kernel rows of those taps (copied), in chunks,
+   with columns (its taps, ci), times the kernel rows of those taps (packed once), in chunks,
    into a temporary scattered to y; a phase without taps writes zeros. */
 typedef struct {{
   const int64_t *d; const {t} *X, *Wt; {t} *Y; int nt; _Atomic int64_t status;
@@ -755,17 +806,16 @@ static void conv_phase_one_{x}(void *ctx, int64_t phase) {{
   phase_job_{x} *j = ctx;
   const int64_t *d = j->d; const {t} *X = j->X, *Wt = j->Wt; {t} *Y = j->Y; int nt = j->nt;
   int64_t NB = d[0], C = d[1], H = d[2], W = d[3], sxb = d[4], sxc = d[5], sxh = d[6], sxw = d[7];
-  int64_t O = d[8], KH = d[9], KW = d[10], swo = d[11], swi = d[12], swh = d[13], sww = d[14];
+  int64_t O = d[8], KH = d[9], KW = d[10];
   int64_t OH = d[15], OW = d[16], syb = d[17], syo = d[18], syh = d[19], syw = d[20];
   int64_t sh = d[21], sw = d[22], ph = d[23], pw = d[24], dh = d[25], dw = d[26];
   int64_t lh = d[27], lw = d[28];
   {{
     int64_t rh = phase / lw, rw = phase % lw, st = 0;
     int64_t *idx = malloc(sizeof(int64_t) * (size_t)(OH + OW + KH + KW));
-    {t} *wp = malloc(sizeof({t}) * (size_t)(KH * KW * C * O));
-    {t} *buf = NULL;
-    if (!idx || !wp) {{
-      st = (int64_t)(KH * KW * C * O * sizeof({t})) * {oom_where}LL;
+    {t} *wp = NULL, *buf = NULL;
+    if (!idx) {{
+      st = (int64_t)((OH + OW + KH + KW) * sizeof(int64_t)) * {oom_where}LL;
       goto done;
     }}
     int64_t *ohs = idx, *ows = idx + OH, *khs = idx + OH + OW, *kws = idx + OH + OW + KH;
@@ -784,10 +834,8 @@ static void conv_phase_one_{x}(void *ctx, int64_t phase) {{
         }}
         goto done;
       }}
-      for (int64_t th = 0; th < nth; ++th) for (int64_t tw = 0; tw < ntw; ++tw)
-        for (int64_t ci = 0; ci < C; ++ci) for (int64_t o = 0; o < O; ++o)
-          wp[((th * ntw + tw) * C + ci) * O + o] =
-              Wt[o * swo + ci * swi + khs[th] * swh + kws[tw] * sww];
+      wp = pack_kernel_{x}(d, Wt, khs, nth, kws, ntw);
+      if (!wp) {{ st = packed_kernel_bytes_{x}(K, O) * {oom_where}LL; goto done; }}
       int64_t chunk = {im2col_bytes} / (int64_t)sizeof({t}) / K;
       if (chunk < {b.mr * 8}) chunk = {b.mr * 8};
       if (chunk > all) chunk = all;
@@ -809,7 +857,7 @@ static void conv_phase_one_{x}(void *ctx, int64_t phase) {{
             }}
           }}
         }}
-        st = one_{x}(rows, O, K, buf, K, 1, wp, O, 1, ytmp, O, 1, nt, 0);
+        st = one_packed_{x}(rows, O, K, buf, K, 1, wp, ytmp, O, 1, nt, 0);
         for (int64_t r = 0; r < rows && !st; ++r) {{
           int64_t m = r0 + r;
           {t} *yo = Y + (m / per) * syb + ohs[(m / now) % noh] * syh + ows[m % now] * syw;

@@ -3,8 +3,8 @@
 A convolution with one or two spatial dimensions and one batch group, in any layout,
 calls ``plait_conv_<s|d>`` (source: :mod:`plait.codegen.c_gemm`): rows
 ``(batch, out spatial)`` are gathered in L2-sized chunks with columns ``(kh, kw, in
-feature)`` and each chunk is one GEMM with the kernel, read in place when its layout
-allows. The descriptor of sizes and strides is a static array in the call step, so a
+feature)`` and each chunk is one GEMM with the kernel, packed once per convolution into
+the GEMM's column panels. The descriptor of sizes and strides is a static array in the call step, so a
 new convolution shape compiles only its few-line call. The backward convolutions are
 convolutions too (``contractions.py``'s transpose rules) and take the same path: an
 input-dilated one (the input gradient of a strided convolution) runs by output phase
@@ -108,10 +108,13 @@ def _conv(cp, eqn, name: str) -> bool:
         f"(d, bufs[0], bufs[1], bufs[2]);\n}}")
     isz = dt.itemsize
     k = d[9] * d[10] * (d[1] // d[29])
-    mr = gemm.blockings(cp.target)[0][0].mr
-    rows = min(d[0] * d[15] * d[16], max(gemm.im2col_bytes(cp.target) // isz // k, 8 * mr))
-    # im2col chunk, kernel copy, scattered output chunk
-    cp.scratch[name] = rows * k * isz + k * d[8] * isz + rows * d[8] * isz
+    main, narrow = next(p for p in gemm.blockings(cp.target) if p[0].size == isz)
+    rows = min(d[0] * d[15] * d[16], max(gemm.im2col_bytes(cp.target) // isz // k, 8 * main.mr))
+    # the kernel packed once in the GEMM's column panels (out features rounded up to them)
+    width = narrow.nr if d[8] <= main.nr // 2 else main.nr
+    packed = k * -(-d[8] // width) * width * isz
+    # im2col chunk, packed kernel, scattered output chunk
+    cp.scratch[name] = rows * k * isz + packed + rows * d[8] * isz
     return True
 
 
