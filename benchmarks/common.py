@@ -9,7 +9,7 @@ from typing import Callable
 
 import numpy as np
 
-from benchmarks.harness import compare, fmt_time, optional_import
+from benchmarks.harness import after_each, compare, fmt_time, optional_import
 
 # Systems in table order; each benchmark fills the ones it has. "plait.jit alone" is
 # plait.jit's calls timed back to back, after the interleaved rounds (see ``measure``).
@@ -262,6 +262,28 @@ def _alone(f: Callable[[], object], cfg: Config, hint: float, single: bool) -> f
         block(f())                  # the call before was another candidate's
         return first_call(f)
     return timed({"alone": f}, cfg, {"alone": hint})["alone"]
+
+
+def after_peers_row(workload: str, candidates: dict[str, Callable[[], object]],
+                    cfg: Config, check: str) -> Row:
+    """plait.jit's call right after a call of each other candidate (NumPy's OpenBLAS,
+    XLA's and PyTorch's thread pools left running or asleep by it) and right after its
+    own call ("alone", the row's time); issue 20: plait's speed should not depend on
+    the libraries alive beside it. The note gives each peer's wall and process CPU
+    time of plait's call and their ratios to alone (1.00: unaffected); ``check`` is the
+    workload's row's (the same calls)."""
+    fn = candidates["plait.jit"]
+    wrapped = {k: (lambda f=f: block(f())) for k, f in candidates.items() if k != "plait.jit"}
+    per_round = sum(first_call(f) for f in candidates.values())
+    rounds = int(max(3, min(41, cfg.budget_s / max(2 * per_round, 1e-9))))
+    t = after_each(lambda: block(fn()), wrapped, rounds)
+    wall, cpu = t.pop("alone")
+    note = "; ".join(f"after {k} {fmt_time(w)} ({w / wall:.2f}x), cpu {fmt_time(c)} "
+                     f"({c / cpu:.2f}x)" for k, (w, c) in t.items())
+    return Row(f"{workload}: plait.jit after each peer", times={"plait.jit": wall},
+               check=check,
+               note=f"alone: right after its own call, cpu {fmt_time(cpu)}; {note}; "
+                    f"{rounds} rounds")
 
 
 def add_note(row: Row, text: str) -> None:

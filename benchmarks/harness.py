@@ -41,6 +41,27 @@ def compare(candidates: dict[str, Callable[[], object]], rounds: int = 15,
     return {k: statistics.median(v) for k, v in samples.items()}
 
 
+def after_each(fn: Callable[[], object], peers: dict[str, Callable[[], object]],
+               rounds: int = 15) -> dict[str, tuple[float, float]]:
+    """``(wall, cpu)``: median wall seconds and median CPU seconds of the whole process
+    (user + system, every thread) of one call of ``fn`` made right after one call of
+    each peer (the peer's call untimed), and after ``fn``'s own call (key ``"alone"``),
+    in interleaved rounds. A peer's threads still spinning after its call slow the
+    next call of ``fn`` and add their CPU time to it; the CPU time shows that even on
+    a loaded machine, where the wall time mostly measures the other processes."""
+    order = {"alone": fn, **peers}
+    wall: dict[str, list[float]] = {k: [] for k in order}
+    cpu: dict[str, list[float]] = {k: [] for k in order}
+    for _ in range(rounds):
+        for k, before in order.items():
+            before()
+            c0, t0 = time.process_time(), time.perf_counter()
+            fn()
+            wall[k].append(time.perf_counter() - t0)
+            cpu[k].append(time.process_time() - c0)
+    return {k: (statistics.median(wall[k]), statistics.median(cpu[k])) for k in order}
+
+
 def fmt_time(s: float) -> str:
     if s < 1e-6:
         return f"{s * 1e9:.0f} ns"

@@ -6,9 +6,10 @@
 hand-written backward pass, JAX ``jit(grad)``, PyTorch ``torch.autograd.grad`` of the
 same loss, eager and ``torch.compile``-d. ``python -m benchmarks.w1_mlp``.
 
-A second row times ``plait.jit`` alone twice: in a fresh process where no peer was ever
-loaded, and in this process right after the peers ran (NumPy's BLAS threads and XLA's
-pool alive) -- issue 20's check that plait's speed does not depend on its neighbours.
+Two more rows are issue 20's check that plait's speed does not depend on its neighbours:
+``plait.jit``'s call right after each peer's call against right after its own
+(``benchmarks.common.after_peers_row``), and ``plait.jit`` alone in a fresh process where
+no peer was ever loaded against this process after the peers ran.
 """
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ import numpy as np
 
 import plait
 import plait.numpy as pnp
-from benchmarks.common import (xla_jit, Config, Row, check_row, first_outputs, jax_modules, measure,
-                               standalone, timed, assert_close)
+from benchmarks.common import (xla_jit, Config, Row, after_peers_row, check_row, first_outputs,
+                               jax_modules, measure, standalone, timed, assert_close)
 from benchmarks.harness import fmt_time
 from benchmarks import torch_peer
 
@@ -151,7 +152,9 @@ def run(cfg: Config) -> list[Row]:
     if not check_row(row, ref, outs, RTOL, convert=_pairs):
         return [row]
     measure(row, cands, cfg)
-    return [row] if cfg.first_calls_only else [row, peers_row(cfg)]
+    if cfg.first_calls_only:
+        return [row]
+    return [row, after_peers_row("W1", cands, cfg, row.check), peers_row(cfg)]
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 ``selu(x @ W + b)`` with ``x``, ``W`` 1024x1024 and ``b`` 1024 (float32, seed 0);
 timed forward (PyTorch: ``F.selu(addmm(b, x, W))``, eager and ``torch.compile``).
 Also reports whether plait's native backend put the SeLU epilogue into the matmul's
-kernel. ``python -m benchmarks.w2_selu``.
+kernel. A second row times ``plait.jit`` right after each peer's call and alone (issue 20).
+``python -m benchmarks.w2_selu``.
 """
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import numpy as np
 
 import plait
 import plait.numpy as pnp
-from benchmarks.common import (xla_jit, Config, Row, check_row, first_outputs, jax_modules, measure,
-                               standalone, add_note)
+from benchmarks.common import (xla_jit, Config, Row, after_peers_row, check_row, first_outputs,
+                               jax_modules, measure, standalone, add_note)
 from benchmarks import torch_peer
 
 ALPHA, SCALE = 1.6732632423543772, 1.0507009873554805
@@ -69,7 +70,7 @@ def run(cfg: Config) -> list[Row]:
     measure(row, cands, cfg)
     if plait.config.resolved_backend() == "native":
         add_note(row, fusion_note(f, x, W, b))
-    return [row]
+    return [row] if cfg.first_calls_only else [row, after_peers_row("W2", cands, cfg, row.check)]
 
 
 if __name__ == "__main__":

@@ -3,6 +3,10 @@
 Three ways in over one IR: ``plait.jit`` (tracing), ``plait.jit(f, autograph=True)``
 (Python control flow compiled), and lazy arrays. See README.md and ARCHITECTURE.md.
 """
+# OpenBLAS's idle workers spin ~0.1 s after each call unless told otherwise when it loads:
+# first of all, before plait's own imports load NumPy (it helps when plait comes first)
+from plait.config import set_openblas_wait_default as _set_openblas_wait_default
+_set_openblas_wait_default()
 from plait import errors
 from plait.config import config, disable_jit
 from plait.config import set_openmp_wait_defaults as _set_openmp_wait_defaults

@@ -8,7 +8,8 @@ variable is parsed, the default, and what it does. Change one in code with
 accepted). ``print(plait.config.describe())`` lists them with their values.
 
 The few variables of the wider environment plait consults (``CC``, ``OMP_NUM_THREADS``,
-``XDG_CACHE_HOME``, glibc's malloc settings; the OpenMP waiting defaults it sets) are
+``XDG_CACHE_HOME``, glibc's malloc settings; the OpenMP and OpenBLAS waiting defaults it
+sets) are
 read by the functions at the end of this module, so the rest of plait never touches
 ``os.environ``.
 """
@@ -253,6 +254,23 @@ def set_openmp_wait_defaults(policy: str = OPENMP_WAIT_POLICY,
     the GEMM library, the launch runtime, device pinning) calls this before it loads."""
     os.environ.setdefault("OMP_WAIT_POLICY", policy)
     os.environ.setdefault("GOMP_SPINCOUNT", str(spincount))
+
+
+# OpenBLAS's worker threads (NumPy's bundled pthreads build) spin 2**28 TSC ticks (about
+# 0.1 s) after every parallel BLAS call before they sleep, holding a core plait's kernels
+# need: plait's W2 layer took 22 ms right after a NumPy matmul against 11 ms alone on 2
+# cores, and 20 threaded 512^2 matmuls cost 469 ms of CPU against 335 ms with a 2**18-tick
+# (~0.1 ms) spin. OpenBLAS reads the variable once, when it loads.
+OPENBLAS_THREAD_TIMEOUT = 18
+
+
+def set_openblas_wait_default(timeout: int = OPENBLAS_THREAD_TIMEOUT) -> None:
+    """Set ``OPENBLAS_THREAD_TIMEOUT`` (log2 of the TSC ticks OpenBLAS's idle workers spin
+    before they sleep) unless the user set it or its older name ``GOTO_THREAD_TIMEOUT``.
+    It takes effect only for an OpenBLAS loaded afterwards: ``import plait`` before
+    ``import numpy`` (plait imports NumPy itself, after this)."""
+    if "GOTO_THREAD_TIMEOUT" not in os.environ:
+        os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", str(timeout))
 
 
 def malloc_set_by_user() -> bool:

@@ -27,14 +27,19 @@ def test_benchmark_runner_smoke():
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     table = [line for line in r.stdout.splitlines() if line.startswith("| W")]
-    # W1's second row: plait.jit alone in a fresh process and after the peers
-    assert [line.split(" ")[1] for line in table] == ["W1", "W1", "W2", "W4", "W7"]
+    # W1 and W2 add plait.jit after each peer; W1 also plait.jit alone in a fresh process
+    assert [line.split(" ")[1] for line in table] == ["W1", "W1:", "W1", "W2", "W2:", "W4", "W7"]
     assert all("rtol" in line or "exact" in line for line in table)
     assert "FAILED" not in r.stdout and "torch left out (--without)" in r.stdout
     head = _cells(next(line for line in r.stdout.splitlines() if line.startswith("| workload")))
     assert "torch" not in head and "torch.compile" not in head
     first = head.index("plait.jit first call cold / warm")
-    for line in table[:1] + table[2:]:           # every row but W1's fresh-process one
+    peer_rows = [dict(zip(head, _cells(line))) for line in table if "after each peer" in line]
+    for row in peer_rows:       # a wall and a CPU time and their ratios after each peer
+        assert "after numpy" in row["note"] and "cpu" in row["note"], row
+        assert "after jax.jit" in row["note"] or "jax" not in r.stdout.split("peers:")[1], row
+    main = [line for line in table if "after" not in line]
+    for line in main:
         row = dict(zip(head, _cells(line)))
         assert row["plait.jit alone"].endswith("x)"), row    # a time and its ratio
         cold, warm = _cells(line)[first].split(" / ")          # both measured

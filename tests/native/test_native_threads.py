@@ -70,6 +70,56 @@ def test_openmp_wait_defaults_are_set_when_plait_is_imported():
     assert r.stdout.split() == ["PASSIVE", "2000"], r.stdout
 
 
+_OPENBLAS_BURN = """
+import os, sys, threading, time
+if sys.argv[1] == "plait-first":
+    import plait
+import numpy as np
+def ticks():    # CPU ticks of every thread but this one (OpenBLAS's workers, if any)
+    out = 0
+    for t in os.listdir("/proc/self/task"):
+        if int(t) != threading.get_native_id():
+            f = open(f"/proc/self/task/{t}/stat").read().rsplit(")", 1)[1].split()
+            out += int(f[11]) + int(f[12])
+    return out
+a = np.random.default_rng(0).standard_normal((512, 512))
+burn = 0
+for _ in range(5):
+    for _ in range(4):
+        a @ a
+    t0 = ticks()
+    time.sleep(0.15)        # idle: OpenBLAS's workers spin ~0.1 s here by default
+    burn += ticks() - t0
+print(os.environ.get("OPENBLAS_THREAD_TIMEOUT"), burn)
+"""
+
+
+def _openblas_burn(order: str, **env_extra) -> tuple[str, int]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENBLAS_THREAD_TIMEOUT", "GOTO_THREAD_TIMEOUT")}
+    env["PYTHONPATH"] = os.path.abspath(_SRC) + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(env_extra)
+    r = subprocess.run([sys.executable, "-c", _OPENBLAS_BURN, order], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    value, burn = r.stdout.split()
+    return value, int(burn)
+
+
+def test_openblas_workers_sleep_soon_when_plait_is_imported_before_numpy():
+    """NumPy's OpenBLAS spins its idle workers ~0.1 s after each threaded call, holding a
+    core plait's kernels need; ``import plait`` first shortens that to ~0.1 ms. The
+    control (NumPy first) shows the spin in the idle windows; with plait first the
+    workers take no CPU tick there. A user's own setting is kept."""
+    value, burn = _openblas_burn("plait-first")
+    assert value == "18"
+    if (os.cpu_count() or 1) > 1 and "openblas" in str(np.show_config(mode="dicts")).lower():
+        assert burn == 0, burn
+        assert _openblas_burn("numpy-first")[1] >= 2
+    assert _openblas_burn("plait-first", OPENBLAS_THREAD_TIMEOUT="24")[0] == "24"
+    assert _openblas_burn("plait-first", GOTO_THREAD_TIMEOUT="24")[0] == "None"
+
+
 def test_pool_with_concurrent_callers():
     """Four Python threads (ctypes drops the GIL) call parallel GEMMs at once: one job
     runs on the pool at a time, the others run serially on their own threads."""
