@@ -37,8 +37,9 @@ Derivatives (standard matrix calculus; ``plait/transforms/RULES.md``):
 - ``qr``: needs ``m >= n`` (and ``m == n`` for ``full_matrices=True``), as in JAX.
 - ``lu``: square matrices; the permutation is piecewise constant (zero tangent).
 - ``schur`` has no derivative (as in JAX): its jvp rule raises a clear error.
-- ``triangular_solve`` and ``tridiagonal_solve`` are linear in the right-hand side
-  (transposes are solves with the transposed matrix).
+- ``triangular_solve``, ``tridiagonal_solve`` and ``solve`` are linear in the
+  right-hand side (transposes are solves with the transposed matrix); ``solve``'s
+  tangent is ``a⁻¹ (db - da x)``.
 
 The package: ``factorizations`` (``cholesky``, ``lu``, ``qr``), ``eigen`` (``eigh``,
 ``eig``, ``svd``, ``schur``) and ``solves`` (``triangular_solve``,
