@@ -264,6 +264,9 @@ case("triangular_solve_right_t", la.triangular_solve_p,
      lambda a, b: la.triangular_solve(a, b.T, lower=True, transpose_a=True,
                                       unit_diagonal=True), _tri(3))
 case("lu", la.lu_p, lambda a: la.lu(a)[0], _gen((3, 3), 3.0), complex_ok=True)
+case("solve", la.solve_p, lambda a, b: la.solve_p.bind(a, b),
+     lambda rng, dt: (_gen((2, 3, 3), 3.0)(rng, dt)[0], rng.uniform(-1, 1, (2, 3, 2)).astype(dt)),
+     complex_ok=True)
 case("qr", la.qr_p, lambda a: la.qr(a, full_matrices=False), _gen((4, 3), 1.0))
 case("qr_square_complex", la.qr_p, lambda a: la.qr(a)[1], _gen((3, 3), 2.0),
      complex_ok=True)

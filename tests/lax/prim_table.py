@@ -910,6 +910,10 @@ for dt in LA_DTYPES:
                                                _p["transpose_a"], _p["unit_diagonal"]), rt)
         add(f"lu-{nm}", la.lu_p, lambda rng, _s=shape, _d=dt: [_mat(rng, _s, _d)], {},
             lambda a: list(la.lu(a)), _np_lu, rt)
+        add(f"solve-{nm}", la.solve_p,
+            lambda rng, _s=shape, _b=b_shape, _d=dt: [_mat(rng, _s, _d, "tri"),
+                                                      rand(rng, _b, _d)],
+            {}, lambda a, b: la.solve_p.bind(a, b), np.linalg.solve, rt)
         for full in (False, True):
             add(f"qr-{nm}-{full}", la.qr_p, lambda rng, _s=shape, _d=dt: [_mat(rng, _s, _d)],
                 dict(full_matrices=full), lambda a, _f=full: list(la.qr(a, full_matrices=_f)),

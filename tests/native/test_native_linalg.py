@@ -8,6 +8,7 @@ import plait
 import plait.numpy as pnp
 from plait import lax
 from plait.lax import linalg as L
+from plait.backends.native.lapack import NAMES
 
 pytest.importorskip("scipy")
 
@@ -232,3 +233,48 @@ def test_lapack_pointers_survive_an_import_deadlock_report(monkeypatch):
     from scipy.linalg import cython_lapack
     assert ptrs[lapack.NAMES.index("dgetrf")] == lapack._capsule_address(
         cython_lapack.__pyx_capi__["dgetrf"])
+
+
+@pytest.mark.parametrize("dt, tol", [(np.float64, 1e-10), (np.float32, 2e-4)])
+def test_fused_solve_factors_the_transpose(dt, tol):
+    """``numpy.linalg.solve`` under jit is one ``solve`` call: getrf on a plain copy (the
+    row-major matrix is LAPACK's column-major transpose) and getrs 'T', with no ``lu``
+    layout transposes; one and several right-hand sides, stacks, against NumPy."""
+    rng = np.random.default_rng(8)
+    a = (rng.standard_normal((2, 3, 70, 70)) + 9 * np.eye(70)).astype(dt)
+    b1, bk = rng.standard_normal((2, 3, 70)).astype(dt), rng.standard_normal((70, 5)).astype(dt)
+
+    def f(a, b1, bk):
+        return pnp.linalg.solve(a, b1[..., None])[..., 0], pnp.linalg.solve(a[1, 2], bk)
+    jn = plait.jit(f, backend="native")
+    exe = jn.lower(a, b1, bk).compile()
+    plan = exe.as_text("kernels")
+    assert "host" not in plan and "lu" not in plan, plan
+    assert f"plait_lapack[{NAMES.index('dgetrs' if dt == np.float64 else 'sgetrs')}]" in \
+        exe.as_text("c")
+    x1, xk = jn(a, b1, bk)
+    np.testing.assert_allclose(np.asarray(x1), np.linalg.solve(a, b1[..., None])[..., 0],
+                               rtol=tol, atol=tol)
+    np.testing.assert_allclose(np.asarray(xk), np.linalg.solve(a[1, 2], bk), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("ncols", [1, 3])
+def test_fused_solve_of_singular_matrices_matches_interp(ncols):
+    """A zero pivot in the fused solve (a zero row, a zero column, the zero matrix, in a
+    stack with a regular matrix) gives the reference backend's inf/NaN pattern: that
+    matrix is factored and solved as ``lu`` and ``lu_solve`` do."""
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((4, 5, 5)) + 3 * np.eye(5)
+    a[0, 2, :] = 0.0
+    a[1, :, 3] = 0.0
+    a[2] = 0.0
+    b = rng.standard_normal((4, 5, ncols))
+    for dt in (np.float64, np.float32):
+        args = (a.astype(dt), b.astype(dt))
+        f = plait.jit(L.solve_p.bind, backend="native")
+        assert "host" not in f.lower(*args).compile().as_text("kernels")
+        got = np.asarray(f(*args))
+        want = np.asarray(plait.jit(L.solve_p.bind, backend="interp")(*args))
+        assert np.isfinite(want[3]).all() and not all(np.isfinite(w).all() for w in want[:3])
+        np.testing.assert_array_equal(np.isfinite(got), np.isfinite(want))
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -280,7 +280,7 @@ a = rng.standard_normal((2, 4, 4)) + 4 * np.eye(4); b = rng.standard_normal((2, 
 np.testing.assert_allclose(np.asarray(pnp.linalg.solve(a, b)), np.linalg.solve(a, b), rtol=1e-10)
 f = plait.jit(pnp.linalg.solve, backend="native")
 np.testing.assert_allclose(np.asarray(f(a, b)), np.linalg.solve(a, b), rtol=1e-10)
-assert "host: lu" in f.lower(a, b).compile().as_text("kernels")
+assert "host: solve" in f.lower(a, b).compile().as_text("kernels")
 np.testing.assert_allclose(np.asarray(pnp.linalg.det(a)), np.linalg.det(a), rtol=1e-10)
 try:
     L.tridiagonal_solve(np.ones(3), 4 * np.ones(3), np.ones(3), np.ones((3, 1)))

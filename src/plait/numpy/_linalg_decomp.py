@@ -24,6 +24,7 @@ import numpy as np
 
 from plait import lax
 from plait.lax import linalg as lla
+from plait.lax.linalg import factorizations as lla_factorizations
 from plait.core import dtypes
 from plait.core.trace import Tracer, get_aval
 from plait.errors import LinAlgError, PlaitValueError, PlaitTypeError
@@ -141,6 +142,7 @@ def _check_finite_result(x, what: str):
 
 # --- solves -------------------------------------------------------------------------------
 _lu_solve = lla.lu_solve
+_lla_solve = lla_factorizations.solve
 
 
 def _singular(lu) -> bool:
@@ -162,10 +164,13 @@ def solve(a, b):
                               f"{_shape(a)[-1]} (a {_shape(a)}, b "
                               f"{_shape(b)[:-1] if vec else _shape(b)})")
     a, b = _broadcast_batch(a, b, 2)
-    lu, _, perm = lla.lu(a)
-    if _singular(lu):
-        raise LinAlgError("Singular matrix")
-    x = _lu_solve(lu, perm, b)
+    if _concrete(a):        # NumPy's error for a singular matrix needs the factors
+        lu, _, perm = lla.lu(a)
+        if _singular(lu):
+            raise LinAlgError("Singular matrix")
+        x = _lu_solve(lu, perm, b)
+    else:                   # one primitive: the native backend fuses the factor and solves
+        x = _lla_solve(a, b)
     return lax.reshape(x, _shape(x)[:-1]) if vec else x
 
 

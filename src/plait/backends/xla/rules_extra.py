@@ -74,7 +74,7 @@ LA.triangular_solve_p.def_rule(RULE, _trsolve)
 _LAPACK = ("needs a LAPACK routine: XLA's CPU client has no StableHLO op for it, and the "
            "LAPACK custom-call targets are registered and called through jax's own lowering "
            "(private FFI ABI); use the native backend")
-for _name in ("lu", "qr", "eigh", "eig", "svd", "schur"):
+for _name in ("lu", "solve", "qr", "eigh", "eig", "svd", "schur"):
     REFUSED[_name] = _LAPACK
 REFUSED["tridiagonal_solve"] = ("no StableHLO op; XLA's CPU lowering calls LAPACK gtsv "
                                 "through a jax-registered custom call; use the native backend")

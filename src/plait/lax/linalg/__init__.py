@@ -1,7 +1,8 @@
 """``plait.lax.linalg``: matrix decompositions and solves (like ``jax.lax.linalg``).
 
 Primitives: ``cholesky``, ``triangular_solve``, ``lu``, ``qr``, ``eigh``, ``eig``,
-``svd``, ``schur`` and ``tridiagonal_solve``. Every one works on stacks: the last two axes
+``svd``, ``schur`` and ``tridiagonal_solve``, and ``solve`` (``lu`` and ``lu_solve`` as
+one primitive, which ``plait.numpy.linalg.solve`` binds under ``jit``). Every one works on stacks: the last two axes
 are the matrix, any leading axes are batch axes. The impls call LAPACK through
 NumPy, or through SciPy where NumPy has no entry point (``triangular_solve`` and
 ``lu`` fall back to NumPy code without SciPy; ``tridiagonal_solve``, ``schur`` and
@@ -36,8 +37,9 @@ Derivatives (standard matrix calculus; ``plait/transforms/RULES.md``):
 - ``qr``: needs ``m >= n`` (and ``m == n`` for ``full_matrices=True``), as in JAX.
 - ``lu``: square matrices; the permutation is piecewise constant (zero tangent).
 - ``schur`` has no derivative (as in JAX): its jvp rule raises a clear error.
-- ``triangular_solve`` and ``tridiagonal_solve`` are linear in the right-hand side
-  (transposes are solves with the transposed matrix).
+- ``triangular_solve``, ``tridiagonal_solve`` and ``solve`` are linear in the
+  right-hand side (transposes are solves with the transposed matrix); ``solve``'s
+  tangent is ``a⁻¹ (db - da x)``.
 
 The package: ``factorizations`` (``cholesky``, ``lu``, ``qr``), ``eigen`` (``eigh``,
 ``eig``, ``svd``, ``schur``) and ``solves`` (``triangular_solve``,
@@ -46,12 +48,13 @@ The package: ``factorizations`` (``cholesky``, ``lu``, ``qr``), ``eigen`` (``eig
 
 from plait.lax.linalg.eigen import eig, eig_p, eigh, eigh_p, schur, schur_p, svd, svd_p
 from plait.lax.linalg.factorizations import (cholesky, cholesky_p, lu, lu_p,
-                                             lu_pivots_to_permutation, lu_solve, qr, qr_p)
+                                             lu_pivots_to_permutation, lu_solve, qr, qr_p,
+                                             solve_p)
 from plait.lax.linalg.solves import (triangular_solve, triangular_solve_p, tridiagonal_solve,
                                      tridiagonal_solve_p)
 
 __all__ = ["cholesky", "triangular_solve", "lu", "qr", "eigh", "eig", "svd", "schur",
            "tridiagonal_solve", "lu_pivots_to_permutation", "lu_solve",
            # the primitives (as in jax.lax.linalg), for rules of other backends
-           "cholesky_p", "eig_p", "eigh_p", "lu_p", "qr_p", "schur_p", "svd_p",
+           "cholesky_p", "eig_p", "eigh_p", "lu_p", "qr_p", "schur_p", "solve_p", "svd_p",
            "triangular_solve_p", "tridiagonal_solve_p"]

@@ -16,7 +16,7 @@ from plait.lax.linalg._common import (_band_mask, _batch_unary, _check_matrix, _
                                       _ndim, _real, _real_dtype, _row, _scale, _scipy_each,
                                       _scipy_linalg, _shape, _swap, _values_only_dce,
                                       _zero_tangents, _zeros_like)
-from plait.lax.linalg.factorizations import _solve
+from plait.lax.linalg.factorizations import solve as _solve
 
 
 # --- eigh -------------------------------------------------------------------------------

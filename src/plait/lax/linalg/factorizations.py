@@ -1,5 +1,5 @@
 """Factorizations of ``plait.lax.linalg``: ``cholesky``, ``lu`` (with
-``lu_pivots_to_permutation`` and ``lu_solve``) and ``qr``."""
+``lu_pivots_to_permutation``, ``lu_solve`` and the fused ``solve``) and ``qr``."""
 import numpy as _np
 
 from plait.core import dtypes as _dtypes
@@ -8,17 +8,18 @@ from plait.core.trace import get_aval as _get_aval
 from plait.errors import PlaitValueError as _PlaitValueError
 from plait.lax._base import (standard_primitive as _standard_primitive,
                              as_operand as _as_operand)
-from plait.lax._ad_helpers import Zero as _Zero, tangent_aval as _tangent_aval
+from plait.lax._ad_helpers import (Zero as _Zero, tangent_aval as _tangent_aval,
+                                   is_undefined_primal as _is_undefined_primal)
 from plait.lax._batch_helpers import move_batch_dim as _move_batch_dim
 from plait.lax import elementwise as _ew
 from plait.lax.reductions import reduce_sum as _reduce_sum
 from plait.lax.shape_ops import (broadcast_in_dim as _broadcast_in_dim,
                                  broadcasted_iota as _broadcasted_iota)
-from plait.lax.linalg._common import (_band_mask, _batch_unary, _check_matrix, _convert,
-                                      _dtype, _each, _eye_like, _H, _has_scipy,
-                                      _hermitian_part, _lapack_fn, _mm, _scale, _shape, _tril,
-                                      _triu, _zero_tangents, _zeros_like)
-from plait.lax.linalg.solves import triangular_solve
+from plait.lax.linalg._common import (_band_mask, _batch_front, _batch_unary, _check_matrix,
+                                      _convert, _dtype, _each, _eye_like, _H, _has_scipy,
+                                      _hermitian_part, _lapack_fn, _mm, _scale, _shape, _swap,
+                                      _tril, _triu, _zero_tangents, _zeros_like)
+from plait.lax.linalg.solves import triangular_solve, triangular_solve_p
 
 
 # --- cholesky ---------------------------------------------------------------------------
@@ -228,10 +229,69 @@ def lu_solve(lu_, permutation, b):
     return triangular_solve(lu_, y, left_side=True, lower=False)
 
 
-def _solve(a, b):
-    """``a⁻¹ b`` by LU with partial pivoting (differentiable through ``lu``)."""
-    lu_, _, perm = lu_p.bind(a)
-    return lu_solve(lu_, perm, b)
+# --- solve: lu and lu_solve as one primitive ------------------------------------------
+# ``a⁻¹ b`` for square ``a`` (..., n, n) and ``b`` (..., n, k) with the same batch dims.
+# Its values are those of ``lu`` then ``lu_solve`` (the impl runs exactly that); one
+# primitive lets the native backend factor ``a``'s row-major storage as LAPACK's
+# column-major ``aᵀ`` and solve with the transposed factors (getrf + getrs 'T'),
+# skipping the two layout transposes ``lu`` makes (backends/native/lapack.py).
+def _solve_abstract(a: _ShapedArray, b: _ShapedArray) -> _ShapedArray:
+    _check_matrix("solve", a)
+    _check_matrix("solve", b, square=False)
+    if b.shape[:-1] != a.shape[:-1] or b.dtype != a.dtype:
+        raise _PlaitValueError(f"solve: b {b.shape} {b.dtype} must have a's batch dims and "
+                               f"rows and its dtype (a {a.shape} {a.dtype})")
+    return _ShapedArray(b.shape, b.dtype, False)
+
+
+def _solve_impl(a, b):
+    lu_, _, perm = _lu_impl(_np.asarray(a))
+    pb = _np.take_along_axis(_np.asarray(b), perm[..., None].astype(_np.intp), axis=-2)
+    flags = dict(left_side=True, transpose_a=False, conjugate_a=False)
+    y = triangular_solve_p.impl(lu_, pb, lower=True, unit_diagonal=True, **flags)
+    return triangular_solve_p.impl(lu_, y, lower=False, unit_diagonal=False, **flags)
+
+
+solve_p = _standard_primitive("solve", _solve_abstract, _solve_impl)
+
+
+def _solve_jvp(primals, tangents):
+    """``dx = a⁻¹ (db - da x)``."""
+    (a, b), (ta, tb) = primals, tangents
+    x = solve_p.bind(a, b)
+    if isinstance(ta, _Zero) and isinstance(tb, _Zero):
+        return x, _Zero(_tangent_aval(_get_aval(x)))
+    rhs = tb if isinstance(ta, _Zero) else _ew.neg(_mm(ta, x))
+    if not isinstance(ta, _Zero) and not isinstance(tb, _Zero):
+        rhs = _ew.add(tb, rhs)
+    return x, solve_p.bind(a, rhs)
+
+
+def _solve_transpose(ct, a, b):
+    """Linear in ``b``: the transpose is a solve with ``aᵀ``."""
+    if _is_undefined_primal(a):
+        raise _PlaitValueError("solve is linear in b only; its matrix a cannot be a linear "
+                               "input (a plait bug if reached through grad)")
+    if isinstance(ct, _Zero):
+        return [None, _Zero(b.aval)]
+    return [None, solve_p.bind(_swap(a), ct)]
+
+
+def _solve_batch(vals, dims):
+    a, b = _batch_front(vals, dims)
+    return solve_p.bind(a, b), 0
+
+
+solve_p.def_rule("jvp", _solve_jvp)
+solve_p.def_rule("transpose", _solve_transpose)
+solve_p.def_rule("batch", _solve_batch)
+
+
+def solve(a, b):
+    """``a⁻¹ b`` by LU with partial pivoting: ``a`` of shape ``(..., n, n)``, ``b`` of
+    shape ``(..., n, k)`` with the same batch dims and dtype (the values of ``lu`` then
+    :func:`lu_solve`; a singular ``a`` gives inf/NaN, as there)."""
+    return solve_p.bind(_as_operand(a), _as_operand(b))
 
 
 # --- qr ---------------------------------------------------------------------------------
