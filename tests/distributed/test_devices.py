@@ -11,6 +11,7 @@ import plait
 from plait import lax
 from plait.config import malloc_set_by_user
 from plait.distributed import last_run_times, pmap
+from plait.runtime.heap import keep_heaps
 
 # the module (plait.distributed.devices is also the function listing the devices)
 devmod = importlib.import_module("plait.distributed.devices")
@@ -63,7 +64,7 @@ def test_replica_threads_fault_no_pages_once_warm(monkeypatch):
         outs = f(X)
     np.testing.assert_allclose(np.asarray(outs[4]), np.exp(X), rtol=1e-6)
     del outs
-    assert devmod.keep_thread_heaps()
+    assert keep_heaps()
     (tid,) = [t.native_id for t in last_run_times()]
     faults = []
     for _ in range(3):

@@ -7,7 +7,7 @@ Global device ids run over processes: process ``p`` owns ids ``p*L .. p*L+L-1``
 (``L`` local devices each), as ``jax.devices()`` lists them.
 
 A replica thread allocates from its own glibc malloc arena, whose heaps glibc unmaps
-when they empty; :func:`keep_thread_heaps` makes them stay (see there).
+when they empty; ``plait.runtime.heap.keep_heaps`` makes them stay (see there).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import functools
 import os
 from dataclasses import dataclass
 
-from plait.config import config, malloc_set_by_user, set_openmp_wait_defaults
+from plait.config import config, set_openmp_wait_defaults
 
 
 @dataclass(frozen=True)
@@ -93,33 +93,3 @@ def pin_current_thread(device: CpuDevice) -> None:
         gomp.omp_set_num_threads(len(device.cores))
 
 
-# glibc's mallopt parameters (malloc.h) and the values keep_thread_heaps sets: blocks up
-# to 32 MiB (glibc's largest automatic mmap threshold) come from the arenas' heaps; an
-# arena gives memory back only beyond 128 MiB free at its top and keeps a 64 MiB pad,
-# which also stops glibc from unmapping a thread arena's heap when it empties
-_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3
-_KEEP_HEAPS = ((_M_MMAP_THRESHOLD, 32 << 20), (_M_TRIM_THRESHOLD, 128 << 20),
-               (_M_TOP_PAD, 64 << 20))
-
-
-@functools.lru_cache(maxsize=None)
-def keep_thread_heaps() -> bool:
-    """Make glibc's malloc keep the memory a replica thread frees (process-wide, once,
-    unless the user set malloc's thresholds); whether it did.
-
-    A replica thread allocates from its own arena, whose heaps hold 64 MiB each; glibc
-    unmaps a heap (beyond the first) as soon as it is empty. A W4 replica step (batch 32)
-    needs more than one heap, so every step mapped fresh heaps and unmapped them (1 to 5
-    per replica per step), faulting their pages in again (3,000-6,000 minor faults per
-    replica step) and, with two replicas in one process, interrupting the other
-    replica's core to flush its TLB at every unmap. Kept, the replica threads fault no
-    page after the first steps: over 6 two-replica W4 steps the process's system time
-    went from 0.51 s to 0.20 s and its CPU time x0.97 (paired runs, same peak memory)."""
-    if malloc_set_by_user():
-        return False
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):       # not glibc: its own policy stands
-        return False
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return all([mallopt(param, value) == 1 for param, value in _KEEP_HEAPS])

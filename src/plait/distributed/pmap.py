@@ -44,9 +44,10 @@ from plait.core.trace import Tracer, concrete_value, get_aval
 from plait.errors import DistributedError, PlaitValueError
 from plait.lax.shape_ops import transpose
 from plait.runtime.array import Array
+from plait.runtime.heap import keep_heaps
 
 from plait.distributed import pmap_call, runtime
-from plait.distributed.devices import (CpuDevice, keep_thread_heaps, omp_max_threads,
+from plait.distributed.devices import (CpuDevice, omp_max_threads,
                                        pin_current_thread, split_cores)
 from plait.distributed.local import LocalGroup
 
@@ -95,7 +96,7 @@ _WORKER = _Worker()
 
 
 def _start_worker(device: CpuDevice, path: tuple) -> None:
-    keep_thread_heaps()
+    keep_heaps()
     pin_current_thread(device)
     _WORKER.device, _WORKER.path = device, path
 

@@ -111,6 +111,24 @@ def _box_implies(c: Affine, bounds: dict[str, tuple[int, int]]) -> bool:
     return lo >= 0
 
 
+def _loop_order(s: T.Contraction) -> tuple[str, ...]:
+    """The contraction's index variables, outermost first.
+
+    A copy or window reduction (one input) whose output's last, contiguous dimension is
+    one index that also walks the input's last dimension runs that index innermost:
+    the loop then reads and writes consecutive elements (it vectorizes), rather than
+    reducing a few window elements in a register per output element.
+    """
+    names = s.index_vars
+    if s.comb != "none" or not s.out_idxs:
+        return names
+    last, inner = s.out_idxs[-1], s.inputs[0].idxs[-1:]
+    if len(last.terms) != 1 or last.terms[0][1] != 1 or not inner or inner[0].coeff(last.terms[0][0]) != 1:
+        return names
+    v = last.terms[0][0]
+    return tuple(n for n in names if n != v) + (v,)
+
+
 def lower_contraction(s: T.Contraction, prog: T.Program, name: str, scope: dict[str, str]) -> list[Block]:
     """Kernel block(s) for one contraction (copy-from-default first if any).
 
@@ -126,7 +144,7 @@ def lower_contraction(s: T.Contraction, prog: T.Program, name: str, scope: dict[
     bounds, cons = index_bounds(s, prog)
     if not bounds and s.index_vars:
         return blocks  # no valid assignment: the output keeps its initial value
-    names = s.index_vars
+    names = _loop_order(s)
     shift = {v: var(v) + bounds[v][0] for v in names}
     idxs = tuple(Index(v, bounds[v][1] - bounds[v][0] + 1) for v in names)
     zero_box = {v: (0, bounds[v][1] - bounds[v][0]) for v in names}
@@ -200,11 +218,14 @@ def _copy_block(src: T.Tensor, dst: T.Tensor, name: str, scope: dict[str, str]) 
     )
 
 
-def _expr_ops(e: T.Expr, acc: set[str]) -> set[str]:
-    if isinstance(e, T.Call):
+def _expr_ops(e: T.Expr, acc: set[str], seen: set[T.Expr] | None = None) -> set[str]:
+    """The intrinsics ``e`` calls, visiting each shared sub-expression once."""
+    seen = set() if seen is None else seen
+    if isinstance(e, T.Call) and e not in seen:
+        seen.add(e)
         acc.add(e.op)
         for a in e.args:
-            _expr_ops(a, acc)
+            _expr_ops(a, acc, seen)
     return acc
 
 
@@ -230,6 +251,9 @@ def lower_elementwise(s: T.Elementwise, prog: T.Program, name: str, scope: dict[
         stmts.append(Load(f"${into}", into))
         loaded[tname] = f"${into}"
     counter = [0]
+    # an expression is a DAG (fused chains share sub-expressions, threefry's rounds reuse
+    # each value several times): each distinct sub-expression becomes one statement
+    done: dict[T.Expr, str] = {}
 
     def fresh() -> str:
         counter[0] += 1
@@ -238,6 +262,11 @@ def lower_elementwise(s: T.Elementwise, prog: T.Program, name: str, scope: dict[
     def go(e: T.Expr) -> str:
         if isinstance(e, T.Input):
             return loaded[e.tensor]
+        if e not in done:
+            done[e] = emit(e)
+        return done[e]
+
+    def emit(e: T.Expr) -> str:
         if isinstance(e, T.Const):
             n = fresh()
             stmts.append(Constant(n, e.value, e.dtype))

@@ -210,12 +210,14 @@ Statement = Union[Contraction, Elementwise]
 def expr_inputs(e: Expr) -> tuple[str, ...]:
     """Tensor names read by an expression, in first-use order."""
     out: list[str] = []
+    seen: set[Expr] = set()    # fused chains share sub-expressions: visit each once
 
     def go(x: Expr) -> None:
         if isinstance(x, Input):
             if x.tensor not in out:
                 out.append(x.tensor)
-        elif isinstance(x, Call):
+        elif isinstance(x, Call) and x not in seen:
+            seen.add(x)
             for a in x.args:
                 go(a)
 

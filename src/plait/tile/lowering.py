@@ -153,6 +153,15 @@ class LowerCtx:
 
         return go(e)
 
+    def broadcast_source(self, v: TVal) -> Tensor | None:
+        """The smaller tensor of ``v``'s rank that ``v`` reads broadcast (ones at the
+        broadcast axes), or None when ``v`` is not such a read."""
+        if isinstance(v.expr, Input):
+            t = self.b.tensors[v.expr.tensor]
+            if len(t.shape) == len(v.shape) and t.shape != v.shape:
+                return t
+        return None
+
     def as_input(self, v: TVal) -> TVal:
         t = self.tensor(v)
         return TVal(Input(t.name), t.shape, t.dtype)
@@ -240,6 +249,17 @@ class LowerCtx:
         if not _has_index(v.expr) and (
                 not v.shape or tuple(dims) == tuple(range(len(shape) - len(v.shape), len(shape)))):
             return TVal(self._scalar_once(v, shape).expr, shape, v.dtype)
+        kept = _kept_shape(v.shape, shape, dims)
+        if kept is not None and not _has_index(v.expr):
+            # dims in order: copy the operand once into the output's rank with ones at the
+            # new axes, which elementwise statements broadcast as they read it (a per-example
+            # norm divides a gradient without a gradient-sized copy of the norm)
+            xs = self.fresh_vars(len(shape))
+            src = [xs[d] for d in dims]
+            small = self.contract(kept, v.dtype, [xs[d] if kept[d] > 1 else Affine((), 0)
+                                                  for d in range(len(shape))],
+                                  "assign", "none", [self.access(v, src)])
+            return TVal(small.expr, shape, v.dtype)
         xs = self.fresh_vars(len(shape))
         src = [xs[d] if v.shape[i] == shape[d] else Affine((), 0) for i, d in enumerate(dims)]
         return self.contract(shape, v.dtype, xs, "assign", "none", [self.access(v, src)])
@@ -250,6 +270,20 @@ class LowerCtx:
 
     def build(self) -> Program:
         return self.b.build()
+
+
+def _kept_shape(small, big, dims) -> tuple | None:
+    """``small`` placed at ``dims`` of ``big``'s rank with ones elsewhere, when ``dims``
+    increase, every kept extent is 1 or ``big``'s, and the result is smaller than ``big``
+    (a broadcast an elementwise read can do); None otherwise."""
+    if list(dims) != sorted(dims) or len(set(dims)) != len(dims):
+        return None
+    kept = [1] * len(big)
+    for n, d in zip(small, dims):
+        if n not in (1, big[d]):
+            return None
+        kept[d] = n
+    return tuple(kept) if math.prod(kept) < math.prod(big) else None
 
 
 def _right_aligned(small, big) -> bool:

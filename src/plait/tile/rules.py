@@ -123,6 +123,14 @@ def _transpose(ctx, x, *, permutation):
     src = [None] * len(shape)
     for k, p in enumerate(permutation):
         src[p] = xs[k]
+    held = ctx.broadcast_source(x)
+    if held is not None:
+        # a broadcast value: permute the tensor it reads (ones at the broadcast axes),
+        # not its broadcast copy, and broadcast the result again
+        small = tuple(held.shape[p] for p in permutation)
+        out = [v if n > 1 else _ZERO for v, n in zip(xs, small)]
+        t = ctx.contract(small, dt, out, "assign", "none", [held[tuple(src)]])
+        return TVal(t.expr, shape, dt)
     return ctx.contract(shape, dt, xs, "assign", "none", [ctx.access(x, src)])
 
 

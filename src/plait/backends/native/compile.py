@@ -29,6 +29,7 @@ from plait.passes.inline import inline
 from plait.profiler import events
 from plait.runtime import kernel_cache, metrics, progress
 from plait.runtime.cpuinfo import cpu_info
+from plait.runtime.heap import keep_heaps
 from plait.backends.native.target import host_target
 from plait.stripe.targets import Target
 from plait.config import config, set_openmp_wait_defaults
@@ -52,6 +53,7 @@ class NativeExecutable:
                              for a in closed.graph.outvars]
         self._env = self.plan.slots.environment()     # copied per call
         self._host = any(isinstance(st, HostCall) for st in self.plan.steps)
+        keep_heaps()     # each call's temporaries reuse the last call's pages
 
     def alias_plan(self, donated: Sequence[int]) -> dict[int, int]:
         """Which output buffer reuses which donated argument's buffer: ``{output slot:

@@ -3,7 +3,8 @@
 A non-input buffer starts at its aggregation identity (the IR rule).  When the first
 top-level statement touching it is a kernel block that overwrites every element
 exactly once with ``assign`` — no constraints, and each buffer dimension addressed by
-its own index with coefficient 1 over the full size (size-1 dimensions by 0) — the
+its own indexes as a mixed radix over the full size (``i`` or a reshape's ``32*i + j``;
+size-1 dimensions by 0) — the
 fill is dead.  ``main``'s refinement of the buffer is then tagged ``overwritten`` and
 the renderer skips the fill (for a 16M-element output that is 64 MB of writes).  The
 same holds for a ``none`` temporary of any block whose first user overwrites it (a
@@ -30,13 +31,22 @@ def _covers(block: Block, ref, shape: tuple[int, ...]) -> bool:
     for a, size in zip(ref.access, shape):
         if a.is_const and a.const == 0 and size == 1:
             continue
-        if a.const != 0 or len(a.terms) != 1 or a.terms[0][1] != 1:
+        if a.const != 0 or not _mixed_radix(block, a, size) or seen & set(a.vars):
             return False
-        n = a.terms[0][0]
-        if n in seen or block.idx(n).range != size:
-            return False
-        seen.add(n)
+        seen.update(a.vars)
     return True
+
+
+def _mixed_radix(block: Block, a, size: int) -> bool:
+    """Whether ``a`` (no constant) maps its indexes' box onto ``range(size)`` one to one:
+    its coefficients, smallest first, are 1 and each the previous times its index's
+    range (a reshape's ``32*i + j`` over ``j < 32``), and the ranges multiply to ``size``."""
+    step = 1
+    for c, n in sorted((c, n) for n, c in a.terms):
+        if c != step:
+            return False
+        step *= block.idx(n).range
+    return step == size
 
 
 class _FirstUsers:
