@@ -1,5 +1,5 @@
 """Fuse + localize: epilogues join their contraction, temporaries shrink to a tile."""
-from sp_helpers import AVX512, apply, check_passes
+from sp_helpers import check_passes
 from plait.stripe import lower
 from plait.stripe.ir import Block
 from sp_programs import chain, col_sum_scaled, mm_epilogue, softmax

@@ -24,7 +24,7 @@ import numpy as np
 
 from plait import lax
 from plait.lax import linalg as lla
-from plait.lax.linalg import factorizations as lla_factorizations
+from plait.lax.linalg.factorizations import solve as _lla_solve
 from plait.core import dtypes
 from plait.core.trace import Tracer, get_aval
 from plait.errors import LinAlgError, PlaitValueError, PlaitTypeError
@@ -142,7 +142,6 @@ def _check_finite_result(x, what: str):
 
 # --- solves -------------------------------------------------------------------------------
 _lu_solve = lla.lu_solve
-_lla_solve = lla_factorizations.solve
 
 
 def _singular(lu) -> bool:

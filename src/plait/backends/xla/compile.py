@@ -23,7 +23,7 @@ from plait.backends.xla import pjrt
 from plait.backends.xla.array import XlaArray
 from plait.backends.xla.emitter import const_values, embedded_consts, emit_module
 from plait.core.aval import ShapedArray
-from plait.core.graph import ClosedGraph, Literal
+from plait.core.graph import ClosedGraph
 from plait.core.printer import pp_graph
 
 
