@@ -291,8 +291,7 @@ def restart_loaded_openblas() -> list[str]:
     take the ``OPENBLAS_THREAD_TIMEOUT`` set since it loaded (OpenBLAS reads its
     environment once, when it loads; its workers then kept the 0.1 s spin). Only while
     this is the process's one Python thread, so no BLAS call can be running; a library
-    without the three entry points (another BLAS, OpenBLAS's OpenMP build keeps them
-    too and restarts harmlessly) is left alone. Returns the paths restarted."""
+    without the three entry points it calls is left alone. Returns the paths restarted."""
     if threading.active_count() != 1:
         return []
     try:
