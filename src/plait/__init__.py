@@ -4,9 +4,12 @@ Three ways in over one IR: ``plait.jit`` (tracing), ``plait.jit(f, autograph=Tru
 (Python control flow compiled), and lazy arrays. See README.md and ARCHITECTURE.md.
 """
 # OpenBLAS's idle workers spin ~0.1 s after each call unless told otherwise when it loads:
-# first of all, before plait's own imports load NumPy (it helps when plait comes first)
+# first of all, before plait's own imports load NumPy; an OpenBLAS a peer loaded before
+# (``import numpy`` first) restarts its workers to take the setting
 from plait.config import set_openblas_wait_default as _set_openblas_wait_default
-_set_openblas_wait_default()
+from plait.config import restart_loaded_openblas as _restart_loaded_openblas
+if _set_openblas_wait_default():
+    _restart_loaded_openblas()
 from plait import errors
 from plait.config import config, disable_jit
 from plait.config import set_openmp_wait_defaults as _set_openmp_wait_defaults

@@ -15,8 +15,11 @@ read by the functions at the end of this module, so the rest of plait never touc
 """
 from __future__ import annotations
 
+import ctypes
 import functools
 import os
+import re
+import threading
 from typing import Any, Callable, NamedTuple
 
 
@@ -264,13 +267,53 @@ def set_openmp_wait_defaults(policy: str = OPENMP_WAIT_POLICY,
 OPENBLAS_THREAD_TIMEOUT = 18
 
 
-def set_openblas_wait_default(timeout: int = OPENBLAS_THREAD_TIMEOUT) -> None:
+def set_openblas_wait_default(timeout: int = OPENBLAS_THREAD_TIMEOUT) -> bool:
     """Set ``OPENBLAS_THREAD_TIMEOUT`` (log2 of the TSC ticks OpenBLAS's idle workers spin
-    before they sleep) unless the user set it or its older name ``GOTO_THREAD_TIMEOUT``.
-    It takes effect only for an OpenBLAS loaded afterwards: ``import plait`` before
-    ``import numpy`` (plait imports NumPy itself, after this)."""
-    if "GOTO_THREAD_TIMEOUT" not in os.environ:
-        os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", str(timeout))
+    before they sleep) unless the user set it or its older name ``GOTO_THREAD_TIMEOUT``;
+    returns whether plait set it. An OpenBLAS loaded afterwards reads it when it loads;
+    one loaded before (``import numpy`` before ``import plait``) reads it only when
+    :func:`restart_loaded_openblas` restarts its workers."""
+    if "GOTO_THREAD_TIMEOUT" in os.environ or "OPENBLAS_THREAD_TIMEOUT" in os.environ:
+        return False
+    os.environ["OPENBLAS_THREAD_TIMEOUT"] = str(timeout)
+    return True
+
+
+# The OpenBLAS builds a peer loads: NumPy's and SciPy's wheels (libscipy_openblas64_-*.so),
+# older wheels and distributions (libopenblas64_p-r0-*.so, libopenblas.so.0)
+_OPENBLAS_LIB = re.compile(r"lib(scipy_)?openblas[^/]*\.so[^/]*$")
+# read the environment again, stop the workers, start them: the new ones take the timeout
+_OPENBLAS_RESTART = ("openblas_read_env", "blas_thread_shutdown_", "blas_thread_init")
+
+
+def restart_loaded_openblas() -> list[str]:
+    """Restart the worker threads of every OpenBLAS this process already loaded, so they
+    take the ``OPENBLAS_THREAD_TIMEOUT`` set since it loaded (OpenBLAS reads its
+    environment once, when it loads; its workers then kept the 0.1 s spin). Only while
+    this is the process's one Python thread, so no BLAS call can be running; a library
+    without the three entry points it calls is left alone. Returns the paths restarted."""
+    if threading.active_count() != 1:
+        return []
+    try:
+        with open("/proc/self/maps") as f:
+            paths = sorted({line.split(None, 5)[5].strip() for line in f
+                            if _OPENBLAS_LIB.search(line.rstrip())})
+    except OSError:                 # not Linux: nothing plait can find this way
+        return []
+    restarted = []
+    for path in paths:
+        try:
+            lib = ctypes.CDLL(path)     # already loaded: the same library, one more reference
+        except OSError:
+            continue
+        steps = [getattr(lib, name, None) for name in _OPENBLAS_RESTART]
+        if None in steps:
+            continue
+        for step in steps:
+            step.restype, step.argtypes = ctypes.c_int, []
+            step()
+        restarted.append(path)
+    return restarted
 
 
 def malloc_set_by_user() -> bool:

@@ -75,6 +75,10 @@ import os, sys, threading, time
 if sys.argv[1] == "plait-first":
     import plait
 import numpy as np
+a = np.random.default_rng(0).standard_normal((512, 512))
+if sys.argv[1] == "numpy-then-plait":
+    a @ a                   # OpenBLAS loaded and its workers started before plait
+    import plait
 def ticks():    # CPU ticks of every thread but this one (OpenBLAS's workers, if any)
     out = 0
     for t in os.listdir("/proc/self/task"):
@@ -82,7 +86,6 @@ def ticks():    # CPU ticks of every thread but this one (OpenBLAS's workers, if
             f = open(f"/proc/self/task/{t}/stat").read().rsplit(")", 1)[1].split()
             out += int(f[11]) + int(f[12])
     return out
-a = np.random.default_rng(0).standard_normal((512, 512))
 burn = 0
 for _ in range(5):
     for _ in range(4):
@@ -118,6 +121,38 @@ def test_openblas_workers_sleep_soon_when_plait_is_imported_before_numpy():
         assert _openblas_burn("numpy-first")[1] >= 2
     assert _openblas_burn("plait-first", OPENBLAS_THREAD_TIMEOUT="24")[0] == "24"
     assert _openblas_burn("plait-first", GOTO_THREAD_TIMEOUT="24")[0] == "None"
+
+
+def test_openblas_loaded_before_plait_restarts_its_workers_with_the_short_spin():
+    """NumPy imported and used before plait: its OpenBLAS read the environment without
+    plait's timeout, so ``import plait`` restarts the workers
+    (``config.restart_loaded_openblas``) and they then sleep soon after each call; the
+    control (no plait) spins in the same idle windows. A user's setting is left alone."""
+    value, burn = _openblas_burn("numpy-then-plait")
+    assert value == "18"
+    if (os.cpu_count() or 1) > 1 and "openblas" in str(np.show_config(mode="dicts")).lower():
+        assert burn == 0, burn
+        assert _openblas_burn("numpy-first")[1] >= 2
+    assert _openblas_burn("numpy-then-plait", OPENBLAS_THREAD_TIMEOUT="24")[0] == "24"
+
+
+def test_restart_loaded_openblas_waits_for_the_only_python_thread():
+    """With another Python thread alive (it could be inside a BLAS call) the workers are
+    not restarted; alone, every loaded OpenBLAS with the entry points is."""
+    import threading
+    from plait.config import restart_loaded_openblas
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        assert restart_loaded_openblas() == []
+    finally:
+        stop.set()
+        t.join()
+    if threading.active_count() == 1 and "openblas" in str(np.show_config(mode="dicts")).lower():
+        restarted = restart_loaded_openblas()
+        assert restarted and all("openblas" in os.path.basename(p) for p in restarted)
+        np.testing.assert_allclose(np.ones((64, 64)) @ np.ones((64, 64)), np.full((64, 64), 64.0))
 
 
 def test_pool_with_concurrent_callers():

@@ -307,3 +307,65 @@ def test_heavy_programs_skip_the_fast_tier(gate, monkeypatch):
     g = plait.jit(lambda a, b: a @ b + 1.0)
     assert type(g.lower(x, x).compile().executable).__name__ == "NativeExecutable"
     np.testing.assert_array_equal(np.asarray(g(x, x)), x @ x + 1)
+
+
+def test_interp_dispatches_count_loop_bodies_times_their_trips():
+    """One dispatch per equation; a scan's body counts once per trip (a static
+    fori_loop is a scan), so a short program that loops long is a long one to run."""
+    from plait.backends.native.tiered import interp_dispatches
+
+    def unrolled(n):
+        def f(x):
+            for _ in range(n):
+                x = pnp.tanh(x * 1.5)
+            return x
+        return f
+    x = np.ones(8, np.float32)
+    g10 = plait.jit(unrolled(10)).trace_graph(x).graph
+    g20 = plait.jit(unrolled(20)).trace_graph(x).graph
+    assert interp_dispatches(g10) == len(g10.eqns) >= 20
+    assert interp_dispatches(g20) == len(g20.eqns) == len(g10.eqns) + 20   # tanh, mul
+    looped = plait.jit(lambda x: lax.fori_loop(0, 700, lambda i, v: pnp.tanh(v * 1.5), x))
+    g = looped.trace_graph(x).graph
+    (scan_eqn,) = [e for e in g.eqns if "length" in e.params]
+    body = scan_eqn.params["graph"]
+    body = getattr(body, "graph", body)
+    assert scan_eqn.params["length"] == 700
+    assert interp_dispatches(g) == len(g.eqns) + 700 * len(body.eqns)
+
+
+
+def test_programs_whose_loops_repeat_long_skip_the_fast_tier(gate, monkeypatch):
+    """A program whose loops repeat more than FAST_TIER_MAX_DISPATCHES primitive
+    applications per call (a scan body times its length) is built before its first call
+    returns: the interpreter's dispatch would outlast the build. A straight-line program
+    of as many dispatches keeps the fast tier (the build grows with it too), as does a
+    short loop."""
+    from plait.backends.native import tiered
+    gate.set()
+    x = np.linspace(-1, 1, 8).astype(np.float32)
+
+    def looped(n):
+        return plait.jit(lambda v: lax.fori_loop(0, n, lambda i, v: pnp.tanh(v * 1.5), v))
+
+    def unrolled(n):
+        def f(v):
+            for _ in range(n):
+                v = pnp.tanh(v * 1.5)
+            return v
+        return plait.jit(f)
+    trips = tiered.FAST_TIER_MAX_DISPATCHES // 2 + 1     # the body is >= 2 equations
+    long_ = looped(trips)
+    assert type(long_.lower(x).compile().executable).__name__ == "NativeExecutable"
+    want = x.astype(np.float64)
+    for _ in range(trips):
+        want = np.tanh(want * 1.5)
+    np.testing.assert_allclose(np.asarray(long_(x)), want, rtol=1e-5, atol=1e-6)
+    assert isinstance(looped(10).lower(x).compile().executable, TieredExecutable)
+    # the same decision at a lower bound, which a short unrolled program passes
+    monkeypatch.setattr(tiered, "FAST_TIER_MAX_DISPATCHES", 40)
+    big = unrolled(30)
+    assert tiered.interp_dispatches(big.trace_graph(x).graph) > 40
+    assert isinstance(big.lower(x).compile().executable, TieredExecutable)
+    assert isinstance(looped(10).lower(x).compile().executable, TieredExecutable)
+    assert type(looped(30).lower(x).compile().executable).__name__ == "NativeExecutable"
