@@ -58,6 +58,7 @@ _SHAPES = [(1, 1, 1, 1), (1, 7, 13, 5), (1, 6, 64, 680), (2, 1, 77, 50), (2, 77,
            (1, 30, 1000, 2000), (1, 16, 300, 100),
            (1, 700, 6, 1100), (1, 520, 40, 300),   # narrow past KC; several A slabs
            (1, 1, 1, 4099),
+           (1, 20, 100, 37),   # B transposed: vector blocks, a ragged panel and depth tail
            (1, 203, 1, 7), (1, 66, 1, 128)]   # matrix-vector: K under one vector, whole vectors
 
 
