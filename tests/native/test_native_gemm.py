@@ -58,6 +58,7 @@ _SHAPES = [(1, 1, 1, 1), (1, 7, 13, 5), (1, 6, 64, 680), (2, 1, 77, 50), (2, 77,
            (1, 30, 1000, 2000), (1, 16, 300, 100),
            (1, 700, 6, 1100), (1, 520, 40, 300),   # narrow past KC; several A slabs
            (1, 1, 1, 4099),
+           (1, 20, 100, 37),   # B transposed: vector blocks, a ragged panel and depth tail
            (1, 203, 1, 7), (1, 66, 1, 128)]   # matrix-vector: K under one vector, whole vectors
 
 
@@ -179,6 +180,56 @@ def test_grad_through_the_library():
     np.testing.assert_allclose(np.asarray(g2), 2 * W2 * (h.T @ G), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(np.asarray(g1), x.T @ ((G @ (W2 ** 2).T) * (1 - h ** 2)),
                                rtol=1e-10, atol=1e-12)
+
+
+_TRANSPOSED = [  # (name, function, operand shapes): every transpose read only by GEMMs
+    ("a @ b.T", lambda a, b: a @ b.T, ((90, 70), (110, 70))),
+    ("a.T @ b", lambda a, b: a.T @ b, ((70, 90), (70, 110))),
+    ("a.T @ b.T", lambda a, b: a.T @ b.T, ((70, 90), (110, 70))),
+    ("batched a @ swapaxes(b)", lambda a, b: a @ pnp.swapaxes(b, 1, 2), ((3, 40, 50), (3, 60, 50))),
+    ("batch dimension moved", lambda a, b: pnp.transpose(a, (1, 0, 2)) @ b,
+     ((40, 3, 50), (3, 50, 60))),
+    ("one transpose read three times", lambda a, b: (a.T @ b, a.T @ a.T), ((70, 70), (70, 60))),
+]
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("case", _TRANSPOSED, ids=[c[0] for c in _TRANSPOSED])
+def test_transposes_read_by_gemms_are_folded(dt, case):
+    """No transposed copy: the GEMM packs the operand from its strides (the program has
+    no transpose kernel), values against NumPy in float64."""
+    _, fn, shapes = case
+    rng = np.random.default_rng(12)
+    a, b = (rng.standard_normal(s).astype(dt) for s in shapes)
+    jf = plait.jit(fn, backend="native")
+    plan = jf.lower(a, b).compile().as_text("kernels")
+    assert "transpose" not in plan and "native dot_general" in plan, plan
+    got, want = jf(a, b), fn(a.astype(np.float64), b.astype(np.float64))
+    got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+    for g, w in zip(got, want):
+        assert g.dtype == dt
+        np.testing.assert_allclose(np.asarray(g, np.float64), w, rtol=0,
+                                   atol=200 * _EPS[dt] * np.abs(w).max())
+
+
+_KEPT = [  # (name, function, operand shapes): a transpose that must stay
+    ("second reader not a GEMM", lambda a, b: (a @ b.T, pnp.tanh(b.T)), ((90, 70), (110, 70))),
+    ("graph output", lambda a, b: (a @ b.T, b.T), ((90, 70), (110, 70))),
+    ("free dimensions reordered", lambda a, b: pnp.transpose(a, (2, 1, 0)) @ b,
+     ((50, 6, 30), (50, 40))),
+]
+
+
+@pytest.mark.parametrize("case", _KEPT, ids=[c[0] for c in _KEPT])
+def test_transposes_with_other_readers_are_kept(case):
+    _, fn, shapes = case
+    rng = np.random.default_rng(13)
+    a, b = (rng.standard_normal(s) for s in shapes)
+    jf = plait.jit(fn, backend="native")
+    assert "transpose" in jf.lower(a, b).compile().as_text("kernels")
+    got, want = jf(a, b), fn(a, b)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12, atol=1e-12)
 
 
 def test_matvec_loop_stays_native():

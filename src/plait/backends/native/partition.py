@@ -192,8 +192,10 @@ def _cut_here(i: int, n_stmts: int, live: list[int]) -> bool:
 def partition(graph: Graph, target, prefix: str = "") -> list:
     """Steps (``KernelStep``/``HostStep``) that compute ``graph`` on ``target`` (a
     ``stripe.targets.Target``) in order; kernel names start with ``prefix``. Cheap values
-    read across a kernel boundary are recomputed by the reading kernel (``remat``)."""
-    graph = rematerialize(graph, lambda e: lowerable(e, target))
+    read across a kernel boundary are recomputed by the reading kernel (``remat``), and
+    transposes read only by library GEMMs are read by their packing instead
+    (``gemm.fold_transposes``)."""
+    graph = rematerialize(gemm.fold_transposes(graph, target), lambda e: lowerable(e, target))
     last = _last_uses(graph)
     kernel_ok = [lowerable(e, target) for e in graph.eqns]
     long_run = _long_runs(kernel_ok)
