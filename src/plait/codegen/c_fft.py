@@ -5,13 +5,14 @@ One SIMD vector holds the same element of ``lanes`` independent lines (rows of t
 operand, or columns of the intermediate), so every butterfly is whole-vector arithmetic
 with no shuffles; only loading lines into that layout (a transpose) and storing the
 interleaved complex result move data between lanes. The complex transform is the
-Stockham autosort FFT (radix 4, one radix-2 stage when the length is an odd power of
-two), ping-ponging between two work arrays. A real line of length ``n`` is the
+Stockham autosort FFT (radix-8 stages, then one radix-4 or radix-2 stage for what
+remains), ping-ponging between two work arrays. A real line of length ``n`` is the
 ``n/2``-point complex FFT of ``z[j] = x[2j] + i x[2j+1]`` followed by the usual
 post-twiddle ``X[k] = E[k] + W_n^k O[k]`` (``E``, ``O``: the even/odd halves recovered
 from ``Z[k]`` and ``conj(Z[n/2-k])``). Two axes: the rows' real transforms go to a
-split (real plane, imaginary plane) intermediate whose row length is padded to whole
-vectors, whose column transforms then read whole vectors directly.
+split (real plane, imaginary plane) intermediate stored by blocks of ``lanes`` columns,
+each block's rows consecutive, so a block's column transforms run in place on
+contiguous vectors.
 
 Twiddles are one table ``W_L^k = exp(-2 pi i k / L)`` of the largest length ``L``
 (every power-of-two ``n <= L`` reads it at stride ``L/n``), computed in double and
@@ -255,21 +256,27 @@ int64_t plait_rfft_s(int64_t batch, int64_t m, int64_t n, const float *x, float 
           for (int k = k1; k < K; ++k) {{ o[2 * k] = frf[k * VL + l]; o[2 * k + 1] = fif[k * VL + l]; }}
         }}
       }} else {{
+        /* T: per column block, m vectors (one per row) of each plane */
+        pv *Tr = (pv *)T, *Ti = (pv *)T + cblocks * m;
+        float *Trf = T, *Tif = (float *)Ti;
+        for (int k0 = 0; k0 < k1; k0 += VL)
+          for (int l = 0; l < cnt; ++l) {{
+            Tr[k0 / VL * m + r0 + l] = fr[k0 + l]; Ti[k0 / VL * m + r0 + l] = fi[k0 + l];
+          }}
         for (int l = 0; l < cnt; ++l) {{
-          float *tr = T + (r0 + l) * (int64_t)Kp, *ti = T + (m + r0 + l) * (int64_t)Kp;
-          for (int k0 = 0; k0 < k1; k0 += VL) {{ *(pv *)(tr + k0) = fr[k0 + l]; *(pv *)(ti + k0) = fi[k0 + l]; }}
-          for (int k = k1; k < K; ++k) {{ tr[k] = frf[k * VL + l]; ti[k] = fif[k * VL + l]; }}
-          for (int k = K; k < Kp; ++k) {{ tr[k] = 0.0f; ti[k] = 0.0f; }}   /* padding */
+          for (int k = k1; k < Kp; ++k) {{     /* the rest lane by lane, zero padded */
+            int64_t at = (k / VL * m + r0 + l) * VL + k % VL;
+            Trf[at] = k < K ? frf[k * VL + l] : 0.0f; Tif[at] = k < K ? fif[k * VL + l] : 0.0f;
+          }}
         }}
       }}
     }}
     if (m == 1) continue;
     for (int64_t cb = 0; cb < cblocks; ++cb) {{
       int c0 = (int)(cb * VL);
-      pv *xr = w, *xi = w + LMAX, *yr = w + 2 * LMAX, *yi = w + 3 * LMAX;
-      for (int64_t i = 0; i < m; ++i) {{
-        xr[i] = *(const pv *)(T + i * Kp + c0); xi[i] = *(const pv *)(T + (m + i) * Kp + c0);
-      }}
+      /* the block's columns are contiguous in T: transformed there, with w as the
+         other buffer */
+      pv *xr = (pv *)T + cb * m, *xi = (pv *)T + (cblocks + cb) * m, *yr = w, *yi = w + LMAX;
       if (cfft((int)m, xr, xi, yr, yi)) {{ xr = yr; xi = yi; }}
       int cnt = K - c0 < VL ? K - c0 : VL;
       for (int64_t i = 0; i < m; ++i) {{

@@ -31,20 +31,34 @@ from plait.stripe.targets import Target
 
 #: ``(fft_type, operand dtype, number of transformed axes) -> largest length per axis``
 #: of the transforms that call the library; lengths are powers of two >= 2. Measured on
-#: Zen 4 (AVX-512, one thread): 512 x 512 rfft2 ~410 us against SciPy's ~610 us and
-#: jax.jit's ~510 us; a batch of 512 rows of 512 points ~205 us against ~310 us.
+#: Zen 4 (one thread, CPU time, load 9-11 on 2 cores): 512 x 512 rfft2 ~340 us against
+#: SciPy's ~630 us (jax.jit's ~510 us at load 0.2); 512 rows of 512 points ~165 us
+#: against SciPy's ~310 us.
 ROUTED = {(FftType.RFFT, np.dtype(np.float32), 1): 512,
           (FftType.RFFT, np.dtype(np.float32), 2): 512}
 
 #: the longest line the library transforms (its twiddle table's length)
 MAX_LENGTH = max(ROUTED.values())
 
+#: the widest vectors the library uses: 32 bytes (8 float32 lanes) keeps a 256-point
+#: line block's four work planes (32 KiB) in Zen 4's L1 where 64-byte vectors spill to the
+#: L2; Zen 4 splits 512-bit operations in two, so nothing is lost (measured, 512 x 512
+#: rfft2, before the blocked intermediate: 360-390 us with 32-byte vectors against
+#: 420-450 us with 64-byte ones)
+MAX_VECTOR_BYTES = 32
+
 _ENTRY = "plait_rfft_s"
 
 
+def vector_bytes(target: Target) -> int:
+    """The library's vector width on ``target``: its own, at most
+    :data:`MAX_VECTOR_BYTES` (and at least SSE's 16 bytes)."""
+    return min(max(target.vector_bytes, 16), MAX_VECTOR_BYTES)
+
+
 def library_source(target: Target) -> str:
-    """The C source of the FFT library for ``target``'s vector width."""
-    return fft_source(max(target.vector_bytes, 16), MAX_LENGTH, OOM_WHERE)
+    """The C source of the FFT library for ``target``."""
+    return fft_source(vector_bytes(target), MAX_LENGTH, OOM_WHERE)
 
 
 @functools.lru_cache(maxsize=None)
@@ -135,7 +149,7 @@ def _fft(cp, eqn, name: str) -> bool:
     cp.parts.append(
         f"int64_t {name}(void **bufs) {{\n"
         f"  return ((plait_rfft_t)plait_fft_fn[0])({batch}, {m}, {n}, bufs[0], bufs[1]);\n}}")
-    lanes = max(cp.target.vector_bytes, 16) // 4
+    lanes = vector_bytes(cp.target) // 4
     padded = -(-(n // 2 + 1) // lanes) * lanes
     # the split intermediate of a 2-D transform, and the work planes
     cp.scratch[name] = (2 * m * padded * 4 if m > 1 else 0) + 4 * MAX_LENGTH * lanes * 4
