@@ -1,7 +1,8 @@
 """FFT rows (issue 18): a 2^20-point complex64 FFT and a 512x512 float32 ``rfft2``.
 
-plait (``jit``, native backend: the ``fft`` primitive runs as a host step calling
-NumPy's pocketfft) against ``numpy.fft`` and ``jax.jit`` when installed. The extra
+plait (``jit``, native backend: the complex ``fft`` runs as a host step calling
+SciPy's pocketfft, the float32 ``rfft2`` calls plait's own FFT library,
+``plait.backends.native.fft``) against ``numpy.fft`` and ``jax.jit`` when installed. The extra
 text measures what the host step costs: the same transforms through ``plait.jit``
 and through ``numpy.fft`` directly, at 2^20 points and at 16 points (per-call
 overhead). ``python -m benchmarks.fft [--quick]``.

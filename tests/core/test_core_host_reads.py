@@ -15,6 +15,7 @@ ALLOWED = {
     "backends/native/compile.py": "the native backend picks its target; CPU flags key the cache",
     "backends/native/gemm.py": "library(): the host's when no target is given (tests); "
                                "CPU flags key the library's cache entry",
+    "backends/native/fft.py": "CPU flags key the FFT library's cache entry",
     "backends/native/openmp.py": "threads a parallel loop may use when it runs",
     "distributed/devices.py": "CPU devices are groups of the process's cores",
     "profiler/peak.py": "the arithmetic peak the profiler's summary compares with",

@@ -12,10 +12,10 @@ The impl runs ``scipy.fft`` when SciPy is installed (faster; see ``_fft_impl``),
 ``numpy.fft``. The precision follows the operand: float32/complex64 in,
 complex64/float32 out (both compute single precision in single precision; the impl
 casts back in case an older NumPy widened it). On the native backend the primitive runs as
-a host step with this impl: complex values never enter native kernels, no C-callable
-FFT library is loaded, and the measured cost of the host step over calling the
-library directly is ~2% of a 2^20-point transform and ~25 us per call for a 16-point
-one (``python -m benchmarks.fft``).
+a host step with this impl (complex values never enter native kernels; the measured cost
+of the host step over calling the library directly is ~2% of a 2^20-point transform and
+~25 us per call for a 16-point one, ``python -m benchmarks.fft``), except the transforms
+``plait.backends.native.fft.ROUTED`` lists, which call plait's own FFT library.
 
 Autodiff (JAX's complex convention, cotangents pair by ``Re(sum(ct * t))``): the
 primitive is linear, so its jvp is the fft of the tangent. The DFT matrix is

@@ -130,7 +130,8 @@ class CProgram:
                 out.append(st)
                 continue
             rule = st.eqn.prim.rules.get("native")
-            if rule is not None and _dtypes_ok(st.eqn):
+            if rule is not None and (_dtypes_ok(st.eqn)
+                                     or st.eqn.prim.rules.get("native_complex", False)):
                 name = self.fresh("cf")
                 if rule(self, st.eqn, name):
                     out.append(CallStep(name, st.eqn))

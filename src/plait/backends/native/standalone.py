@@ -11,7 +11,8 @@ internal allocation failed. The result carries the source, a header declaring th
 entry point (with every buffer's dtype and shape) and a build line for ``cc``; the
 library needs only libc and libm (and OpenMP when built with it), no Python.
 Programs with a step that runs on the host (a Python callback, an op without a
-native kernel) or that call SciPy's LAPACK refuse with the step's name.
+native kernel) or that call SciPy's LAPACK or plait's FFT library (both found at load
+time by Python) refuse with the step's name.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from plait.backends.native.cprogram import storage_type
+from plait.backends.native.cprogram import CallStep, storage_type
 from plait.backends.native.partition import HostStep
 from plait.core.graph import ClosedGraph
 from plait.errors import PlaitValueError
@@ -94,6 +95,14 @@ def c_library(closed: ClosedGraph, name: str, where: str = "export(format='c')"
         raise PlaitValueError(f"{where}: the program calls LAPACK through SciPy (a linalg "
                               f"step), whose routines are found at load time by Python; "
                               f"it cannot be a standalone C library")
+    if "plait_fft_init" in prepared.source:
+        eqn = next((s.eqn for s in prepared.steps
+                    if isinstance(s, CallStep) and s.eqn.prim.name == "fft"), None)
+        at = f" (at {eqn.source})" if eqn is not None and eqn.source else ""
+        raise PlaitValueError(f"{where}: step 'fft'{at} calls plait's FFT library, a shared "
+                              f"object found at load time by Python; the program cannot be "
+                              f"a standalone C library (export with the default StableHLO "
+                              f"format)")
     g = closed.graph
     consts, lines = [], []
     for k, (c, v) in enumerate(zip(closed.consts, g.constvars)):
