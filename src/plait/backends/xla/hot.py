@@ -42,7 +42,8 @@ SMALL_HOST_BYTES = 4096
 SOURCE = r"""
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <structmember.h>
+#include <stddef.h>
+#include <string.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 
@@ -229,7 +230,15 @@ static PyObject *hot_call(Hot *h, PyObject *const *argv, size_t nargsf, PyObject
       if (dt != sig->descr && !PyArray_EquivTypes(dt, sig->descr)) DECLINE;
       if (PyArray_NBYTES(xa) <= SMALL_HOST_BYTES) {
         /* a private copy: nobody can write to it while XLA reads it */
-        PyObject *c = PyArray_NewCopy(xa, NPY_CORDER);
+        PyObject *c;
+        if (PyArray_IS_C_CONTIGUOUS(xa)) {      /* a plain copy: no casting machinery */
+          Py_INCREF(dt);
+          c = PyArray_NewFromDescr(&PyArray_Type, dt, sig->ndim, dims, NULL, NULL, 0, NULL);
+          if (c) memcpy(PyArray_DATA((PyArrayObject *)c), PyArray_DATA(xa),
+                        (size_t)PyArray_NBYTES(xa));
+        } else {
+          c = PyArray_NewCopy(xa, NPY_CORDER);
+        }
         if (!c) goto done;
         stack[nc + i] = c;
       } else {
