@@ -62,7 +62,7 @@ def leaf_aval(x, path: str, fname: str) -> ShapedArray:
 
 class _Entry:
     __slots__ = ("closed", "out_tree", "executable", "call_graph", "out_weak", "single", "key",
-                 "donated", "device_call")
+                 "donated", "device_call", "hot")
 
     def __init__(self, closed: ClosedGraph, out_tree: TreeDef):
         self.closed = closed
@@ -73,21 +73,26 @@ class _Entry:
         self.single = out_tree.kind == "leaf"
         self.donated: tuple[int, ...] = ()    # indices of the donated argument leaves
         self.device_call = None     # the executable's call_arrays, if it keeps results on device
+        self.hot = None     # the executable's C call path; False: it has none (None: not asked)
 
 
 class _SharedCache:
     """The traces and executables of one function under one set of jit options, shared
     by every ``jit`` wrapper of it (so ``jit(f)(x)`` written inline traces once). It holds
-    no reference to the function."""
+    no reference to the function. ``hot`` is the C call path of the signature last called
+    through the fast path, tried first by every call (xla executables have one)."""
 
-    __slots__ = ("cache", "fast", "flat_trees")
+    __slots__ = ("cache", "fast", "flat_trees", "hot")
 
     def __init__(self):
         fast: dict[tuple, _Entry] = {}
+        self.hot = None
 
         def evicted(key, entry: _Entry) -> None:    # the signature cache dropped entry:
             for k in [k for k, e in list(fast.items()) if e is entry]:   # so does the
                 fast.pop(k, None)                                          # fast path
+            if entry.hot and self.hot is entry.hot:                     # and the C path
+                self.hot = None
         self.fast = fast
         self.cache = LRUCache(on_evict=evicted)
         self.flat_trees: dict[int, TreeDef] = {}
@@ -155,6 +160,7 @@ class Jitted:
                                           backend, bool(autograph), self.donate_argnums,
                                           self.donate_argnames, self.keep_unused,
                                           _trace_context()))
+        self._shared = shared
         self._flat_trees: dict[int, TreeDef] = shared.flat_trees
         self._fast: dict[tuple, _Entry] = shared.fast   # avals of positional arrays -> entry
         self._cache: LRUCache = shared.cache            # signature -> _Entry (bounded)
@@ -347,6 +353,11 @@ class Jitted:
 
     # -- calling -----------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        hot = self._shared.hot
+        if hot is not None and not kwargs:
+            out = hot(args)     # the last signature's C path; None: not for this call
+            if out is not None:
+                return out
         if config.disable_jit:
             return self.fun(*args, **kwargs)
         if self.inline and not _trace.at_top_level():     # traced inside a transformation:
@@ -365,6 +376,9 @@ class Jitted:
                 device_call = entry.device_call
                 if device_call is not None:      # results stay on the backend's device
                     outs = device_call(args, entry.out_weak)
+                    hot = entry.hot     # a signature called again gets its C path
+                    if hot is None or (hot is not False and hot is not self._shared.hot):
+                        self._use_hot(entry)
                     if entry.single and not nan_check.enabled():
                         return outs[0]
                     return _device_results(entry, outs, args, self._name)
@@ -400,6 +414,14 @@ class Jitted:
         outs = jit_call_p.bind(*entry.closed.consts, *leaves, graph=entry.call_graph,
                                name=getattr(self.fun, "__name__", "fn"))
         return tree_unflatten(entry.out_tree, outs)
+
+    def _use_hot(self, entry: _Entry) -> None:
+        """Make ``entry``'s C call path (built on first use) the one calls try first."""
+        hot = entry.hot
+        if hot is None:
+            make = getattr(entry.executable, "hot_path", None)
+            hot = entry.hot = (make(entry.out_weak) if make is not None else None) or False
+        self._shared.hot = hot or None
 
     def _donated(self, args, kwargs, leaves) -> tuple[int, ...]:
         from plait.jit_options import donated_leaves

@@ -5,9 +5,8 @@ a fused kernel's outputs may come before some of its inputs, and read-only array
 import numpy as np
 import pytest
 
-from plait.backends.native import compile as native_compile
 from plait.codegen.c_cpu import PRELUDE
-from plait.codegen.c_pymodule import module_source
+from plait.codegen.c_pymodule import load_module, module_source
 from plait.codegen.toolchain import build_shared_object, require_toolchain
 
 # out[i] = a[i] + 2 * b[i] over 4 floats; buffer order: a (read), out (written), b (read)
@@ -31,7 +30,7 @@ def module(tmp_path_factory):
     src = PRELUDE + _KERNEL + "\n" + module_source(name, {"k0": "ioi"})
     out = str(tmp_path_factory.mktemp("pymodule") / "k.so")
     build_shared_object(src, out, tc)
-    return native_compile._load_module(name, out)
+    return load_module(name, out)
 
 
 def _readonly(x):

@@ -7,7 +7,8 @@ all C-contiguous), releases the GIL, runs the kernel and returns its status
 (0, or an allocation failure the caller turns into ``MemoryError``). All of them share
 one C body and a table of kernels, so the wrapper's size barely grows with the
 number of kernels. Calling a function of an extension module costs far less than a
-ctypes call.
+ctypes call. :func:`load_module` imports a built module from its shared object (the
+native kernels' wrapper, the xla backend's C call path).
 """
 from __future__ import annotations
 
@@ -151,3 +152,18 @@ static PyObject *py_launch(PyObject *self, PyObject *args) {
   return PyLong_FromLongLong(ticket);
 }
 """
+
+
+def load_module(name: str, path: str):
+    """Import the extension module ``name`` from the shared object ``path`` (the caller
+    keeps it, e.g. in the kernel cache's bounded index; CPython's own ``sys.modules``
+    entry is dropped)."""
+    import importlib.machinery
+    import importlib.util
+    import sys
+    loader = importlib.machinery.ExtensionFileLoader(name, path)
+    spec = importlib.util.spec_from_file_location(name, path, loader=loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    sys.modules.pop(name, None)
+    return mod

@@ -346,6 +346,12 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+def nesting() -> _Nesting:
+    """The cross-thread count of active transformations (its ``count`` is 0 when every
+    thread is eager); C call paths read it to decline calls made under a trace."""
+    return _NESTED
+
+
 def cur_stack() -> list[MainTrace]:
     """The running thread's trace stack (bottom: eager evaluation)."""
     return _LOCAL.stack

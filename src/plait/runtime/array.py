@@ -201,10 +201,10 @@ class DeviceArray(Array):
     def _to_host(self) -> np.ndarray:
         raise NotImplementedError
 
-    shape = property(lambda self: self._aval.shape)
-    dtype = property(lambda self: self._aval.dtype)
-    ndim = property(lambda self: len(self._aval.shape))
-    size = property(lambda self: int(np.prod(self._aval.shape, dtype=np.int64)))
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: len(self.aval.shape))
+    size = property(lambda self: int(np.prod(self.aval.shape, dtype=np.int64)))
 
     @property
     def nbytes(self) -> int:
@@ -212,7 +212,10 @@ class DeviceArray(Array):
 
     @property
     def aval(self) -> ShapedArray:
-        return self._aval
+        a = self._aval
+        if a is None:           # deleted (or donated): say so, as every other use does
+            _HOST.__get__(self)._fail()
+        return a
 
     def is_deleted(self) -> bool:
         return type(_HOST.__get__(self)) is _Deleted

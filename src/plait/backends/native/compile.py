@@ -17,7 +17,7 @@ from plait.backends.native.launch import Launch, launch
 from plait.backends.native.partition import KernelStep, partition
 from plait.backends.native.plan import HostCall, Plan, build_plan, describe
 from plait.backends.native.tiered import compile_tiered
-from plait.codegen.c_pymodule import module_source
+from plait.codegen.c_pymodule import load_module, module_source
 from plait.codegen.c_cpu import PRELUDE
 from plait.codegen.c_expr import op_prelude
 from plait.codegen.c_stripe import decode_status
@@ -407,18 +407,6 @@ def _open_library(path: str, module: str | None, target: Target) -> tuple:
     lapack.init_library(lib)         # LAPACK pointers, for programs that call LAPACK
     gemm.init_library(lib, target)   # GEMM library addresses, for programs that call it
     fft.init_library(lib, target)    # the FFT library's entry, for programs that call it
-    return lib, (_load_module(module, path) if module else None)
+    return lib, (load_module(module, path) if module else None)
 
 
-def _load_module(name: str, path: str):
-    """Import the kernels' extension module from the cached shared object (kept in the
-    kernel cache's bounded index; CPython's own ``sys.modules`` entry is dropped)."""
-    import importlib.machinery
-    import importlib.util
-    import sys
-    loader = importlib.machinery.ExtensionFileLoader(name, path)
-    spec = importlib.util.spec_from_file_location(name, path, loader=loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    sys.modules.pop(name, None)
-    return mod

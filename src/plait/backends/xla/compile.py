@@ -104,6 +104,18 @@ class XlaExecutable:
         self._wait(outs)                # host arguments may have crossed without a copy
         return [XlaArray(b, a, True) for b, a in zip(outs, self._avals)]
 
+    def hot_path(self, weak: list):
+        """The C call path of this signature (:mod:`plait.backends.xla.hot`): one output
+        XlaArray (weak-typed by ``weak``) per call, or None to decline; None when there
+        is none (several outputs, no jit dispatcher for it, or no C toolchain)."""
+        if self._dispatch is None or len(self.closed.out_avals) != 1:
+            return None
+        from plait.backends.xla.hot import make_hot
+        out = self.closed.out_avals[0]
+        return make_hot(self._dispatch, self.const_bufs, self._wait,
+                        [v.aval for v in self.closed.graph.invars],
+                        ShapedArray(out.shape, out.dtype, weak[0]))
+
     def as_text(self, stage: str = "stablehlo") -> str:
         """``stablehlo`` (the module) or ``graph``."""
         if stage == "graph":

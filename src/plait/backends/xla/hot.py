@@ -1,0 +1,405 @@
+"""The xla backend's C hot path: one jitted signature called without Python in between.
+
+``jit(f, backend="xla")(*args)`` on a signature seen before spends most of its Python
+time around jaxlib's C++ dispatcher: matching the arguments to a cached signature,
+unwrapping :class:`~plait.backends.xla.array.XlaArray` arguments, waiting when a host
+array crossed without a copy, and wrapping the result. :class:`HotCall` does all of it
+in a small CPython extension (:data:`SOURCE`, built with plait's C toolchain on first
+use and kept in the kernel cache, keyed by the source's hash, the CPython and NumPy
+versions and the compiler): for one signature with one output, it checks that the
+arguments are exactly of it (NumPy arrays of its shapes and dtypes, or live XlaArrays of
+its avals, weak types included), calls the dispatcher with the executable's constant
+buffers and the arguments' device buffers, and builds the result XlaArray.
+
+Whatever it does not handle it declines (returns None) and jit's general path runs:
+another signature or argument type, a deleted array, ``disable_jit``, ``debug_nans`` /
+``debug_infs`` (checked by the general path), any transformation active in any thread
+(nested jit, grad, vmap: the general path binds ``jit_call``).
+
+Host arrays up to :data:`SMALL_HOST_BYTES` are copied into a fresh array that only the
+transfer sees, so the call need not wait for XLA to finish reading the caller's buffer;
+larger ones cross without a copy and the call waits for its result (the caller may write
+to its array afterwards), as :meth:`XlaExecutable.call_arrays` does.
+"""
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+
+import numpy as np
+
+from plait.config import config
+from plait.core import trace as _trace
+from plait.core.aval import ShapedArray
+from plait.errors import PlaitError
+from plait.runtime import metrics
+from plait.runtime.array import Array, DeviceArray
+from plait.backends.xla.array import XlaArray
+
+SMALL_HOST_BYTES = 4096
+
+SOURCE = r"""
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h>
+#include <string.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+
+#define SMALL_HOST_BYTES @SMALL@
+
+/* one argument of the signature */
+typedef struct {
+  int ndim;
+  npy_intp dims[NPY_MAXDIMS];
+  PyArray_Descr *descr;   /* the NumPy dtype a host argument must have */
+  PyObject *aval;         /* the ShapedArray a device argument must have */
+  PyObject *seen;         /* an aval object found equal to it before (or NULL) */
+  int weak;               /* weakly typed: no host array matches */
+} hot_arg;
+
+typedef struct {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  PyObject *dispatch;     /* jaxlib's dispatcher: (*consts, *args) -> [device array] */
+  PyObject *consts;       /* tuple of constant device buffers */
+  PyObject *wait;         /* batched_block_until_ready */
+  PyObject *config;       /* plait.config.__dict__ */
+  PyObject *nesting;      /* core.trace's count of active transformations */
+  PyObject *counts;       /* metrics' counters */
+  PyObject *xla_type;     /* XlaArray */
+  PyObject *slots;        /* tuple of member descriptors: host, weak_type, _aval, _buf, _ready */
+  PyObject *out_aval;
+  PyObject *out_weak;     /* Py_True / Py_False */
+  Py_ssize_t n_in;
+  hot_arg *args;
+} Hot;
+
+static PyObject *s_disable_jit, *s_debug_nans, *s_debug_infs, *s_count, *s_cache_hits,
+                *s_is_ready, *one;
+
+static void hot_dealloc(Hot *h) {
+  Py_XDECREF(h->dispatch); Py_XDECREF(h->consts); Py_XDECREF(h->wait);
+  Py_XDECREF(h->config); Py_XDECREF(h->nesting); Py_XDECREF(h->counts);
+  Py_XDECREF(h->xla_type); Py_XDECREF(h->slots); Py_XDECREF(h->out_aval);
+  Py_XDECREF(h->out_weak);
+  if (h->args) {
+    for (Py_ssize_t i = 0; i < h->n_in; ++i) {
+      Py_XDECREF(h->args[i].descr); Py_XDECREF(h->args[i].aval); Py_XDECREF(h->args[i].seen);
+    }
+    PyMem_Free(h->args);
+  }
+  Py_TYPE(h)->tp_free((PyObject *)h);
+}
+
+static PyObject *hot_vectorcall(PyObject *self, PyObject *const *argv, size_t nargsf,
+                                PyObject *kwn);
+
+/* Hot(dispatch, consts, wait, config_dict, nesting, counts, xla_type, slots,
+       in_avals, in_dtypes, out_aval) */
+static PyObject *hot_new(PyTypeObject *type, PyObject *a, PyObject *kw) {
+  PyObject *dispatch, *consts, *wait, *cfg, *nesting, *counts, *xla_type, *slots,
+           *avals, *dtypes, *out_aval;
+  if (!PyArg_ParseTuple(a, "OO!OO!OO!OO!O!O!O", &dispatch, &PyTuple_Type, &consts, &wait,
+                        &PyDict_Type, &cfg, &nesting, &PyDict_Type, &counts, &xla_type,
+                        &PyTuple_Type, &slots, &PyTuple_Type, &avals, &PyTuple_Type,
+                        &dtypes, &out_aval))
+    return NULL;
+  Py_ssize_t n = PyTuple_GET_SIZE(avals);
+  if (PyTuple_GET_SIZE(dtypes) != n || PyTuple_GET_SIZE(slots) != 5) {
+    PyErr_SetString(PyExc_ValueError, "Hot: bad signature");
+    return NULL;
+  }
+  Hot *h = (Hot *)type->tp_alloc(type, 0);
+  if (!h) return NULL;
+  h->args = PyMem_Calloc(n ? n : 1, sizeof(hot_arg));
+  if (!h->args) { Py_DECREF(h); return PyErr_NoMemory(); }
+  h->n_in = n;
+  h->vectorcall = hot_vectorcall;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject *av = PyTuple_GET_ITEM(avals, i);
+    PyObject *shape = PyObject_GetAttrString(av, "shape");
+    if (!shape) { Py_DECREF(h); return NULL; }
+    if (!PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) > NPY_MAXDIMS) {
+      Py_DECREF(shape); Py_DECREF(h);
+      PyErr_SetString(PyExc_ValueError, "Hot: bad shape");
+      return NULL;
+    }
+    h->args[i].ndim = (int)PyTuple_GET_SIZE(shape);
+    for (int d = 0; d < h->args[i].ndim; ++d)
+      h->args[i].dims[d] = (npy_intp)PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d));
+    Py_DECREF(shape);
+    if (PyErr_Occurred()) { Py_DECREF(h); return NULL; }
+    if (!PyArray_DescrConverter(PyTuple_GET_ITEM(dtypes, i), &h->args[i].descr)) {
+      Py_DECREF(h); return NULL;
+    }
+    PyObject *wk = PyObject_GetAttrString(av, "weak_type");
+    if (!wk) { Py_DECREF(h); return NULL; }
+    h->args[i].weak = PyObject_IsTrue(wk);
+    Py_DECREF(wk);
+    if (h->args[i].weak < 0) { Py_DECREF(h); return NULL; }
+    Py_INCREF(av);
+    h->args[i].aval = av;
+  }
+  PyObject *weak = PyObject_GetAttrString(out_aval, "weak_type");
+  if (!weak) { Py_DECREF(h); return NULL; }
+  int w = PyObject_IsTrue(weak);
+  Py_DECREF(weak);
+  if (w < 0) { Py_DECREF(h); return NULL; }
+  h->out_weak = w ? Py_True : Py_False;
+  Py_INCREF(h->out_weak);
+  Py_INCREF(dispatch); h->dispatch = dispatch;
+  Py_INCREF(consts); h->consts = consts;
+  Py_INCREF(wait); h->wait = wait;
+  Py_INCREF(cfg); h->config = cfg;
+  Py_INCREF(nesting); h->nesting = nesting;
+  Py_INCREF(counts); h->counts = counts;
+  Py_INCREF(xla_type); h->xla_type = xla_type;
+  Py_INCREF(slots); h->slots = slots;
+  Py_INCREF(out_aval); h->out_aval = out_aval;
+  return (PyObject *)h;
+}
+
+/* 1 when the setting ``name`` of plait.config is on, 0 off, -1 error */
+static int setting_on(Hot *h, PyObject *name) {
+  PyObject *v = PyDict_GetItemWithError(h->config, name);
+  if (!v) return PyErr_Occurred() ? -1 : 0;
+  if (v == Py_False || v == Py_None) return 0;
+  if (v == Py_True) return 1;
+  return PyObject_IsTrue(v);
+}
+
+static PyObject *slot_get(Hot *h, int k, PyObject *obj) {
+  PyObject *d = PyTuple_GET_ITEM(h->slots, k);
+  return Py_TYPE(d)->tp_descr_get(d, obj, (PyObject *)Py_TYPE(obj));
+}
+
+static int slot_set(Hot *h, int k, PyObject *obj, PyObject *v) {
+  PyObject *d = PyTuple_GET_ITEM(h->slots, k);
+  return Py_TYPE(d)->tp_descr_set(d, obj, v);
+}
+
+/* The fallback: None (jit's general path runs). */
+#define DECLINE do { result = Py_None; Py_INCREF(result); goto done; } while (0)
+
+/* hot(args_tuple): the result XlaArray, or None when the call is not of this signature
+   or a guard is on. */
+static PyObject *hot_call(Hot *h, PyObject *const *argv, size_t nargsf, PyObject *kwn) {
+  Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  if (nargs != 1 || kwn || !PyTuple_Check(argv[0])) {
+    PyErr_SetString(PyExc_TypeError, "Hot: expected one tuple of arguments");
+    return NULL;
+  }
+  PyObject *args = argv[0];
+  Py_ssize_t n = h->n_in, nc = PyTuple_GET_SIZE(h->consts);
+  if (PyTuple_GET_SIZE(args) != n) Py_RETURN_NONE;
+  int g;
+  if ((g = setting_on(h, s_disable_jit)) != 0 || (g = setting_on(h, s_debug_nans)) != 0
+      || (g = setting_on(h, s_debug_infs)) != 0) {
+    if (g < 0) return NULL;
+    Py_RETURN_NONE;
+  }
+  PyObject *cnt = PyObject_GetAttr(h->nesting, s_count);
+  if (!cnt) return NULL;
+  long nested = PyLong_AsLong(cnt);
+  Py_DECREF(cnt);
+  if (nested == -1 && PyErr_Occurred()) return NULL;
+  if (nested) Py_RETURN_NONE;
+
+  PyObject *stack_small[16];
+  PyObject **stack = stack_small;
+  if (nc + n > 16) {
+    stack = PyMem_Malloc(sizeof(PyObject *) * (size_t)(nc + n));
+    if (!stack) return PyErr_NoMemory();
+  }
+  for (Py_ssize_t i = 0; i < nc; ++i) stack[i] = PyTuple_GET_ITEM(h->consts, i);
+  PyObject *result = NULL, *outs = NULL;
+  Py_ssize_t owned = 0;     /* stack[nc .. nc+owned) hold new references */
+  int must_wait = 0;
+  for (Py_ssize_t i = 0; i < n; ++i, ++owned) {
+    PyObject *x = PyTuple_GET_ITEM(args, i);
+    hot_arg *sig = &h->args[i];
+    if (Py_TYPE(x) == &PyArray_Type) {
+      PyArrayObject *xa = (PyArrayObject *)x;
+      if (sig->weak || PyArray_NDIM(xa) != sig->ndim) DECLINE;
+      npy_intp *dims = PyArray_DIMS(xa);
+      for (int d = 0; d < sig->ndim; ++d)
+        if (dims[d] != sig->dims[d]) DECLINE;
+      PyArray_Descr *dt = PyArray_DESCR(xa);
+      if (dt != sig->descr && !PyArray_EquivTypes(dt, sig->descr)) DECLINE;
+      if (PyArray_NBYTES(xa) <= SMALL_HOST_BYTES) {
+        /* a private copy: nobody can write to it while XLA reads it */
+        PyObject *c;
+        if (PyArray_IS_C_CONTIGUOUS(xa)) {      /* a plain copy: no casting machinery */
+          Py_INCREF(dt);
+          c = PyArray_NewFromDescr(&PyArray_Type, dt, sig->ndim, dims, NULL, NULL, 0, NULL);
+          if (c) memcpy(PyArray_DATA((PyArrayObject *)c), PyArray_DATA(xa),
+                        (size_t)PyArray_NBYTES(xa));
+        } else {
+          c = PyArray_NewCopy(xa, NPY_CORDER);
+        }
+        if (!c) goto done;
+        stack[nc + i] = c;
+      } else {
+        must_wait = 1;
+        Py_INCREF(x);
+        stack[nc + i] = x;
+      }
+    } else if ((PyObject *)Py_TYPE(x) == h->xla_type) {
+      PyObject *av = slot_get(h, 2, x);
+      if (!av) { PyErr_Clear(); DECLINE; }
+      int same = av == sig->aval || av == sig->seen;
+      if (!same) {
+        same = PyObject_RichCompareBool(av, sig->aval, Py_EQ);
+        if (same < 0) { Py_DECREF(av); goto done; }
+        if (same) { Py_XSETREF(sig->seen, av); Py_INCREF(av); }
+      }
+      Py_DECREF(av);
+      if (!same) DECLINE;
+      PyObject *buf = slot_get(h, 3, x);
+      if (!buf) { PyErr_Clear(); DECLINE; }
+      if (buf == Py_None) { Py_DECREF(buf); DECLINE; }   /* deleted: the general path says so */
+      stack[nc + i] = buf;
+    } else {
+      DECLINE;
+    }
+  }
+  outs = PyObject_Vectorcall(h->dispatch, stack, (size_t)(nc + n), NULL);
+  if (!outs) goto done;
+  if (!PyList_Check(outs) || PyList_GET_SIZE(outs) != 1) {
+    PyErr_SetString(PyExc_SystemError, "plait's xla hot path: the dispatcher did not "
+                    "return one result");
+    goto done;
+  }
+  PyObject *buf = PyList_GET_ITEM(outs, 0);
+  if (must_wait) {
+    PyObject *r = PyObject_CallMethodNoArgs(buf, s_is_ready);
+    if (!r) goto done;
+    int ready = PyObject_IsTrue(r);
+    Py_DECREF(r);
+    if (ready < 0) goto done;
+    if (!ready) {
+      r = PyObject_CallOneArg(h->wait, outs);
+      if (!r) goto done;
+      Py_DECREF(r);
+    }
+  }
+  PyTypeObject *tp = (PyTypeObject *)h->xla_type;
+  PyObject *arr = tp->tp_alloc(tp, 0);
+  if (!arr) goto done;
+  if (slot_set(h, 0, arr, Py_None) < 0 || slot_set(h, 1, arr, h->out_weak) < 0
+      || slot_set(h, 2, arr, h->out_aval) < 0 || slot_set(h, 3, arr, buf) < 0
+      || slot_set(h, 4, arr, must_wait ? Py_True : Py_False) < 0) {
+    Py_DECREF(arr);
+    goto done;
+  }
+  /* metrics: a cache hit, as on jit's other paths */
+  PyObject *hits = PyDict_GetItemWithError(h->counts, s_cache_hits);
+  if (!hits && PyErr_Occurred()) { Py_DECREF(arr); goto done; }
+  PyObject *more = hits ? PyNumber_Add(hits, one) : (Py_INCREF(one), one);
+  if (!more || PyDict_SetItem(h->counts, s_cache_hits, more) < 0) {
+    Py_XDECREF(more); Py_DECREF(arr); goto done;
+  }
+  Py_DECREF(more);
+  result = arr;
+done:
+  Py_XDECREF(outs);
+  for (Py_ssize_t i = 0; i < owned; ++i) Py_DECREF(stack[nc + i]);
+  if (stack != stack_small) PyMem_Free(stack);
+  return result;
+}
+
+static PyObject *hot_vectorcall(PyObject *self, PyObject *const *argv, size_t nargsf,
+                                PyObject *kwn) {
+  return hot_call((Hot *)self, argv, nargsf, kwn);
+}
+
+static PyObject *hot_tp_call(PyObject *self, PyObject *a, PyObject *kw) {
+  return PyVectorcall_Call(self, a, kw);
+}
+
+static PyTypeObject HotType = {
+  PyVarObject_HEAD_INIT(NULL, 0)
+  .tp_name = "@MODULE@.Hot",
+  .tp_basicsize = sizeof(Hot),
+  .tp_dealloc = (destructor)hot_dealloc,
+  .tp_call = hot_tp_call,
+  .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+  .tp_vectorcall_offset = offsetof(Hot, vectorcall),
+  .tp_new = hot_new,
+};
+
+static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "@MODULE@", NULL, -1, NULL};
+
+PyMODINIT_FUNC PyInit_@MODULE@(void) {
+  import_array();
+  if (!(s_disable_jit = PyUnicode_InternFromString("disable_jit"))
+      || !(s_debug_nans = PyUnicode_InternFromString("debug_nans"))
+      || !(s_debug_infs = PyUnicode_InternFromString("debug_infs"))
+      || !(s_count = PyUnicode_InternFromString("count"))
+      || !(s_cache_hits = PyUnicode_InternFromString("cache_hits"))
+      || !(s_is_ready = PyUnicode_InternFromString("is_ready"))
+      || !(one = PyLong_FromLong(1)))
+    return NULL;
+  if (PyType_Ready(&HotType) < 0) return NULL;
+  PyObject *m = PyModule_Create(&moddef);
+  if (!m) return NULL;
+  Py_INCREF(&HotType);
+  if (PyModule_AddObject(m, "Hot", (PyObject *)&HotType) < 0) {
+    Py_DECREF(&HotType); Py_DECREF(m); return NULL;
+  }
+  return m;
+}
+"""
+
+
+log = logging.getLogger("plait")
+_STATE: dict = {}
+_LOCK = threading.Lock()
+# the slots of a result XlaArray, in the order the C code sets them
+_SLOTS = (Array.__dict__["_value"], Array.__dict__["weak_type"], Array.__dict__["_aval"],
+          DeviceArray.__dict__["_buf"], XlaArray.__dict__["_ready"])
+
+
+def _module():
+    """The built extension module, or None when it cannot be had: no C compiler or no
+    CPython headers, or the build failed (logged once; jit keeps its general path)."""
+    with _LOCK:
+        if "module" not in _STATE:
+            try:
+                _STATE["module"] = _load()
+            except (PlaitError, OSError, ImportError) as e:
+                log.warning("plait: the xla backend's C call path is unavailable (%s); "
+                            "jit calls take the Python path", e)
+                _STATE["module"] = None
+        return _STATE["module"]
+
+
+def _load():
+    from plait.codegen.c_pymodule import load_module
+    from plait.codegen.toolchain import build_shared_object, find_toolchain
+    from plait.runtime import kernel_cache
+    tc = find_toolchain()
+    if tc is None or not tc.python_include:
+        return None
+    source = SOURCE.replace("@SMALL@", str(SMALL_HOST_BYTES))
+    key = kernel_cache.entry_key(source, tc.identity(), sys.version, np.__version__,
+                                 np.get_include())
+    name = f"plait_xla_hot_{key}"
+    return kernel_cache.load(
+        key, lambda out: build_shared_object(source.replace("@MODULE@", name), out, tc,
+                                             (f"-I{np.get_include()}",)),
+        lambda path: load_module(name, path))
+
+
+def make_hot(dispatch, consts: list, wait, in_avals: list, out_aval: ShapedArray):
+    """The C call path of one signature (``in_avals``, one output ``out_aval``) through
+    jaxlib's ``dispatch`` (see the module docstring): ``hot(args_tuple)`` returns the
+    result XlaArray, or None to decline. None when the extension cannot be built."""
+    mod = _module()
+    if mod is None:
+        return None
+    return mod.Hot(dispatch, tuple(consts), wait, vars(config), _trace.nesting(),
+                   metrics.store(), XlaArray, _SLOTS, tuple(in_avals),
+                   tuple(a.dtype for a in in_avals), out_aval)
