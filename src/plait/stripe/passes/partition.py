@@ -16,8 +16,11 @@ tile per core, so the tiles run in parallel and each keeps the contiguous index
 innermost. A kernel with no legal
 index at the top is searched further down, through serial loops that run at most
 ``max_forks`` times (a matmul's K panels, a convolution's window rows): the threads
-are started once per serial iteration. Blocks with less than ``min_work`` iterations
-in total stay serial, since starting threads costs more than they save.
+are started once per serial iteration. A block is split only when the cost model
+(:mod:`plait.stripe.passes.parallel_cost`, priced by the pass's ``fork_ns``, ``op_ns`` and
+``transcendental_ns`` from the target config) says the time the other cores save on one
+run of it pays for starting them; a block found too small is left serial whole, since
+the blocks below it are smaller still and would start the threads more often.
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ from typing import Optional
 
 from plait.stripe.ir import Block, Program
 from plait.stripe.passes._util import prune_unit_idxs, ref_vars
+from plait.stripe.passes.parallel_cost import worth_splitting
 from plait.stripe.tiling import apply_tile
 
 
@@ -78,17 +82,15 @@ def _contiguous_under_reduction(block: Block, name: str) -> bool:
     return any(ix.name not in written and ix.affine is None for ix in block.idxs)
 
 
-def _iterations_total(block: Block) -> int:
-    inner = [s for s in block.stmts if isinstance(s, Block)]
-    return block.iterations * max([_iterations_total(s) for s in inner] or [1])
-
-
-def _partition(block: Block, cores: int, min_work: int, forks: int, max_forks: int,
+def _partition(block: Block, target, prices: dict, forks: int, max_forks: int,
                exclude: tuple, done: list) -> Block:
     if done or any(t in block.tags for t in exclude):
         return block
+    cores = target.cores
     name = _best_index(block, cores)
-    if name is not None and _iterations_total(block) >= min_work:
+    if name is not None:
+        if not worth_splitting(block, target, cores, **prices):
+            return block
         done.append(block.name)
         if _contiguous_under_reduction(block, name):
             chunk = -(-block.idxs[-1].range // cores)
@@ -100,26 +102,28 @@ def _partition(block: Block, cores: int, min_work: int, forks: int, max_forks: i
     forks *= block.iterations
     if forks > max_forks:
         return block
-    stmts = tuple(_partition(s, cores, min_work, forks, max_forks, exclude, done)
+    stmts = tuple(_partition(s, target, prices, forks, max_forks, exclude, done)
                   if isinstance(s, Block) else s for s in block.stmts)
     return replace(block, stmts=stmts)
 
 
-def partition_pass(program: Program, target, min_work: int = 1 << 15, max_forks: int = 64,
+def partition_pass(program: Program, target, *, fork_ns: float, op_ns: float,
+                   transcendental_ns: float, max_forks: int = 64,
                    exclude=("pack", "mac_regblock")) -> Program:
-    """Tag the first (outermost, then earliest) parallel-safe block of each kernel ``parallel``.
+    """Tag the first (outermost, then earliest) parallel-safe block of each kernel
+    ``parallel`` when the cost model finds it worth a parallel region.
 
     Inner blocks are considered when the serial loops around them run at most
     ``max_forks`` times (each run starts the threads again); blocks tagged ``exclude``
     (cheap data movement, register blocks) never are.  One block per kernel: every
     parallel region costs a fork and a barrier, which an oversubscribed machine makes
-    expensive.
+    expensive. ``fork_ns``, ``op_ns`` and ``transcendental_ns`` price the cost model
+    (:func:`plait.stripe.passes.parallel_cost.worth_splitting`).
     """
     if target.cores < 2:
         return program
-    stmts = []
-    for s in program.entry.stmts:
-        if isinstance(s, Block) and "kernel" in s.tags and _iterations_total(s) >= min_work:
-            s = _partition(s, target.cores, min_work, 1, max_forks, tuple(exclude), [])
-        stmts.append(s)
-    return replace(program, entry=replace(program.entry, stmts=tuple(stmts)))
+    prices = dict(fork_ns=fork_ns, op_ns=op_ns, transcendental_ns=transcendental_ns)
+    stmts = tuple(_partition(s, target, prices, 1, max_forks, tuple(exclude), [])
+                  if isinstance(s, Block) and "kernel" in s.tags else s
+                  for s in program.entry.stmts)
+    return replace(program, entry=replace(program.entry, stmts=stmts))
