@@ -15,7 +15,8 @@ register block sized for this register file), ``fuse`` (epilogues and chains joi
 their producer), ``localize`` and ``scalarize`` (fused temporaries shrink to a tile, a
 register), ``autotile`` (cache-tile blocks whose views disagree on the contiguous
 index), ``elide_init`` again (local temporaries), ``boundary`` (interior tiles without
-checks) and ``partition`` (one parallel loop per kernel over disjoint outputs).
+checks) and ``partition`` (one parallel loop per kernel over disjoint outputs, where
+the cost model priced by its ``fork_ns``/``op_ns``/``transcendental_ns`` says it pays).
 """
 from __future__ import annotations
 
