@@ -116,8 +116,9 @@ def test_memory_analysis_counts_kernel_temporaries(native):
     exe = plait.jit(pnp.argmax).lower(np.zeros(n, np.uint8)).compile()
     assert exe.memory_analysis()["peak_temp_bytes"] == 1 + 8 * n + 8
     # along rows: the same per row, one set per thread of the parallel loop over rows
-    # (the row's max is read broadcast from a (rows, 1) copy: one byte, not a row)
-    rows, n = 6, 20000
+    # (the row's max is read broadcast from a (rows, 1) copy: one byte, not a row); rows
+    # long enough for the partition's cost model to split them over the cores
+    rows, n = 6, 400000
     f = plait.jit(lambda x: pnp.argmax(x, axis=1))
     exe = f.lower(np.zeros((rows, n), np.uint8)).compile()
     assert (exe.memory_analysis()["peak_temp_bytes"]

@@ -22,6 +22,16 @@ AVX2 = Target("avx2", 2, 32, 64, 32 * KIB, 256 * KIB, 8192 * KIB, 128 * KIB, ())
 _DIR = tempfile.mkdtemp(prefix="plait-stripe-passes-")
 
 
+def partition_params(**over) -> dict:
+    """The host config's ``partition`` parameters (the cost model's prices), with
+    ``over`` replacing some: ``fork_ns=0`` makes every parallel-safe block worth it."""
+    from plait.backends.native.target import host_target
+    return {**dict(dict(host_target().passes)["partition"]), **over}
+
+
+SPLIT = partition_params(fork_ns=0)     # the small test programs split whatever their size
+
+
 def random_inputs(program, seed: int = 0) -> dict:
     rng = np.random.default_rng(seed)
     out = {}

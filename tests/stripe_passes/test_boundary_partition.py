@@ -1,8 +1,10 @@
 """Boundary separation, partition over cores, init elision and reductions in C."""
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from sp_helpers import apply, blocks, check_passes, random_inputs, run_c
+from sp_helpers import SPLIT, apply, blocks, check_passes, random_inputs, run_c
 from plait.stripe import lower, run
 from plait.stripe.ir import Block
 from plait.stripe.targets import Target
@@ -23,12 +25,12 @@ def test_boundary_separates_interior_and_edge_tiles():
 
 def test_boundary_on_conv_with_fused_pipeline():
     check_passes(conv2d(n=1, h=7, w=9, ci=5, co=21)[0],
-                 [("stencil", {"min_work": 1}), ("boundary", {}), ("partition", {"min_work": 1})],
+                 [("stencil", {"min_work": 1}), ("boundary", {}), ("partition", SPLIT)],
                  rtol=1e-4)
 
 
 def test_partition_never_splits_a_reduction():
-    p = apply(lower(row_sum(64, 512)), [("partition", {"min_work": 1})])
+    p = apply(lower(row_sum(64, 512)), [("partition", SPLIT)])
     (k,) = [s for s in p.entry.stmts if isinstance(s, Block)]
     assert "parallel" in k.tags and k.idxs[0].name == "i"
 
@@ -38,7 +40,7 @@ def test_partition_tiles_a_sum_over_leading_axes(cols):
     """The kept index is the contiguous one: one tile per core runs in parallel and each
     keeps that index innermost (not a reduction striding through memory); an uneven
     split (100 or 7 columns over 2 cores) gives the same sums, in C too."""
-    p = check_passes(col_sum(300, cols), [("partition", {"min_work": 1})], rtol=1e-4)
+    p = check_passes(col_sum(300, cols), [("partition", SPLIT)], rtol=1e-4)
     (k,) = [s for s in p.entry.stmts if isinstance(s, Block)]
     assert "parallel" in k.tags and [ix.range for ix in k.idxs] == [2]
     (inner,) = [s for s in k.stmts if isinstance(s, Block)]
@@ -51,7 +53,7 @@ def test_partition_prefers_balanced_index():
     b = TileBuilder("bal")
     X = b.input("X", "f32", (3, 64))
     b.output(b.eltwise(b.tensor("Y", "f32", (3, 64)), call("neg", X)))
-    p = check_passes(b.build(), [("partition", {"min_work": 1})])
+    p = check_passes(b.build(), [("partition", SPLIT)])
     (k,) = [s for s in p.entry.stmts if isinstance(s, Block)]
     assert k.idxs[0].range == 64  # 3 rows split 2:1 over 2 cores, 64 columns split evenly
 
@@ -63,7 +65,7 @@ def test_partition_keeps_the_innermost_index_inner():
     b = TileBuilder("nhwc")
     X = b.input("X", "f32", (4, 6, 6, 96))
     b.output(b.eltwise(b.tensor("Y", "f32", (4, 6, 6, 96)), call("neg", X)))
-    p = check_passes(b.build(), [("partition", {"min_work": 1})])
+    p = check_passes(b.build(), [("partition", SPLIT)])
     (k,) = [s for s in p.entry.stmts if isinstance(s, Block)]
     assert "parallel" in k.tags and [ix.name for ix in k.idxs][0] != k.idxs[-1].name
     assert k.idxs[-1].range == 96
@@ -71,14 +73,14 @@ def test_partition_keeps_the_innermost_index_inner():
 
 def test_partition_finds_tiles_inside_stencil_kernels():
     p = check_passes(mm_epilogue(96, 64, 256), [("stencil", {"min_work": 1}), ("fuse", {}),
-                                                ("localize", {}), ("partition", {"min_work": 1})],
+                                                ("localize", {}), ("partition", SPLIT)],
                      rtol=1e-4)
     assert blocks(p, "parallel")
 
 
 def test_single_core_target_stays_serial():
     one = Target("one", 1, 64, 64, 48 * 1024, 1 << 21, 1 << 25, 1 << 20, ())
-    p = apply(lower(chain(1 << 16)), [("partition", {"min_work": 1})], one)
+    p = apply(lower(chain(1 << 16)), [("partition", SPLIT)], one)
     assert not blocks(p, "parallel")
 
 
@@ -108,3 +110,41 @@ def test_vectorized_max_propagates_nan():
         want = run(p, ins)["S"]
     np.testing.assert_array_equal(np.isnan(got), [False, True, False])
     np.testing.assert_array_equal(got[[0, 2]], want[[0, 2]])
+
+
+def _strided_col_sum(rows: int, cols: int):
+    """col_sum with its summed rows as the innermost loop (the order a column sum fused
+    with its producer had): every step a row apart in memory."""
+    p = lower(col_sum(rows, cols))
+    (k,) = [s for s in p.entry.stmts if isinstance(s, Block)]
+    k = replace(k, idxs=tuple(reversed(k.idxs)))
+    assert k.idxs[-1].name == "i"
+    return replace(p, entry=replace(p.entry, stmts=(k,)))
+
+
+@pytest.mark.parametrize("cores", [1, 2])
+def test_partition_puts_the_contiguous_loop_innermost(cores):
+    """The strided row loop goes outside, the contiguous column loop innermost, on one
+    core as on two (where the columns are then tiled per core); the sums are unchanged
+    in the interpreter and in C."""
+    target = Target("t", cores, 64, 64, 48 * 1024, 1 << 21, 1 << 25, 1 << 20, ())
+    p = check_passes(_strided_col_sum(128, 96), [("partition", SPLIT)], target, rtol=1e-4)
+    (k,) = [s for s in p.entry.stmts if isinstance(s, Block)]
+    flat = [s for s in k.stmts if isinstance(s, Block)] or [k]
+    loops = [ix.name for ix in flat[0].idxs if ix.affine is None]
+    assert loops == ["i", "j"]
+    assert ("parallel" in k.tags) == (cores == 2)
+
+
+def test_partition_keeps_a_transpose_order():
+    """A transpose reads or writes contiguously whichever loop is inner: left alone."""
+    from plait.tile import TileBuilder, variables
+    b = TileBuilder("transpose")
+    X = b.input("X", "f32", (40, 24))
+    i, j = variables("i j")
+    b.output(b.contract(b.tensor("Y", "f32", (24, 40)), (j, i), "assign", X[i, j]))
+    before = lower(b.build())
+    p = check_passes(before, [("partition", SPLIT)])
+    (k0,) = [s for s in before.entry.stmts if isinstance(s, Block)]
+    (k,) = [s for s in p.entry.stmts if isinstance(s, Block)]
+    assert k.idxs[-1].name == k0.idxs[-1].name

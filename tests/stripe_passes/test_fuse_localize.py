@@ -1,5 +1,5 @@
 """Fuse + localize: epilogues join their contraction, temporaries shrink to a tile."""
-from sp_helpers import check_passes
+from sp_helpers import SPLIT, check_passes
 from plait.stripe import lower
 from plait.stripe.ir import Block
 from sp_programs import chain, col_sum_scaled, mm_epilogue, softmax
@@ -48,7 +48,7 @@ def test_sum_over_leading_axes_keeps_its_contiguous_index_inner():
     loop and the reduction stride through memory: the two stay apart, and the partition
     pass then tiles the sum per core with the kept index innermost."""
     p = check_passes(col_sum_scaled(300, 96), [("fuse", {}), ("localize", {}),
-                                               ("partition", {"min_work": 1})], rtol=1e-4)
+                                               ("partition", SPLIT)], rtol=1e-4)
     ks = _kernels(p)
     assert len(ks) == 2 and not any("fused" in k.tags for k in ks)
     (inner,) = [s for s in ks[0].stmts if isinstance(s, Block)]

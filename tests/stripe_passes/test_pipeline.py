@@ -17,13 +17,15 @@ CASES = {
 
 
 def _passes(target):
-    # small min_work so the small test programs exercise every pass; register blocks
-    # for the target's register file
+    # small programs made to exercise every pass (stencil's min_work, partition's fork
+    # price); register blocks for the target's register file
     out = []
     for name, params in host_target().passes:
         d = dict(params)
-        if "min_work" in d or name == "stencil":
+        if name == "stencil":
             d["min_work"] = 1
+        if name == "partition":
+            d["fork_ns"] = 0
         if name == "stencil":
             d["shapes"] = register_blocks(target.vector_bytes)
         out.append((name, d))

@@ -17,10 +17,9 @@ target's register block with the fewest loads per multiply-add, ``KC`` keeps a
 while the accumulators stay in registers: the deeper the panel, the fewer passes over
 C's tiles; a narrow tile's small panel stays in half the L1), ``M3`` keeps an
 ``M3 x KC`` slab of A in half the L2, ``N2`` keeps a
-``KC x N2`` block of B in a quarter of the L3, and products under 128 times the partition pass's
-``min_work`` (4M multiply-adds: two threads' pieces of tens of microseconds each, far
-above a parallel region's wake-up) run
-on one thread.
+``KC x N2`` block of B in a quarter of the L3, and products under the target's
+``gemm_parallel_macs`` (4M multiply-adds: two threads' pieces of tens of microseconds
+each, far above a parallel region's wake-up) run on one thread.
 """
 from __future__ import annotations
 
@@ -58,8 +57,7 @@ def _blocking(target: Target, dt, name: str, mr: int, vecs: int,
     kc = _round_down(panel_bytes // (nr * sz), 8)
     m3 = _round_down(target.l2_bytes // 2 // (kc * sz), mr)
     n2 = _round_down(target.l3_bytes // 4 // (kc * sz), nr)
-    min_work = dict(dict(target.passes).get("partition", ())).get("min_work", 1 << 15)
-    return Blocking(ct, name, vlen, mr, vecs, kc, n2, m3, 128 * min_work, sz)
+    return Blocking(ct, name, vlen, mr, vecs, kc, n2, m3, target.gemm_parallel_macs, sz)
 
 
 def blockings(target: Target) -> tuple[tuple[Blocking, Blocking], ...]:
@@ -231,7 +229,7 @@ def route_macs(target: Target) -> int:
     """Multiply-adds from which a GEMM-shaped ``dot_general`` calls the library rather
     than joining a fused kernel: where the packed library's fixed cost (packing, one
     call) is paid back, a contraction over a few register tiles."""
-    return 2 * dict(dict(target.passes).get("partition", ())).get("min_work", 1 << 15)
+    return target.gemm_route_macs
 
 
 def routes(eqn, target: Target) -> bool:

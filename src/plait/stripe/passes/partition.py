@@ -13,11 +13,15 @@ block's innermost one, contiguous in the outputs, and the block reduces over oth
 indexes (a sum over the leading axes, as a bias gradient is), moving it to the front
 would leave a reduction striding through memory innermost; it is tiled instead, one
 tile per core, so the tiles run in parallel and each keeps the contiguous index
-innermost. A kernel with no legal
+innermost (a flat kernel whose innermost loop strides through every view first gets
+its contiguous loop innermost, whatever the cores). A kernel with no legal
 index at the top is searched further down, through serial loops that run at most
 ``max_forks`` times (a matmul's K panels, a convolution's window rows): the threads
-are started once per serial iteration. Blocks with less than ``min_work`` iterations
-in total stay serial, since starting threads costs more than they save.
+are started once per serial iteration. A block is split only when the cost model
+(:mod:`plait.stripe.passes.parallel_cost`, priced by the pass's ``fork_ns``, ``op_ns`` and
+``transcendental_ns`` from the target config) says the time the other cores save on one
+run of it pays for starting them; a block found too small is left serial whole, since
+the blocks below it are smaller still and would start the threads more often.
 """
 from __future__ import annotations
 
@@ -26,7 +30,8 @@ from dataclasses import replace
 from typing import Optional
 
 from plait.stripe.ir import Block, Program
-from plait.stripe.passes._util import prune_unit_idxs, ref_vars
+from plait.stripe.passes._util import flat_coeff, prune_unit_idxs, ref_vars
+from plait.stripe.passes.parallel_cost import worth_splitting
 from plait.stripe.tiling import apply_tile
 
 
@@ -68,27 +73,47 @@ def _best_index(block: Block, cores: int) -> Optional[str]:
 
 def _contiguous_under_reduction(block: Block, name: str) -> bool:
     """Whether ``name`` is ``block``'s innermost index, of stride 1 in every output, in a
-    flat block that also reduces over an index no output reads."""
+    flat block that also reduces over an index no output reads or that cannot be split."""
     if block.idxs[-1].name != name or any(isinstance(s, Block) for s in block.stmts):
         return False
     outs = [r for r in block.refs if r.dir in ("out", "inout")]
-    if any(sum(a.coeff(name) * st for a, st in zip(r.access, r.strides)) != 1 for r in outs):
+    if any(flat_coeff(r, name) != 1 for r in outs):
         return False
     written = set().union(*(ref_vars(r) for r in outs))
-    return any(ix.name not in written and ix.affine is None for ix in block.idxs)
+    return any(ix.affine is None and ix.name != name
+               and (ix.name not in written or not disjoint(block, ix.name))
+               for ix in block.idxs)
 
 
-def _iterations_total(block: Block) -> int:
-    inner = [s for s in block.stmts if isinstance(s, Block)]
-    return block.iterations * max([_iterations_total(s) for s in inner] or [1])
+def contiguous_innermost(block: Block) -> Block:
+    """``block`` with a contiguous index innermost when its innermost loop strides
+    through every view: in a flat block (a column sum fused with its producer runs the
+    summed rows innermost, each step a row apart, every access a new cache line in the
+    same cache set), the loop of stride 1 in the most views moves innermost. Iterations
+    are unordered, so the order of the loops is free."""
+    loops = [ix for ix in block.idxs if ix.affine is None and ix.range > 1]
+    if len(loops) < 2 or any(isinstance(s, Block) for s in block.stmts):
+        return block
+    refs = [r for r in block.refs if r.dir in ("in", "out", "inout")]
+
+    def unit(name: str) -> int:
+        return sum(abs(flat_coeff(r, name)) == 1 for r in refs)
+
+    best = max(loops, key=unit)
+    if unit(loops[-1].name) > 0 or unit(best.name) == 0:
+        return block
+    return replace(block, idxs=tuple(ix for ix in block.idxs if ix is not best) + (best,))
 
 
-def _partition(block: Block, cores: int, min_work: int, forks: int, max_forks: int,
+def _partition(block: Block, target, prices: dict, forks: int, max_forks: int,
                exclude: tuple, done: list) -> Block:
     if done or any(t in block.tags for t in exclude):
         return block
+    cores = target.cores
     name = _best_index(block, cores)
-    if name is not None and _iterations_total(block) >= min_work:
+    if name is not None:
+        if not worth_splitting(block, target, cores, **prices):
+            return block
         done.append(block.name)
         if _contiguous_under_reduction(block, name):
             chunk = -(-block.idxs[-1].range // cores)
@@ -100,26 +125,32 @@ def _partition(block: Block, cores: int, min_work: int, forks: int, max_forks: i
     forks *= block.iterations
     if forks > max_forks:
         return block
-    stmts = tuple(_partition(s, cores, min_work, forks, max_forks, exclude, done)
+    stmts = tuple(_partition(s, target, prices, forks, max_forks, exclude, done)
                   if isinstance(s, Block) else s for s in block.stmts)
     return replace(block, stmts=stmts)
 
 
-def partition_pass(program: Program, target, min_work: int = 1 << 15, max_forks: int = 64,
+def partition_pass(program: Program, target, *, fork_ns: float, op_ns: float,
+                   transcendental_ns: float, max_forks: int = 64,
                    exclude=("pack", "mac_regblock")) -> Program:
-    """Tag the first (outermost, then earliest) parallel-safe block of each kernel ``parallel``.
+    """Tag the first (outermost, then earliest) parallel-safe block of each kernel
+    ``parallel`` when the cost model finds it worth a parallel region (a flat kernel
+    first gets a contiguous loop innermost: :func:`contiguous_innermost`).
 
     Inner blocks are considered when the serial loops around them run at most
     ``max_forks`` times (each run starts the threads again); blocks tagged ``exclude``
     (cheap data movement, register blocks) never are.  One block per kernel: every
     parallel region costs a fork and a barrier, which an oversubscribed machine makes
-    expensive.
+    expensive. ``fork_ns``, ``op_ns`` and ``transcendental_ns`` price the cost model
+    (:func:`plait.stripe.passes.parallel_cost.worth_splitting`).
     """
-    if target.cores < 2:
-        return program
+    prices = dict(fork_ns=fork_ns, op_ns=op_ns, transcendental_ns=transcendental_ns)
     stmts = []
     for s in program.entry.stmts:
-        if isinstance(s, Block) and "kernel" in s.tags and _iterations_total(s) >= min_work:
-            s = _partition(s, target.cores, min_work, 1, max_forks, tuple(exclude), [])
+        if isinstance(s, Block) and "kernel" in s.tags:
+            s = contiguous_innermost(s)
+            if target.cores > 1:
+                s = _partition(s, target, prices, 1, max_forks, tuple(exclude), [])
         stmts.append(s)
-    return replace(program, entry=replace(program.entry, stmts=tuple(stmts)))
+    stmts = tuple(stmts)
+    return replace(program, entry=replace(program.entry, stmts=stmts))

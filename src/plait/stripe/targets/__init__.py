@@ -15,7 +15,8 @@ register block sized for this register file), ``fuse`` (epilogues and chains joi
 their producer), ``localize`` and ``scalarize`` (fused temporaries shrink to a tile, a
 register), ``autotile`` (cache-tile blocks whose views disagree on the contiguous
 index), ``elide_init`` again (local temporaries), ``boundary`` (interior tiles without
-checks) and ``partition`` (one parallel loop per kernel over disjoint outputs).
+checks) and ``partition`` (one parallel loop per kernel over disjoint outputs, where
+the cost model priced by its ``fork_ns``/``op_ns``/``transcendental_ns`` says it pays).
 """
 from __future__ import annotations
 
@@ -61,6 +62,10 @@ class Target:
     max_workgroup: int = 1             # work-items per work-group at most (GPU)
     local_bytes: int = 0               # local (work-group shared) memory per group (GPU)
     unsupported_dtypes: tuple = ()     # Stripe dtypes its kernels cannot compute
+    # GEMM-shaped contractions of at least this many multiply-adds call plait's GEMM
+    # library (backends/native/gemm.py), which threads those of gemm_parallel_macs on
+    gemm_route_macs: int = 1 << 16
+    gemm_parallel_macs: int = 1 << 22
 
     def level(self, name: str) -> MemoryLevel | None:
         """The memory level called ``name``, or None."""
@@ -75,6 +80,8 @@ class Target:
                 "registers": self.registers, "subgroup": self.subgroup,
                 "max_workgroup": self.max_workgroup, "local_bytes": self.local_bytes,
                 "unsupported_dtypes": list(self.unsupported_dtypes),
+                "gemm_route_macs": self.gemm_route_macs,
+                "gemm_parallel_macs": self.gemm_parallel_macs,
                 "memory": [[m.name, m.bytes, m.bandwidth_gbs] for m in self.memory],
                 "passes": [[n, dict(p)] for n, p in self.passes]}
 
@@ -136,4 +143,5 @@ def load_target(name: str, detected: dict | None = None) -> Target:
         int(facts.get("library_matvec_macs", 0)), raw.get("kind", "cpu"), memory,
         int(facts.get("registers", 16)), int(facts.get("subgroup", 1)),
         int(facts.get("max_workgroup", 1)), sizes.get("local", 0),
-        tuple(facts.get("unsupported_dtypes", ())))
+        tuple(facts.get("unsupported_dtypes", ())),
+        int(facts.get("gemm_route_macs", 0)), int(facts.get("gemm_parallel_macs", 0)))
