@@ -8,7 +8,9 @@ statements, and a failure inside an OpenMP loop is recorded in a shared status w
 (the loop runs to its end and frees what it allocated; the results are then garbage
 and the caller discards them). Blocks tagged ``parallel`` get an OpenMP ``parallel
 for`` on their outermost loop; ``mac_regblock`` blocks become a GNU C vector
-micro-kernel; innermost loops that reduce into a view accumulate in registers.
+micro-kernel; innermost loops that reduce into a view accumulate in registers. A function
+whose blocks are all elementwise maps (:func:`elementwise_only`) is auto-vectorized at the
+target's full vector width, others at 256 bits (see the prelude).
 Expressions, loops and views come from the C-family base
 (:class:`~plait.codegen.c_stripe.CFamilyRenderer`).
 """
@@ -49,7 +51,8 @@ static inline void plait_oom(int64_t *status, int64_t code) { __atomic_store_n(s
    case in tests/native/test_native_vector_width.py); explicit vector types still use the
    target's full width. Kernels that are only elementwise maps (PLAIT_KERNEL_WIDE: no
    reduction, padding, contraction or special step) use the full width: a float32
-   tanh/exp/sigmoid chain took 2.35 cycles per element at 256 bits, 1.8 at 512 (Zen 4) */
+   tanh/exp/sigmoid chain took 2.35 TSC cycles per element at 256 bits, 1.76 at 512
+   (one Zen 4 core, in cache) */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define PLAIT_KERNEL __attribute__((target("prefer-vector-width=256")))
 #define PLAIT_KERNEL_WIDE __attribute__((target("prefer-vector-width=512")))
