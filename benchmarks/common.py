@@ -9,7 +9,7 @@ from typing import Callable
 
 import numpy as np
 
-from benchmarks.harness import after_each, compare, fmt_time, optional_import
+from benchmarks.harness import after_each, block, compare, fmt_time, optional_import
 
 # Systems in table order; each benchmark fills the ones it has. "plait.jit alone" is
 # plait.jit's calls timed back to back, after the interleaved rounds (see ``measure``).
@@ -69,21 +69,6 @@ def jax_modules():
         return None, None
     import jax.numpy as jnp
     return jax, jnp
-
-
-def block(x):
-    """Wait for and materialize a result tree (NumPy arrays, plait arrays or JAX arrays)."""
-    if isinstance(x, (list, tuple)):
-        for v in x:
-            block(v)
-    elif isinstance(x, dict):
-        for v in x.values():
-            block(v)
-    elif hasattr(x, "block_until_ready"):
-        x.block_until_ready()
-    else:
-        np.asarray(x)
-    return x
 
 
 def leaves(x) -> list[np.ndarray]:

@@ -11,11 +11,28 @@ import time
 from typing import Callable
 
 
+def block(x):
+    """Wait for a result tree to be computed and return it: JAX arrays and plait's lazy,
+    device and native arrays by ``block_until_ready`` (an asynchronous or lazy result
+    would otherwise be timed before its work ran); NumPy arrays and CPU tensors are
+    complete when returned."""
+    if isinstance(x, (list, tuple)):
+        for v in x:
+            block(v)
+    elif isinstance(x, dict):
+        for v in x.values():
+            block(v)
+    elif hasattr(x, "block_until_ready"):
+        x.block_until_ready()
+    return x
+
+
 def per_call_seconds(fn: Callable[[], object], number: int) -> float:
-    """Seconds per call of ``fn`` over ``number`` back-to-back calls."""
+    """Seconds per call of ``fn`` over ``number`` back-to-back calls, each call's result
+    waited for (:func:`block`)."""
     t0 = time.perf_counter()
     for _ in range(number):
-        fn()
+        block(fn())
     return (time.perf_counter() - t0) / number
 
 
@@ -54,9 +71,9 @@ def after_each(fn: Callable[[], object], peers: dict[str, Callable[[], object]],
     cpu: dict[str, list[float]] = {k: [] for k in order}
     for _ in range(rounds):
         for k, before in order.items():
-            before()
+            block(before())
             c0, t0 = time.process_time(), time.perf_counter()
-            fn()
+            block(fn())
             wall[k].append(time.perf_counter() - t0)
             cpu[k].append(time.process_time() - c0)
     return {k: (statistics.median(wall[k]), statistics.median(cpu[k])) for k in order}

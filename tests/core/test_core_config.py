@@ -15,7 +15,7 @@ ROOT = pathlib.Path(plait.__file__).parent
 
 # Names spelled PLAIT_* in plait's sources that are not environment variables: C
 # preprocessor macros of the generated code.
-C_MACROS = {"PLAIT_KERNEL", "PLAIT_DRIVER", "PLAIT_NO_VECMATH"}
+C_MACROS = {"PLAIT_KERNEL", "PLAIT_KERNEL_WIDE", "PLAIT_DRIVER", "PLAIT_NO_VECMATH"}
 
 # Modules allowed to use os.environ themselves, with the reason.
 ENVIRON_ALLOWED = {

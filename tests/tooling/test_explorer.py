@@ -55,8 +55,9 @@ def test_page_content_and_browser(tmp_path):
     for name, _ in host_target().passes:
         assert re.search(rf"pass \d+: {name} \((changed|no change)\)", body)
     c = lowered.as_text("c")
-    m = re.search(r"data-n='(\d+)'>PLAIT_KERNEL int64_t k0\(", page)
-    assert m and c.splitlines()[int(m.group(1)) - 1].startswith("PLAIT_KERNEL int64_t k0(")
+    m = re.search(r"data-n='(\d+)'>PLAIT_KERNEL(_WIDE)? int64_t k0\(", page)
+    assert m and re.match(r"PLAIT_KERNEL(_WIDE)? int64_t k0\(",
+                          c.splitlines()[int(m.group(1)) - 1])
     assert "Profile of a run" in page and re.search(r"\d+\.\d µs in all", page)
 
     # in the browser: scripts run without errors; a node links to its kernel, Stripe, C
@@ -73,7 +74,7 @@ def test_page_content_and_browser(tmp_path):
     panel = re.search(r'<div id="panel">(.*?)</div>', dom, re.S).group(1)
     assert 'href="#kernel-k0"' in panel and 'href="#stripe-k0"' in panel
     lo, hi = map(int, re.search(r'href="#c-L\d+">C lines (\d+)-(\d+)', panel).groups())
-    assert c.splitlines()[lo - 1].startswith("PLAIT_KERNEL int64_t k0(")
+    assert re.match(r"PLAIT_KERNEL(_WIDE)? int64_t k0\(", c.splitlines()[lo - 1])
     # its Stripe block (highlighted in the optimized program) and where it starts in C
     s_line, block = re.search(r'href="#s-k0-L(\d+)">([\w+]+)</a>', panel).groups()
     assert block.startswith("kernel_0")

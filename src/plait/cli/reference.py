@@ -13,7 +13,7 @@ import plait
 
 _PKG = os.path.dirname(os.path.abspath(plait.__file__))
 _NAME = re.compile(r"(?<![A-Za-z0-9_])PLAIT_[A-Z0-9_]*[A-Z0-9]")
-_NOT_SETTINGS = {"PLAIT_KERNEL", "PLAIT_NO_VECMATH"}   # macros of the generated C
+_NOT_SETTINGS = {"PLAIT_KERNEL", "PLAIT_KERNEL_WIDE", "PLAIT_NO_VECMATH"}   # macros of the generated C
 
 
 def _readers() -> dict[str, list[str]]:

@@ -104,7 +104,7 @@ def _c_ranges(source: str, names: list[str]) -> dict[str, tuple[int, int]]:
     lines = source.splitlines()
     out = {}
     for name in names:
-        pat = re.compile(rf"^(PLAIT_KERNEL )?int64_t {re.escape(name)}\(")
+        pat = re.compile(rf"^(PLAIT_KERNEL(_WIDE)? )?int64_t {re.escape(name)}\(")
         for i, ln in enumerate(lines):
             if pat.match(ln):
                 end = i
