@@ -72,45 +72,12 @@ def _transpose(lanes: int) -> str:
     return "\n".join(lines)
 
 
-def fft_source(vector_bytes: int, max_length: int, oom_where: int) -> str:
-    """The library's C source for vectors of ``vector_bytes`` and lengths up to
-    ``max_length`` (a power of two); ``oom_where`` is the allocation-failure status
-    multiplier (``c_stripe.OOM_WHERE``)."""
-    if max_length & (max_length - 1) or max_length < 2:
-        raise ValueError(f"fft_source: max_length {max_length} is not a power of two")
-    lanes = vector_bytes // 4
-    k = np.arange(max_length, dtype=np.float64)
-    wr = np.cos(2 * np.pi * k / max_length)
-    wi = -np.sin(2 * np.pi * k / max_length)
-    return f"""\
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-#define VB {vector_bytes}
-#define VL {lanes}
-#define LMAX {max_length}
-typedef float pv __attribute__((vector_size(VB)));
-typedef float pvu __attribute__((vector_size(VB), aligned(4), may_alias));
-typedef int32_t pvi __attribute__((vector_size(VB)));
-{_masks(lanes)}{_transpose(lanes)}
-static const float wtr[LMAX] = {{{_hex_table(wr)}}};
-static const float wti[LMAX] = {{{_hex_table(wi)}}};
 
-/* Stockham FFT of length n over VL lanes: radix-8 stages, then one radix-4 or radix-2
-   stage for what remains; x and y hold n vectors each (real, imaginary planes).
-   Returns 1 when the result ends in y, 0 when in x. */
-#define CMUL(r, i, wr_, wi_) {{ pv t_ = r * wr_ - i * wi_; i = r * wi_ + i * wr_; r = t_; }}
-static int cfft(int n, pv *xr, pv *xi, pv *yr, pv *yi) {{
-  int s = 1, flip = 0;
-  const float h2 = {float(np.float32(np.sqrt(0.5))).hex()}f;   /* 1/sqrt(2) */
-  while (n >= 8) {{           /* radix 8: two 4-point DFTs and W_8 combination */
-    int n1 = n / 8, step = LMAX / n;
-    for (int p = 0; p < n1; ++p) {{
+_RADIX8_TWIDDLES = """\
       float w_r[8], w_i[8];
-      for (int k = 1; k < 8; ++k) {{ w_r[k] = wtr[k * p * step]; w_i[k] = wti[k * p * step]; }}
-      pv *ar = xr + s * p, *ai = xi + s * p;
-      pv *o_r = yr + 8 * s * p, *o_i = yi + 8 * s * p;
-      for (int q = 0; q < s; ++q) {{
+      for (int k = 1; k < 8; ++k) { w_r[k] = wtr[k * p * step]; w_i[k] = wti[k * p * step]; }
+"""
+_RADIX8_BODY = """\
         pv a0r = ar[q], a0i = ai[q], a1r = ar[q + s * n1], a1i = ai[q + s * n1];
         pv a2r = ar[q + 2 * s * n1], a2i = ai[q + 2 * s * n1];
         pv a3r = ar[q + 3 * s * n1], a3i = ai[q + 3 * s * n1];
@@ -143,20 +110,13 @@ static int cfft(int n, pv *xr, pv *xi, pv *yr, pv *yi) {{
         o_r[q + 2 * s] = y2r; o_i[q + 2 * s] = y2i; o_r[q + 3 * s] = y3r; o_i[q + 3 * s] = y3i;
         o_r[q + 4 * s] = y4r; o_i[q + 4 * s] = y4i; o_r[q + 5 * s] = y5r; o_i[q + 5 * s] = y5i;
         o_r[q + 6 * s] = y6r; o_i[q + 6 * s] = y6i; o_r[q + 7 * s] = y7r; o_i[q + 7 * s] = y7i;
-      }}
-    }}
-    pv *t = xr; xr = yr; yr = t; t = xi; xi = yi; yi = t;
-    n /= 8; s *= 8; flip ^= 1;
-  }}
-  if (n == 4) {{
-    int n1 = n / 4, step = LMAX / n;
-    for (int p = 0; p < n1; ++p) {{
+"""
+_RADIX4_TWIDDLES = """\
       float w1r = wtr[p * step], w1i = wti[p * step];
       float w2r = wtr[2 * p * step], w2i = wti[2 * p * step];
       float w3r = wtr[3 * p * step], w3i = wti[3 * p * step];
-      pv *ar = xr + s * p, *ai = xi + s * p;
-      pv *o_r = yr + 4 * s * p, *o_i = yi + 4 * s * p;
-      for (int q = 0; q < s; ++q) {{
+"""
+_RADIX4_BODY = """\
         pv a_r = ar[q], a_i = ai[q], b_r = ar[q + s * n1], b_i = ai[q + s * n1];
         pv c_r = ar[q + 2 * s * n1], c_i = ai[q + 2 * s * n1];
         pv d_r = ar[q + 3 * s * n1], d_i = ai[q + 3 * s * n1];
@@ -169,11 +129,60 @@ static int cfft(int n, pv *xr, pv *xi, pv *yr, pv *yi) {{
         o_r[q + 2 * s] = t_r * w2r - t_i * w2i; o_i[q + 2 * s] = t_r * w2i + t_i * w2r;
         t_r = amc_r - bmd_i; t_i = amc_i + bmd_r;           /* amc + i (b - d) */
         o_r[q + 3 * s] = t_r * w3r - t_i * w3i; o_i[q + 3 * s] = t_r * w3i + t_i * w3r;
-      }}
+"""
+
+
+def _stage(loop: str, radix: int, what: str, twiddles: str, body: str) -> str:
+    """C of Stockham stages of one radix under ``loop`` (a C ``while``/``if`` head):
+    for each of the ``n / radix`` twiddle groups ``p`` (``twiddles`` declares its
+    factors), ``body`` maps ``radix`` inputs ``ar/ai[q + k s n1]`` to outputs
+    ``o_r/o_i[q + k s]`` for every ``q < s``; then the work arrays swap."""
+    return f"""\
+  {loop} {{  /* {what} */
+    int n1 = n / {radix}, step = LMAX / n;
+    for (int p = 0; p < n1; ++p) {{
+{twiddles}      pv *ar = xr + s * p, *ai = xi + s * p;
+      pv *o_r = yr + {radix} * s * p, *o_i = yi + {radix} * s * p;
+      for (int q = 0; q < s; ++q) {{
+{body}      }}
     }}
     pv *t = xr; xr = yr; yr = t; t = xi; xi = yi; yi = t;
-    n = 1; s *= 4; flip ^= 1;
-  }}
+    n /= {radix}; s *= {radix}; flip ^= 1;
+  }}"""
+
+def fft_source(vector_bytes: int, max_length: int, oom_where: int) -> str:
+    """The library's C source for vectors of ``vector_bytes`` and lengths up to
+    ``max_length`` (a power of two); ``oom_where`` is the allocation-failure status
+    multiplier (``c_stripe.OOM_WHERE``)."""
+    if max_length & (max_length - 1) or max_length < 2:
+        raise ValueError(f"fft_source: max_length {max_length} is not a power of two")
+    lanes = vector_bytes // 4
+    k = np.arange(max_length, dtype=np.float64)
+    wr = np.cos(2 * np.pi * k / max_length)
+    wi = -np.sin(2 * np.pi * k / max_length)
+    return f"""\
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#define VB {vector_bytes}
+#define VL {lanes}
+#define LMAX {max_length}
+typedef float pv __attribute__((vector_size(VB)));
+typedef float pvu __attribute__((vector_size(VB), aligned(4), may_alias));
+typedef int32_t pvi __attribute__((vector_size(VB)));
+{_masks(lanes)}{_transpose(lanes)}
+static const float wtr[LMAX] = {{{_hex_table(wr)}}};
+static const float wti[LMAX] = {{{_hex_table(wi)}}};
+
+/* Stockham FFT of length n over VL lanes: radix-8 stages, then one radix-4 or radix-2
+   stage for what remains; x and y hold n vectors each (real, imaginary planes).
+   Returns 1 when the result ends in y, 0 when in x. */
+#define CMUL(r, i, wr_, wi_) {{ pv t_ = r * wr_ - i * wi_; i = r * wi_ + i * wr_; r = t_; }}
+static int cfft(int n, pv *xr, pv *xi, pv *yr, pv *yi) {{
+  int s = 1, flip = 0;
+  const float h2 = {float(np.float32(np.sqrt(0.5))).hex()}f;   /* 1/sqrt(2) */
+{_stage("while (n >= 8)", 8, "radix 8: two 4-point DFTs and W_8 combination", _RADIX8_TWIDDLES, _RADIX8_BODY)}
+{_stage("if (n == 4)", 4, "radix 4: the last stage when log2(n) % 3 == 2", _RADIX4_TWIDDLES, _RADIX4_BODY)}
   if (n == 2) {{
     for (int q = 0; q < s; ++q) {{
       pv a_r = xr[q], a_i = xi[q], b_r = xr[q + s], b_i = xi[q + s];
