@@ -36,6 +36,9 @@ def same_bits(got, want):
     np.testing.assert_array_equal(g, w)
     if w.dtype.kind == "f":
         np.testing.assert_array_equal(np.signbit(g), np.signbit(w))
+    if w.dtype.kind == "c":
+        for part in (np.real, np.imag):
+            np.testing.assert_array_equal(np.signbit(part(g)), np.signbit(part(w)))
 
 
 # --- issue 21.3: logaddexp, softplus, log_sigmoid in the tails -------------------------------
@@ -265,6 +268,39 @@ def test_median_of_empty_is_nan_as_numpy(x, kw):
         g = np.asarray(got)
         assert g.dtype == want.dtype and g.shape == want.shape, where
         np.testing.assert_array_equal(g, want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_complex_keeps_signed_zeros_and_infinities_of_its_parts(dtype):
+    """lax.complex(x, y) is x + iy part by part: a -0.0 imaginary part stays -0.0 (so
+    complex rint of -0.4j is -0j, as NumPy's; found by the fuzzer) and an infinite
+    imaginary part leaves the real part alone (1j * inf would make it NaN)."""
+    x = np.array([1.0, np.inf, -0.0, np.nan, 2.0], dtype)
+    y = np.array([-0.0, 1.0, np.inf, -np.inf, -0.4], dtype)
+    want = np.empty(5, np.result_type(dtype, np.complex64))
+    want.real, want.imag = x, y
+    for where, got in everywhere(plait.lax.complex, x, y):
+        assert np.asarray(got).dtype == want.dtype, where
+        same_bits(got, want)
+    z = want[[0, 4]]
+    for where, got in everywhere(pnp.rint, z):
+        same_bits(got, np.rint(z))
+
+
+@pytest.mark.parametrize("fn", ["median", "nanmedian"])
+def test_float16_median_of_values_near_the_maximum_does_not_overflow(fn):
+    """NumPy's median averages the two middle values in the mean's float32 accumulator,
+    so two values whose float16 sum overflows still give a finite median (found by the
+    fuzzer). nanmedian is the median of each row's non-NaN values; NumPy's own
+    nanmedian agrees on 1-D input but overflows along an axis of fewer than 600 values
+    (its masked-array path sums in float16), so the oracle is the definition."""
+    x = np.array([[60000, 60000, 1, 65000], [-65000, -64000, np.nan, -65000],
+                  [-65000, 1, 2, 65000]], np.float16)
+    want = np.array([np.median(r if fn == "median" else r[~np.isnan(r)]) for r in x])
+    for where, got in everywhere(lambda v: getattr(pnp, fn)(v, axis=1), x):
+        g = np.asarray(got)
+        assert g.dtype == np.float16, where
+        np.testing.assert_array_equal(g, want, err_msg=where)
 
 
 @pytest.mark.parametrize("dtype", ["int8", "int64", "uint8"])

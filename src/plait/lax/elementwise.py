@@ -438,8 +438,17 @@ lt_p, lt = _comparison("lt", np.less, _ORDERED, "<", "LT")
 le_p, le = _comparison("le", np.less_equal, _ORDERED, "<=", "LE")
 gt_p, gt = _comparison("gt", np.greater, _ORDERED, ">", "GT")
 ge_p, ge = _comparison("ge", np.greater_equal, _ORDERED, ">=", "GE")
+def _complex_impl(x, y):
+    """``x + i y`` built part by part: the arithmetic spelling ``x + 1j * y`` loses a
+    negative zero imaginary part and turns an infinite one into a NaN real part."""
+    out = np.empty(np.broadcast_shapes(np.shape(x), np.shape(y)), _complex_dtype(x.dtype))
+    out.real = x
+    out.imag = y
+    return out
+
+
 complex_p, complex = _op(ElementwiseOp(
-    "complex", 2, lambda x, y: (x + 1j * y).astype(_complex_dtype(x.dtype)), (FLOAT,),
+    "complex", 2, _complex_impl, (FLOAT,),
     out_dtype=_complex_dtype, linear=True,
     transpose=lambda ct, x, y: [real(ct) if is_undefined_primal(x) else None,
                                 imag(neg(ct)) if is_undefined_primal(y) else None]))

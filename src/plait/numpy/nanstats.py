@@ -137,7 +137,7 @@ def nanmedian(a, axis=None, out=None, overwrite_input: bool = False, keepdims: b
     count = red.sum(uf.logical_not(uf.isnan(flat)), axis=-1)
     hi = uf.minimum(uf.floor_divide(count, 2), n - 1)
     lo = uf.maximum(uf.subtract(uf.floor_divide(uf.add(count, 1), 2), 1), 0)
-    r = uf.divide(uf.add(_at(srt, lo), _at(srt, hi)), 2)
+    r = _stats.midpoint(_at(srt, lo), _at(srt, hi), av.dtype)
     r = uf.where(uf.equal(count, 0), np.nan, r)
     return _keep(_promote.cast(r, av.dtype), av, axes, (), keepdims)
 

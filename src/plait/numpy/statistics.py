@@ -134,6 +134,14 @@ def percentile(a, q, axis=None, out=None, overwrite_input: bool = False,
     return quantile(a, qarg, axis, method=method, keepdims=keepdims, interpolation=interpolation)
 
 
+def midpoint(lo, hi, dt: np.dtype):
+    """The mean of the two middle values ``lo`` and ``hi`` as NumPy's median takes it:
+    summed in the mean's accumulator (float32 for float16, so two values near the
+    float16 maximum do not overflow) and returned in ``dt``."""
+    acc = dtypes.float32 if dt == dtypes.float16 else dt
+    return cast(uf.true_divide(uf.add(cast(lo, acc), cast(hi, acc)), 2), dt)
+
+
 def median(a, axis=None, out=None, overwrite_input: bool = False, keepdims: bool = False):
     """Median along ``axis`` (the mean of the two middle values for even sizes)."""
     x = asarray_strong(a, name="median")
@@ -156,7 +164,7 @@ def median(a, axis=None, out=None, overwrite_input: bool = False, keepdims: bool
     if n % 2:
         r = at(n // 2)
     else:
-        r = cast(uf.true_divide(uf.add(at(n // 2 - 1), at(n // 2)), 2), dt)
+        r = midpoint(at(n // 2 - 1), at(n // 2), dt)
     if dtypes.is_float(av.dtype):
         r = cast(uf.where(uf.isnan(at(n - 1)), math.nan, r), dt)
     if keepdims:
