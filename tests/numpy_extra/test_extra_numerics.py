@@ -270,6 +270,22 @@ def test_median_of_empty_is_nan_as_numpy(x, kw):
         np.testing.assert_array_equal(g, want)
 
 
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_sign_at_every_special_value_as_numpy(dtype):
+    """sign(z) = z/|z|: one infinite part gives +-1 along it, two give inf/inf = NaN+NaNj
+    (plait gave the diagonal direction; found by the fuzzer), a NaN part NaN+NaNj."""
+    parts = [np.inf, -np.inf, np.nan, 1.0, -2.5, 0.0, -0.0]
+    z = np.array([complex(a, b) for a in parts for b in parts], dtype)
+    want = np.sign(z)
+    eps = np.finfo(want.real.dtype).eps
+    for where, got in everywhere(pnp.sign, z):
+        g = np.asarray(got)
+        assert g.dtype == want.dtype, where
+        for part in (np.real, np.imag):   # NaNs where NumPy's are; values to rounding
+            np.testing.assert_array_equal(np.isnan(part(g)), np.isnan(part(want)), where)
+        np.testing.assert_allclose(g, want, rtol=4 * eps, atol=0, err_msg=where)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_complex_keeps_signed_zeros_and_infinities_of_its_parts(dtype):
     """lax.complex(x, y) is x + iy part by part: a -0.0 imaginary part stays -0.0 (so

@@ -346,7 +346,8 @@ def _sign(x):
     if _kind(x) == "c":
         re, im = lax.real(x), lax.imag(x)
         inf = lax.bitwise_or(_isinf(re), _isinf(im))
-        # infinite parts count as +-1 and finite parts as 0 (NumPy's npy_csign)
+        # one infinite part counts as +-1 and the finite part as 0 (NumPy's npy_csign);
+        # two infinite parts are inf/inf, NaN+NaNj (as NumPy and JAX)
         re = _select(inf, _select(_isinf(re), lax.sign(re), _full(re, 0)), re)
         im = _select(inf, _select(_isinf(im), lax.sign(im), _full(im, 0)), im)
         y = lax.complex(re, im)
@@ -354,7 +355,8 @@ def _sign(x):
         z = lax.eq(a, 0)
         safe = _select(z, _full(a, 1), a)
         q = lax.div(y, lax.complex(safe, _full(safe, 0)))
-        return _select(z, _full(x, 0), q)
+        both = lax.bitwise_and(_isinf(lax.real(x)), _isinf(lax.imag(x)))
+        return _select(both, _full(x, complex(math.nan, math.nan)), _select(z, _full(x, 0), q))
     if _kind(x) == "f":
         s = lax.sign(x)
         return _select(_isnan(x), x, s)
