@@ -63,6 +63,18 @@ def test_compare_rules():
     inf = [np.array([np.inf])]
     assert check_node(BY_NAME["exp"], np.array([1e308]), np.array([np.inf]), inf, {}) is not None
     assert check_node(BY_NAME["less"], np.array([True]), np.array([False]), args, {}) is not None
+    # integer round to negative decimals: not compared where NumPy's float64 result
+    # leaves the dtype's range, compared elsewhere
+    u = [np.array([4294967295, 44], np.uint32)]
+    assert check_node(BY_NAME["round"], np.array([4, 40], np.uint32), np.array([0, 40], np.uint32),
+                      u, {"decimals": -1}) is None
+    assert check_node(BY_NAME["round"], np.array([4, 50], np.uint32), np.array([0, 40], np.uint32),
+                      u, {"decimals": -1}) is not None
+    # complex expm1: the Array API's value at a non-finite input, NumPy's elsewhere
+    c = [np.array([complex(-np.inf, -np.inf), 1e-10 + 0j], np.complex128)]
+    want_c = np.array([complex(np.nan, np.nan), np.expm1(c[0][1])])
+    assert check_node(BY_NAME["expm1"], np.array([-1 + 0j, want_c[1]]), want_c, c, {}) is None
+    assert check_node(BY_NAME["expm1"], np.array([-1 + 0j, 2e-10]), want_c, c, {}) is not None
 
 
 def test_reproducer_runs_standalone(tmp_path):

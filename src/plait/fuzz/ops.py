@@ -19,7 +19,11 @@ Where plait deliberately differs from NumPy, the row says so once:
 * ``floor_divide`` with an infinite operand is ``floor(x / y)`` (the Array API
   standard's cases) where NumPy gives NaN, and integer ``lax.rem(x, 0)`` is 0.
 * complex inputs are finite (C99's complex special cases are not NumPy's), and the
-  sign of a zero real or imaginary part of a complex result is not compared.
+  sign of a zero real or imaginary part of a complex result is not compared; complex
+  ``expm1`` of a non-finite value (an intermediate, or a shrunk input) follows the Array
+  API standard where NumPy gives NaN: not compared there (``_standard_expm1``).
+* NumPy's integer round with negative ``decimals`` casts a float64 result that leaves
+  the integer range back (undefined in C): not compared there (``_undefined_round``).
 * IEEE leaves ``max(-0.0, +0.0)`` open: max/min/clip/clamp/sort do not compare signs of zero.
 * NumPy rounds integers with negative ``decimals`` through float64 (inexact above 2**53);
   plait rounds them exactly: not compared there (``_undefined_round``).
@@ -492,7 +496,15 @@ unary("arccosh", grad=True, smooth=lambda x: bool(np.all(np.asarray(x) > 1.1)))
 unary("arctanh", grad=True, smooth=_inside(-1, 1, 0.1))
 unary("exp", grad=True, smooth=_bounded(20))
 unary("exp2", grad=True, smooth=_bounded(20))
-unary("expm1", grad=True, smooth=_bounded(20))
+def _standard_expm1(args, params, want):
+    """Complex ``expm1`` at a non-finite part follows the Array API standard (C99's
+    ``cexp(z) - 1``: ``expm1(-inf + inf j)`` is ``-1 + 0j``, NumPy's ``nan + nanj``;
+    tested on its own in ``test_complex_expm1_at_infinities_follows_the_standard``)."""
+    x = np.asarray(args[0])
+    return ~np.isfinite(x) if x.dtype.kind == "c" else None
+
+
+unary("expm1", grad=True, smooth=_bounded(20), undefined=_standard_expm1)
 unary("log", grad=True, smooth=_pos(0.1))
 unary("log2", grad=True, smooth=_pos(0.1))
 unary("log10", grad=True, smooth=_pos(0.1))
@@ -530,7 +542,14 @@ def _undefined_round(args, params, want):
     plait rounds them exactly) and large floats by scaling (inexact above ~1e15)."""
     x = np.asarray(args[0])
     if x.dtype.kind in "iu":
-        return np.abs(x.astype(np.float64)) >= 2.0 ** 53 if params["decimals"] < 0 else None
+        if params["decimals"] >= 0:
+            return None
+        # and the float64 result cast back: undefined where it leaves the integer range
+        # (uint32 4294967295 to -1 decimals is 4294967300: NumPy 0, plait's wrap 4)
+        info = np.iinfo(x.dtype)
+        with np.errstate(all="ignore"):
+            r = np.round(x.astype(np.float64), params["decimals"])
+        return (np.abs(x.astype(np.float64)) >= 2.0 ** 53) | (r > info.max) | (r < info.min)
     return np.abs(x.astype(np.float64)) > 1e15 if x.dtype.kind == "f" else None
 
 
@@ -640,7 +659,8 @@ op("matmul", 1, "{ns}.matmul({0}, {ns}.swapaxes({0}, -1, -2))", dtypes=NUM,
    tol="reduce", params=p_matmul, scale=s_matmul, signed_zero=False, grad=True)
 op("matmul_1d", 1, "{ns}.matmul({0}, {0})", dtypes=NUM, tol="reduce",
    params=lambda rng, av: {} if len(av[0][0]) == 1 else None, scale=s_matmul, signed_zero=False)
-op("einsum_outer", 2, "{ns}.einsum('...,...->...', {0}, {1})", dtypes=NUM, tol="round")
+op("einsum_outer", 2, "{ns}.einsum('...,...->...', {0}, {1})", dtypes=NUM, tol="round",
+   signed_zero=False)   # a sum of products: NumPy adds -0.0 to +0.0, native stores it
 op("outer", 2, "{ns}.outer({0}, {1})", dtypes=NUM + BOOL, tol="round", grad=True)
 
 # plait.lax primitives no NumPy function reaches (oracles in plait.fuzz.oracles)
