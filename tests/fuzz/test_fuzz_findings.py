@@ -134,3 +134,17 @@ def test_power_gradient_of_python_floats():
     """grad(power, (0, 1))(1.5, 0.7) raised the same dtype error (``y - 1`` in the JVP)."""
     gx, gy = plait.grad(pnp.power, argnums=(0, 1))(1.5, 0.7)
     np.testing.assert_allclose([float(gx), float(gy)], [0.7 * 1.5 ** -0.3, np.log(1.5) * 1.5 ** 0.7])
+
+
+def test_float16_hypot_rounds_once_as_numpy():
+    """float16 hypot(3.625, 0.5) was 3.656 (NumPy 3.66): computed in float16 it rounded
+    five times; NumPy's loop computes in float32 and rounds once. Bit-exact over a sweep."""
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal(4096) * rng.choice([1e-3, 1.0, 100.0, 1e4], 4096)).astype(np.float16)
+    y = (rng.standard_normal(4096) * 3).astype(np.float16)
+    x[:5] = [3.625, np.inf, -np.inf, np.nan, 0.0]
+    y[:5] = [0.5, np.nan, 1.0, np.inf, 0.0]
+    want = np.hypot(x, y)
+    for got in _engines(pnp.hypot, x, y):
+        assert got.dtype == np.float16
+        np.testing.assert_array_equal(got, want)
