@@ -422,6 +422,11 @@ class Jitted:
             make = getattr(entry.executable, "hot_path", None)
             hot = entry.hot = (make(entry.out_weak) if make is not None else None) or False
         self._shared.hot = hot or None
+        if hot and type(self) is Jitted:     # calls skip this class's Python __call__
+            from plait.backends.xla.hot import hot_class
+            cls = hot_class(Jitted)
+            if cls is not None:
+                self.__class__ = cls
 
     def _donated(self, args, kwargs, leaves) -> tuple[int, ...]:
         from plait.jit_options import donated_leaves

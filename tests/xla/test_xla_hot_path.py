@@ -150,3 +150,55 @@ def test_deleted_array_raises_a_plait_error():
         f(y)
     with pytest.raises(PlaitValueError, match="deleted"):
         y.shape
+
+
+def test_a_hot_jitted_function_is_called_from_c_and_falls_back_in_full():
+    """Once a signature is hot, the jitted function takes the class whose __call__ is
+    the C slot: the same object (attributes, isinstance, lower), every call's values as
+    NumPy's, and every call the C path declines (new shape, keywords, a tracer, an
+    error in the function) still runs jit's general path."""
+    from plait.api import Jitted
+
+    def fn(a, scale=2.0):
+        return a * scale + 1
+    x = np.arange(4, dtype=np.float32)
+    f = _hot_jit(fn, x)
+    assert type(f) is not Jitted and isinstance(f, Jitted)
+    assert type(f).__call__ is not Jitted.__call__ and type(f).__name__ == "Jitted"
+    assert f.__name__ == "fn" and "stablehlo" in f.lower(x).as_text(stage="stablehlo")
+    before = metrics.get("cache_hits")
+    r = f(x)                                                 # answered in C
+    assert type(r) is XlaArray and metrics.get("cache_hits") == before + 1
+    np.testing.assert_array_equal(np.asarray(r), x * 2 + 1)
+    np.testing.assert_array_equal(np.asarray(f(x, scale=3.0)), x * 3 + 1)    # keywords
+    y = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(np.asarray(f(y)), y * 2 + 1)              # new shape
+    np.testing.assert_array_equal(np.asarray(f(x)), x * 2 + 1)
+    g = plait.grad(lambda a: f(a).sum())                                    # a tracer
+    np.testing.assert_array_equal(np.asarray(g(x)), np.full(4, 2, np.float32))
+    with pytest.raises(TypeError):
+        f(x, 1.0, 2.0)                                       # Python's own arity error
+    # another function's jit takes the same class; its own hot path answers its calls
+    h = _hot_jit(lambda a: a - 1, x)
+    assert type(h) is type(f)
+    np.testing.assert_array_equal(np.asarray(h(x)), x - 1)
+    np.testing.assert_array_equal(np.asarray(f(x)), x * 2 + 1)
+
+
+def test_block_until_ready_in_c_waits_and_returns_the_array():
+    """XlaArray.block_until_ready is the extension's C method once it is loaded: it
+    waits for the buffer once, marks the array ready, returns it; a deleted array's call
+    is a no-op, as the Python method's was."""
+    assert hot._module() is not None
+    assert type(XlaArray.__dict__["block_until_ready"]).__name__ == "method_descriptor"
+    big = np.linspace(0, 1, 1 << 18, dtype=np.float32)
+    f = plait.jit(lambda a: pnp.tanh(a) * 2, backend="xla")
+    r = f(big)
+    assert r.block_until_ready() is r and r._ready is True
+    assert r.block_until_ready() is r
+    np.testing.assert_allclose(np.asarray(r), np.tanh(big) * 2, rtol=1e-6, atol=1e-6)
+    d = f(big)
+    d.delete()
+    assert d.block_until_ready() is d
+    with pytest.raises(TypeError):
+        XlaArray.block_until_ready(np.ones(3))

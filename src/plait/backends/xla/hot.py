@@ -77,7 +77,7 @@ typedef struct {
 } Hot;
 
 static PyObject *s_disable_jit, *s_debug_nans, *s_debug_infs, *s_count, *s_cache_hits,
-                *s_is_ready, *one;
+                *s_is_ready, *s_shared, *s_hot, *one;
 
 static void hot_dealloc(Hot *h) {
   Py_XDECREF(h->dispatch); Py_XDECREF(h->consts); Py_XDECREF(h->wait);
@@ -183,15 +183,9 @@ static int slot_set(Hot *h, int k, PyObject *obj, PyObject *v) {
 /* The fallback: None (jit's general path runs). */
 #define DECLINE do { result = Py_None; Py_INCREF(result); goto done; } while (0)
 
-/* hot(args_tuple): the result XlaArray, or None when the call is not of this signature
-   or a guard is on. */
-static PyObject *hot_call(Hot *h, PyObject *const *argv, size_t nargsf, PyObject *kwn) {
-  Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-  if (nargs != 1 || kwn || !PyTuple_Check(argv[0])) {
-    PyErr_SetString(PyExc_TypeError, "Hot: expected one tuple of arguments");
-    return NULL;
-  }
-  PyObject *args = argv[0];
+/* The result XlaArray of the call with the positional ``args`` (a tuple), or None when
+   the call is not of this signature or a guard is on. */
+static PyObject *hot_run(Hot *h, PyObject *args) {
   Py_ssize_t n = h->n_in, nc = PyTuple_GET_SIZE(h->consts);
   if (PyTuple_GET_SIZE(args) != n) Py_RETURN_NONE;
   int g;
@@ -310,9 +304,14 @@ done:
   return result;
 }
 
+/* hot(args_tuple) */
 static PyObject *hot_vectorcall(PyObject *self, PyObject *const *argv, size_t nargsf,
                                 PyObject *kwn) {
-  return hot_call((Hot *)self, argv, nargsf, kwn);
+  if (PyVectorcall_NARGS(nargsf) != 1 || kwn || !PyTuple_Check(argv[0])) {
+    PyErr_SetString(PyExc_TypeError, "Hot: expected one tuple of arguments");
+    return NULL;
+  }
+  return hot_run((Hot *)self, argv[0]);
 }
 
 static PyObject *hot_tp_call(PyObject *self, PyObject *a, PyObject *kw) {
@@ -330,7 +329,115 @@ static PyTypeObject HotType = {
   .tp_new = hot_new,
 };
 
-static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "@MODULE@", NULL, -1, NULL};
+/* HotCall: a base adding no state, whose __call__ answers from ``self._shared.hot``
+   (a Hot) when it can and otherwise calls the general path (``general``, jit's Python
+   ``__call__``): a jitted function of this type runs a hot call with no Python frame. */
+static PyObject *general;
+
+static PyObject *hotcall_call(PyObject *self, PyObject *args, PyObject *kw) {
+  if (!kw || !PyDict_GET_SIZE(kw)) {
+    PyObject *shared = PyObject_GetAttr(self, s_shared);
+    if (!shared) return NULL;
+    PyObject *hot = PyObject_GetAttr(shared, s_hot);
+    Py_DECREF(shared);
+    if (!hot) return NULL;
+    if (Py_TYPE(hot) == &HotType) {
+      PyObject *r = hot_run((Hot *)hot, args);
+      Py_DECREF(hot);
+      if (r != Py_None) return r;       /* the result, or NULL with the error set */
+      Py_DECREF(r);
+    } else {
+      Py_DECREF(hot);
+    }
+  }
+  if (!general) {
+    PyErr_SetString(PyExc_SystemError, "HotCall: no general path set");
+    return NULL;
+  }
+  Py_ssize_t n = PyTuple_GET_SIZE(args);
+  PyObject *small[9], **stack = small;
+  if (n + 1 > 9 && !(stack = PyMem_Malloc(sizeof(PyObject *) * (size_t)(n + 1))))
+    return PyErr_NoMemory();
+  stack[0] = self;
+  for (Py_ssize_t i = 0; i < n; ++i) stack[i + 1] = PyTuple_GET_ITEM(args, i);
+  PyObject *r = PyObject_VectorcallDict(general, stack, (size_t)(n + 1), kw);
+  if (stack != small) PyMem_Free(stack);
+  return r;
+}
+
+static PyTypeObject HotCallType = {
+  PyVarObject_HEAD_INIT(NULL, 0)
+  .tp_name = "@MODULE@.HotCall",
+  .tp_basicsize = sizeof(PyObject),
+  .tp_call = hotcall_call,
+  .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+  .tp_new = PyType_GenericNew,
+};
+
+/* set_general(fn): the general path HotCall falls back to */
+static PyObject *set_general(PyObject *mod, PyObject *fn) {
+  Py_INCREF(fn);
+  Py_XSETREF(general, fn);
+  Py_RETURN_NONE;
+}
+
+/* XlaArray.block_until_ready in C: jax's is a C++ method, and a Python frame around one
+   C++ call was a tenth of a small call's latency when every result is waited for. */
+static PyObject *block_slots;   /* member descriptors: _buf, _ready */
+static PyObject *s_block;
+
+static PyObject *xla_block(PyObject *self, PyObject *unused) {
+  PyObject *d = PyTuple_GET_ITEM(block_slots, 1);
+  PyObject *ready = Py_TYPE(d)->tp_descr_get(d, self, (PyObject *)Py_TYPE(self));
+  if (!ready) return NULL;
+  int done = PyObject_IsTrue(ready);
+  Py_DECREF(ready);
+  if (done < 0) return NULL;
+  if (!done) {
+    PyObject *bd = PyTuple_GET_ITEM(block_slots, 0);
+    PyObject *buf = Py_TYPE(bd)->tp_descr_get(bd, self, (PyObject *)Py_TYPE(self));
+    if (!buf) return NULL;
+    if (buf != Py_None) {
+      PyObject *r = PyObject_CallMethodNoArgs(buf, s_block);
+      Py_DECREF(buf);
+      if (!r) return NULL;
+      Py_DECREF(r);
+      if (Py_TYPE(d)->tp_descr_set(d, self, Py_True) < 0) return NULL;
+    } else {
+      Py_DECREF(buf);
+    }
+  }
+  Py_INCREF(self);
+  return self;
+}
+
+static PyMethodDef block_def = {"block_until_ready", xla_block, METH_NOARGS,
+  "Wait until XLA has computed the value (no transfer); returns self."};
+
+/* install_block(cls, (buf_slot, ready_slot)): cls.block_until_ready becomes xla_block */
+static PyObject *install_block(PyObject *mod, PyObject *a) {
+  PyObject *cls, *slots;
+  if (!PyArg_ParseTuple(a, "O!O!", &PyType_Type, &cls, &PyTuple_Type, &slots)) return NULL;
+  if (PyTuple_GET_SIZE(slots) != 2) {
+    PyErr_SetString(PyExc_ValueError, "install_block: two slots expected");
+    return NULL;
+  }
+  Py_INCREF(slots);
+  Py_XSETREF(block_slots, slots);
+  PyObject *descr = PyDescr_NewMethod((PyTypeObject *)cls, &block_def);
+  if (!descr) return NULL;
+  int rc = PyObject_SetAttrString(cls, "block_until_ready", descr);
+  Py_DECREF(descr);
+  if (rc < 0) return NULL;
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+  {"set_general", set_general, METH_O, "set the general call path of HotCall"},
+  {"install_block", install_block, METH_VARARGS, "XlaArray.block_until_ready in C"},
+  {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "@MODULE@", NULL, -1, methods};
 
 PyMODINIT_FUNC PyInit_@MODULE@(void) {
   import_array();
@@ -340,14 +447,21 @@ PyMODINIT_FUNC PyInit_@MODULE@(void) {
       || !(s_count = PyUnicode_InternFromString("count"))
       || !(s_cache_hits = PyUnicode_InternFromString("cache_hits"))
       || !(s_is_ready = PyUnicode_InternFromString("is_ready"))
+      || !(s_shared = PyUnicode_InternFromString("_shared"))
+      || !(s_hot = PyUnicode_InternFromString("hot"))
+      || !(s_block = PyUnicode_InternFromString("block_until_ready"))
       || !(one = PyLong_FromLong(1)))
     return NULL;
-  if (PyType_Ready(&HotType) < 0) return NULL;
+  if (PyType_Ready(&HotType) < 0 || PyType_Ready(&HotCallType) < 0) return NULL;
   PyObject *m = PyModule_Create(&moddef);
   if (!m) return NULL;
   Py_INCREF(&HotType);
   if (PyModule_AddObject(m, "Hot", (PyObject *)&HotType) < 0) {
     Py_DECREF(&HotType); Py_DECREF(m); return NULL;
+  }
+  Py_INCREF(&HotCallType);
+  if (PyModule_AddObject(m, "HotCall", (PyObject *)&HotCallType) < 0) {
+    Py_DECREF(&HotCallType); Py_DECREF(m); return NULL;
   }
   return m;
 }
@@ -368,7 +482,11 @@ def _module():
     with _LOCK:
         if "module" not in _STATE:
             try:
-                _STATE["module"] = _load()
+                mod = _load()
+                if mod is not None:
+                    mod.install_block(XlaArray, (DeviceArray.__dict__["_buf"],
+                                                 XlaArray.__dict__["_ready"]))
+                _STATE["module"] = mod
             except (PlaitError, OSError, ImportError) as e:
                 log.warning("plait: the xla backend's C call path is unavailable (%s); "
                             "jit calls take the Python path", e)
@@ -391,6 +509,26 @@ def _load():
         key, lambda out: build_shared_object(source.replace("@MODULE@", name), out, tc,
                                              (f"-I{np.get_include()}",)),
         lambda path: load_module(name, path))
+
+
+def hot_class(base: type) -> type | None:
+    """``base`` (jit's function class) with :data:`SOURCE`'s ``HotCall`` mixed in and
+    its ``__call__``: the same object layout, so a jitted function whose signature went hot can take
+    this class (``obj.__class__ = ...``) and be called with no Python frame; ``base``'s
+    ``__call__`` stays the general path. None when the extension cannot be built."""
+    mod = _module()
+    if mod is None:
+        return None
+    with _LOCK:
+        cls = _STATE.get(("class", base))
+        if cls is None:
+            mod.set_general(base.__call__)
+            # base first, so the class has base's layout (HotCall adds none); __call__
+            # named here, so HotCall's C slot is the class's call
+            cls = _STATE[("class", base)] = type(base.__name__, (base, mod.HotCall), {
+                "__call__": mod.HotCall.__call__, "__module__": base.__module__,
+                "__qualname__": base.__qualname__, "__doc__": base.__doc__})
+        return cls
 
 
 def make_hot(dispatch, consts: list, wait, in_avals: list, out_aval: ShapedArray):
