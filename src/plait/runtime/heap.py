@@ -12,7 +12,8 @@ from plait.config import malloc_set_by_user
 # arena gives memory back only beyond 128 MiB free at its top and keeps a 64 MiB pad,
 # which also stops glibc from unmapping a thread arena's heap when it empties
 _M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3
-_KEEP_HEAPS = ((_M_MMAP_THRESHOLD, 32 << 20), (_M_TRIM_THRESHOLD, 128 << 20),
+MMAP_THRESHOLD = 32 << 20     # larger blocks are mapped per allocation (runtime.recycle)
+_KEEP_HEAPS = ((_M_MMAP_THRESHOLD, MMAP_THRESHOLD), (_M_TRIM_THRESHOLD, 128 << 20),
                (_M_TOP_PAD, 64 << 20))
 
 

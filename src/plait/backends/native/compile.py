@@ -27,7 +27,7 @@ from plait.core.printer import pp_graph
 from plait.errors import PlaitMemoryError
 from plait.passes.inline import inline
 from plait.profiler import events
-from plait.runtime import kernel_cache, metrics, progress
+from plait.runtime import kernel_cache, metrics, progress, recycle
 from plait.runtime.cpuinfo import cpu_info
 from plait.runtime.heap import keep_heaps
 from plait.backends.native.target import host_target
@@ -371,9 +371,11 @@ def _size(n: int) -> str:
 
 
 def _alloc(shape: tuple, dtype: np.dtype, what: str) -> np.ndarray:
-    """``np.empty``, raising ``PlaitMemoryError`` that names the buffer on failure."""
+    """``np.empty`` (a recycled buffer when it is large, :mod:`plait.runtime.recycle`),
+    raising ``PlaitMemoryError`` that names the buffer on failure."""
     try:
-        return np.empty(shape, dtype)
+        big = recycle.take(shape, dtype)
+        return big if big is not None else np.empty(shape, dtype)
     except MemoryError as e:
         n = int(np.prod(shape)) * np.dtype(dtype).itemsize
         raise PlaitMemoryError(f"out of memory: {what}, shape {tuple(shape)} "
