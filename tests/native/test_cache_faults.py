@@ -232,6 +232,41 @@ def test_failing_compiler_is_reported_as_what_it_is(cache, monkeypatch, tmp_path
     assert not kernel_cache._FALLBACK               # a code error is no reason to move
 
 
+def test_the_compiler_probe_is_remembered_across_processes(cache, monkeypatch):
+    """A conclusive probe's answer is kept in the cache directory: the next process's
+    probe runs no compiler and finds the same toolchain; a compiler whose driver changed
+    (another stamp) is probed again; a rejected build forgets every answer."""
+    runs = []
+    real = toolchain._run
+
+    def counting(cmd, tmpdir=None):
+        runs.append(cmd)
+        return real(cmd, tmpdir)
+    monkeypatch.setattr(toolchain, "_run", counting)
+    first = toolchain._find()
+    assert first is not None and len(runs) >= 2           # --version, then the probe
+    assert (cache / toolchain.PROBE_FILE).exists()
+    runs.clear()
+    again = toolchain._find()                              # as a new process would
+    assert runs == [] and again == first
+    stamp = toolchain._stamp(first.cc)
+    monkeypatch.setattr(toolchain, "_stamp", lambda cc: stamp + "-rebuilt")
+    assert toolchain._find() == first and len(runs) >= 2
+    monkeypatch.setattr(toolchain, "_run", lambda cmd, tmpdir=None: subprocess.CompletedProcess(
+        cmd, 1, "", "k.c:1:1: error: 'x' undeclared\n"))
+    with pytest.raises(CompileError):
+        toolchain.build_shared_object("int f(void) { return x; }", str(cache / "k.so"), first)
+    assert not (cache / toolchain.PROBE_FILE).exists()
+
+
+def test_a_corrupt_probe_file_is_probed_over(cache):
+    cache.mkdir(parents=True, exist_ok=True)
+    _write(str(cache / toolchain.PROBE_FILE), b"{not json")
+    tc = toolchain._find()
+    assert tc is not None and tc == toolchain.find_toolchain()
+    assert toolchain._read_probes()[toolchain._stamp(tc.cc)] == [tc.version, tc.openmp]
+
+
 # -- child processes ---------------------------------------------------------------
 _PRELUDE = textwrap.dedent("""
     import os, sys, warnings
@@ -330,8 +365,9 @@ def test_sigint_during_a_compile_leaves_the_cache_clean(tmp_path):
             print("NO INTERRUPT")
         except KeyboardInterrupt:
             print("INTERRUPTED")
+        from plait.codegen.toolchain import PROBE_FILE   # the compiler's answer: kept
         d = os.environ["PLAIT_CACHE_DIR"]
-        print("LEFT", sorted(os.listdir(d)))
+        print("LEFT", sorted(n for n in os.listdir(d) if n != PROBE_FILE))
         check()
         print("OK", len([n for n in os.listdir(d) if n.endswith(".so")]))
     """)

@@ -14,6 +14,7 @@ compiler killed: :class:`~plait.errors.BuildEnvironmentError`) or the generated 
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import os
 import shutil
 import subprocess
@@ -176,16 +177,84 @@ def find_toolchain() -> Toolchain | None:
     return tc
 
 
+# The conclusive answers of earlier processes' probes (version line, OpenMP), by the
+# compiler driver's resolved path, size and modification time: a process then starts
+# without the two compiler runs (~30 ms, most of a warm first call's own work). A build
+# the compiler rejects removes the file, so a stale answer costs one failed build.
+PROBE_FILE = "toolchain-probe.json"
+
+
+def _stamp(cc: str) -> str | None:
+    try:
+        real = os.path.realpath(cc)
+        st = os.stat(real)
+    except OSError:
+        return None
+    return f"{real}|{st.st_size}|{st.st_mtime_ns}"
+
+
+def _probe_path() -> str:
+    return os.path.join(config.kernel_cache_dir(), PROBE_FILE)
+
+
+def _read_probes() -> dict:
+    try:
+        with open(_probe_path()) as f:
+            data = json.load(f)
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _remember_probe(stamp: str, version: str, openmp: bool) -> None:
+    """Add one answer to the probe file (written whole, then renamed into place)."""
+    data = _read_probes()
+    data[stamp] = [version, openmp]
+    path = _probe_path()
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".probe-", dir=os.path.dirname(path))
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f)
+        os.replace(tmp, path)
+    except OSError:          # a read-only cache: the next process probes again
+        pass
+
+
+def forget_probes() -> None:
+    """Remove the remembered probe answers (the next process probes its compiler)."""
+    try:
+        os.unlink(_probe_path())
+    except OSError:
+        pass
+
+
+def _version_and_openmp(cc: str) -> tuple[str, bool, str | None] | None:
+    """``(version line, OpenMP works, inconclusive-probe note)`` of ``cc``, remembered
+    across processes when conclusive; None when ``cc --version`` fails."""
+    stamp = _stamp(cc)
+    known = _read_probes().get(stamp) if stamp else None
+    if isinstance(known, list) and len(known) == 2:
+        return str(known[0]), bool(known[1]), None
+    try:
+        r = _run([cc, "--version"])
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if r.returncode != 0:
+        return None
+    version = r.stdout.splitlines()[0] if r.stdout else "unknown"
+    openmp, note = _probe_openmp(cc)
+    if note is None and stamp:
+        _remember_probe(stamp, version, openmp)
+    return version, openmp, note
+
+
 def _find() -> Toolchain | None:
     for cc in _candidates():
-        try:
-            r = _run([cc, "--version"])
-        except (OSError, subprocess.SubprocessError):
+        found = _version_and_openmp(cc)
+        if found is None:
             continue
-        if r.returncode != 0:
-            continue
-        version = r.stdout.splitlines()[0] if r.stdout else "unknown"
-        openmp, note = _probe_openmp(cc)
+        version, openmp, note = found
         # -fno-trapping-math: plait never reads the floating-point exception flags, and
         # without it GCC cannot if-convert a select whose arm holds a float operation
         # (it may trap) on targets without masked vector instructions (AVX2), so
@@ -270,6 +339,7 @@ def _compile_step(cmd: list[str], tc: Toolchain, d: str) -> None:
 
 
 def _raise_build_failure(r: subprocess.CompletedProcess, tc: Toolchain, d: str):
+    forget_probes()          # the compiler may have changed since its answer was kept
     first = first_error_line(r.stderr)
     if r.returncode < 0:
         raise BuildEnvironmentError(
