@@ -637,8 +637,12 @@ static {t} *pack_kernel_{x}(const int64_t *d, const {t} *Wt, const int64_t *khs,
     for (int64_t ci = 0; ci < C; ++ci) {{
       int64_t k = (a * ntw + b) * C + ci;
       const {t} *src = Wt + ci * swi + (khs ? khs[a] : a) * swh + (kws ? kws[b] : b) * sww;
-      for (int64_t o = 0; o < np * w; ++o)
-        bpk[(o / w * K + k) * w + o % w] = o < O ? src[o * swo] : 0;
+      for (int64_t p = 0; p < np; ++p) {{   /* panel p holds columns [p w, p w + w) */
+        {t} *dst = bpk + (p * K + k) * w;
+        int64_t o0 = p * w, n = min_{x}(w, O - o0);
+        for (int64_t i = 0; i < n; ++i) dst[i] = src[(o0 + i) * swo];
+        for (int64_t i = n; i < w; ++i) dst[i] = 0;
+      }}
     }}
   return bpk;
 }}
