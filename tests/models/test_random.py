@@ -204,3 +204,42 @@ def test_bad_keys_are_clear_errors():
         random.uniform(random.key(0), (3,), np.int32)
     with pytest.raises(plait.errors.PlaitTypeError):
         random.key(1.5)
+
+
+def test_hot_key_functions_compile_and_keep_jax_bits():
+    # Called eagerly, fold_in / split / random_bits run op by op for their first
+    # HOT_CALLS calls of one signature, then through one compiled program: every call
+    # gives JAX's recorded bits, and the hot signatures were compiled (one each).
+    import sys
+    import os
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "libs"))
+    from jax_random_reference import REF
+    from plait.random import _hot
+    from plait.runtime import metrics
+
+    def want(name):
+        dt, values, shape = REF[name]
+        return np.array(values, dtype=dt).reshape(shape)
+
+    cases = [(lambda k: random.fold_in(k, 7), "fold_in7"),
+             (lambda k: random.split(k, 3), "split3"),
+             (lambda k: random.bits(k, (2, 3)), "bits")]
+    for _ in range(_hot.HOT_CALLS + 2):
+        for seed in (0, 42):
+            for f, name in cases:
+                np.testing.assert_array_equal(np.asarray(f(random.key(seed))),
+                                              want(f"x32_{seed}_{name}"))
+    # the mechanism, on a function of its own (the public ones may be hot already)
+    fresh = _hot.compiled_when_hot(static_argnums=(1,))(lambda k, n: random.split(k, n))
+    before = metrics.get("compiles")
+    for i in range(_hot.HOT_CALLS + 2):
+        np.testing.assert_array_equal(np.asarray(fresh(random.key(42), 3)), want("x32_42_split3"))
+        assert metrics.get("compiles") - before == (i >= _hot.HOT_CALLS)
+    # under a transformation the functions join the caller's graph (no compile of their own)
+    keys = random.split(random.key(0), 4)
+    before = metrics.get("compiles")
+    folded = plait.vmap(lambda k: random.fold_in(k, 7))(keys)
+    assert metrics.get("compiles") == before
+    for i in range(4):
+        np.testing.assert_array_equal(np.asarray(folded[i]),
+                                      np.asarray(random.fold_in(keys[i], 7)))

@@ -14,6 +14,7 @@ import numpy as np
 import plait.numpy as pnp
 from plait import lax
 from plait.errors import PlaitTypeError, PlaitValueError
+from plait.random._hot import compiled_when_hot
 from plait.random._threefry import threefry2x32
 
 def key(seed) -> "pnp.ndarray":
@@ -58,10 +59,14 @@ def split(k, num=2):
     shape: ``split(k, (2, 3))`` gives ``uint32[2, 3, 2]``). Same bits as ``jax.random.split``."""
     check_key(k, "split")
     shape = _shape(num)
-    n = int(np.prod(shape, dtype=np.int64))
-    if n < 1:
+    if int(np.prod(shape, dtype=np.int64)) < 1:
         raise PlaitValueError(f"random.split needs num >= 1, got {num}")
-    a, b = threefry2x32(k[0], k[1], *_counters(n))
+    return _split(k, shape)
+
+
+@compiled_when_hot(static_argnums=(1,))
+def _split(k, shape: tuple[int, ...]):
+    a, b = threefry2x32(k[0], k[1], *_counters(int(np.prod(shape, dtype=np.int64))))
     return pnp.reshape(pnp.stack([a, b], axis=1), shape + (2,))
 
 
@@ -70,13 +75,18 @@ def fold_in(k, data):
     modulo 2**32 as JAX does; same bits as ``jax.random.fold_in``."""
     check_key(k, "fold_in")
     if isinstance(data, (int, np.integer)):
-        lo = pnp.asarray(np.array([int(data) % (1 << 32)], np.uint32))
+        d = np.array(int(data) % (1 << 32), np.uint32)
     else:
-        d = pnp.asarray(data)
+        d = data if isinstance(data, np.ndarray) else pnp.asarray(data)
         if d.shape != () or not pnp.issubdtype(d.dtype, pnp.integer):
             raise PlaitTypeError(f"random.fold_in needs an integer scalar, got "
                                  f"{d.dtype}{list(d.shape)}")
-        lo = pnp.reshape(d.astype(pnp.uint32), (1,))
+    return _fold_in(k, d)
+
+
+@compiled_when_hot()
+def _fold_in(k, d):
+    lo = pnp.reshape(pnp.asarray(d).astype(pnp.uint32), (1,))
     a, b = threefry2x32(k[0], k[1], pnp.zeros((1,), pnp.uint32), lo)
     return pnp.concatenate([a, b])
 
@@ -92,9 +102,6 @@ def _shape(shape) -> tuple[int, ...]:
 def _word_pair(k, shape):
     """Threefry of the flat index of every element of ``shape``: two uint32 words each."""
     n = int(np.prod(shape, dtype=np.int64))
-    if n >= 1 << 32:
-        raise PlaitValueError(f"random bits: {n} values is more than plait draws from one "
-                              f"key (2**32); split the key and draw in parts")
     if n == 0:
         z = pnp.zeros(shape, pnp.uint32)
         return z, z
@@ -106,15 +113,23 @@ def random_bits(k, shape: Sequence[int] = (), width: int = 32):
     """Uniformly random unsigned words of ``width`` bits (8, 16, 32, 64) and ``shape``;
     the same bits as ``jax.random.bits`` (threefry, partitionable: JAX's default)."""
     check_key(k, "random_bits")
-    a, b = _word_pair(k, _shape(shape))
+    if width not in (8, 16, 32, 64):
+        raise PlaitValueError(f"random bits: width must be 8, 16, 32 or 64, got {width}")
+    shape = _shape(shape)
+    if int(np.prod(shape, dtype=np.int64)) >= 1 << 32:
+        raise PlaitValueError(f"random bits: {int(np.prod(shape, dtype=np.int64))} values "
+                              f"is more than plait draws from one key (2**32); split the key "
+                              f"and draw in parts")
+    return _random_bits(k, shape, width)
+
+
+@compiled_when_hot(static_argnums=(1, 2))
+def _random_bits(k, shape: tuple[int, ...], width: int):
+    a, b = _word_pair(k, shape)
     if width == 64:
         return (lax.shift_left(a.astype(pnp.uint64), 32) | b.astype(pnp.uint64))
     w = a ^ b
-    if width == 32:
-        return w
-    if width not in (8, 16):
-        raise PlaitValueError(f"random bits: width must be 8, 16, 32 or 64, got {width}")
-    return w.astype(np.dtype(f"uint{width}"))
+    return w if width == 32 else w.astype(np.dtype(f"uint{width}"))
 
 
 def bits(k, shape: Sequence[int] = (), dtype=None):
