@@ -91,6 +91,21 @@ def row_max(r: int, c: int):
     return b.build()
 
 
+def shared_chain(n: int):
+    """Elementwise rounds whose temporaries each feed two later kernels (threefry's
+    shape), after a scalar producer read by every round."""
+    b = TileBuilder("shared_chain")
+    X = b.input("X", "f32", (n,))
+    (i,) = variables("i")
+    s = b.contract(b.temp("f32", ()), (), "assign", X[0])
+    A = b.eltwise(b.temp("f32", (n,)), call("add", call("mul", X, X), s))
+    B = b.eltwise(b.temp("f32", (n,)), call("sub", A, X))
+    C = b.eltwise(b.temp("f32", (n,)), call("mul", A, B))
+    Y = b.eltwise(b.tensor("Y", "f32", (n,)), call("add", call("mul", B, C), s))
+    b.output(Y)
+    return b.build()
+
+
 def chain(n: int):
     """Two elementwise kernels through a temporary."""
     b = TileBuilder("chain")

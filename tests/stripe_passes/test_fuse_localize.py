@@ -2,7 +2,7 @@
 from sp_helpers import SPLIT, check_passes
 from plait.stripe import lower
 from plait.stripe.ir import Block
-from sp_programs import chain, col_sum_scaled, mm_epilogue, softmax
+from sp_programs import chain, col_sum_scaled, mm_epilogue, shared_chain, softmax
 
 
 def _kernels(p):
@@ -25,6 +25,15 @@ def test_elementwise_chain_fuses_to_one_kernel_without_temporary():
     (k,) = _kernels(p)
     assert not [r for r in k.refs if r.dir == "none"]
     assert not [s for s in k.stmts if isinstance(s, Block)]
+
+
+def test_temporaries_read_by_several_kernels_fuse_into_one_loop():
+    # each round's temporary feeds two later rounds; the scalar producer stays apart
+    # (fused, it would wrap every round as a separate loop in a one-iteration block)
+    p = check_passes(shared_chain(53), [("fuse", {}), ("localize", {})])
+    ks = _kernels(p)
+    assert len(ks) == 2 and ks[0].iterations == 1
+    assert [ix.range for ix in ks[1].idxs] == [53] and not _main_tmps(p)[1:]
 
 
 def test_matmul_epilogue_fuses_untiled():

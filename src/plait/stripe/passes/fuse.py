@@ -20,6 +20,7 @@ kept index would become the outer loop and the reduction would stride through me
 """
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Optional
 
@@ -203,15 +204,26 @@ def _fuse(s: Block, si: _RefIndex, t: Block, ti: _RefIndex,
 def _fuse_adjacent(s, si, t, ti, tmps: set, outs: set, uses: dict,
                   reqs) -> Optional[tuple[Block, _RefIndex]]:
     """Fuse ``s`` and ``t`` through the first of ``s``'s refinements (in order) that
-    ``s`` writes and ``t`` reads, of a temporary that only they use or of a program
-    output; updates ``uses`` on success."""
+    ``s`` writes and ``t`` reads, of a temporary or a program output (one that later
+    statements read too stays whole); updates ``uses`` on success."""
     if not (isinstance(s, Block) and isinstance(t, Block) and has_tags(s, reqs)
             and has_tags(t, reqs)):
         return None
+    if s.iterations == 1 < t.iterations and all(math.prod(r.shape) == 1 for r in s.refs
+                                                if r.dir in ("out", "inout")):
+        # a producer of scalars stays apart: fused, it would become a one-iteration
+        # outer block around the loop, and every later loop would nest in it as a
+        # separate loop instead of fusing with this one (threefry's rounds: 12 loops)
+        return None
     small, large = (si, ti) if len(si.by_from) <= len(ti.by_from) else (ti, si)
     shared = [x for x in small.by_from if x in large.by_from and (x in tmps or x in outs)]
-    cands = sorted(k for x in shared if x in outs or uses[x] == 2 for k in si.by_from[x]
-                   if s.refs[k].dir in ("out", "inout"))
+    # a temporary that later statements read too stays whole, like an output, between
+    # two elementwise blocks (threefry's rounds, whose words each feed several later
+    # ones); a reduction on either side keeps the single-consumer rule (fusing argmax's
+    # producer into it this way gave wrong indexes)
+    plain = all("eltwise" in b.tags and "contraction" not in b.tags for b in (s, t))
+    cands = sorted(k for x in shared if x in outs or uses[x] == 2 or plain
+                   for k in si.by_from[x] if s.refs[k].dir in ("out", "inout"))
     for k in cands:
         out = _fuse(s, si, t, ti, s.refs[k].from_)
         if out is not None:
