@@ -7,7 +7,8 @@ wrapped here runs op by op for its first :data:`HOT_CALLS` calls with one signat
 (the shapes and dtypes of its arrays and its static arguments), so a signature used
 once never waits for a compiler, and through one cached ``plait.jit`` from then on.
 Under a transformation (``jit``, ``grad``, ``vmap``, lazy arrays) its operations join
-the caller's graph as before. The wrapped functions compute integer bits only
+the caller's graph as before, and under ``disable_jit`` (which ``jit`` honours) they run
+op by op. The wrapped functions compute integer bits only
 (threefry's add, xor and shifts), which are identical on every tier and backend, so
 which path answered a call never changes a result.
 """
@@ -18,9 +19,8 @@ from typing import Callable
 
 import numpy as np
 
-from plait.config import config
+from plait import Array, jit
 from plait.core.trace import at_top_level
-from plait.runtime.array import Array
 
 HOT_CALLS = 3          # eager calls of one signature before it is compiled
 _MAX_SIGNATURES = 256  # signatures counted per function (the oldest forgotten beyond)
@@ -31,13 +31,12 @@ def compiled_when_hot(static_argnums: tuple[int, ...] = ()) -> Callable[[Callabl
     ``static_argnums``) to run through ``plait.jit`` from its ``HOT_CALLS + 1``-th eager
     call with one signature (see the module docstring)."""
     def wrap(fn: Callable) -> Callable:
-        from plait.api import jit
         jitted = jit(fn, static_argnums=static_argnums, inline=True)
         counts: dict[tuple, int] = {}
 
         @functools.wraps(fn)
         def call(*args):
-            if config.disable_jit or not at_top_level():
+            if not at_top_level():
                 return fn(*args)
             key = []
             for i, a in enumerate(args):
