@@ -15,6 +15,7 @@ which path answered a call never changes a result.
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Callable
 
 import numpy as np
@@ -33,6 +34,7 @@ def compiled_when_hot(static_argnums: tuple[int, ...] = ()) -> Callable[[Callabl
     def wrap(fn: Callable) -> Callable:
         jitted = jit(fn, static_argnums=static_argnums, inline=True)
         counts: dict[tuple, int] = {}
+        lock = threading.Lock()
 
         @functools.wraps(fn)
         def call(*args):
@@ -47,12 +49,12 @@ def compiled_when_hot(static_argnums: tuple[int, ...] = ()) -> Callable[[Callabl
                 else:                     # a Python scalar, a list, ...: op by op
                     return fn(*args)
             key = tuple(key)
-            n = counts.get(key, 0)
-            if n >= HOT_CALLS:
+            if counts.get(key, 0) >= HOT_CALLS:
                 return jitted(*args)
-            if len(counts) >= _MAX_SIGNATURES:
-                counts.pop(next(iter(counts)))
-            counts[key] = n + 1
+            with lock:                    # threads may count the same function at once
+                if len(counts) >= _MAX_SIGNATURES and key not in counts:
+                    counts.pop(next(iter(counts)))
+                counts[key] = counts.get(key, 0) + 1
             return fn(*args)
         return call
     return wrap
