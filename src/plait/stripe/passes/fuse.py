@@ -2,8 +2,10 @@
 
 Two adjacent top-level blocks ``S`` and ``T`` (both tagged ``kernel``) fuse when ``S``
 writes a temporary ``X`` (a ``none`` refinement of ``main`` that no other statement
-uses) or a program output ``X`` (which later statements may read too), and ``T`` reads
-it.  The plan follows the Stripe paper's fusion (PlaidML's
+uses; between two elementwise blocks, one that later statements read too) or a program
+output ``X`` (which later statements may read too), and ``T`` reads it; an ``X`` that
+others read stays whole.  A block producing only scalars is not fused into a loop.
+The plan follows the Stripe paper's fusion (PlaidML's
 criteria): ``S`` is first tiled so that its only indexes are those addressing ``X``
 (the rest, e.g. a reduction, move to an inner block); every dimension of ``X`` is
 then addressed in ``S`` as ``cs*s`` and in ``T`` either as ``ct*t`` with ``ct``
