@@ -132,3 +132,29 @@ def test_typed_key_helpers():
         pr.wrap_key_data(np.zeros((2,), np.int32))
     with pytest.raises(plait.errors.PlaitTypeError):
         pr.bits(k, (2,), np.int32)
+
+
+def test_hot_key_functions_compile_and_keep_jax_bits():
+    # Called eagerly, fold_in / split / bits run op by op for their first HOT_CALLS
+    # calls of one signature, then through one compiled program: every call gives
+    # JAX's recorded bits, and a signature compiles exactly on its (HOT_CALLS + 1)-th call.
+    from plait.random import _hot
+    from plait.runtime import metrics
+    for _ in range(_hot.HOT_CALLS + 2):
+        for seed in (0, 42):
+            for name in ("fold_in7", "split3", "bits"):
+                np.testing.assert_array_equal(
+                    np.asarray(X32[name](pr.PRNGKey(seed), seed)), ref(f"x32_{seed}_{name}"))
+    # the mechanism, on a function of its own (the public ones may be hot already)
+    fresh = _hot.compiled_when_hot(static_argnums=(1,))(lambda k, n: pr.split(k, n))
+    before = metrics.get("compiles")
+    for i in range(_hot.HOT_CALLS + 2):
+        np.testing.assert_array_equal(np.asarray(fresh(pr.PRNGKey(42), 3)), ref("x32_42_split3"))
+        assert metrics.get("compiles") - before == (i >= _hot.HOT_CALLS)
+    # under a transformation the functions join the caller's graph (no compile of their own)
+    keys = pr.split(pr.PRNGKey(0), 4)
+    before = metrics.get("compiles")
+    folded = plait.vmap(lambda k: pr.fold_in(k, 7))(keys)
+    assert metrics.get("compiles") == before
+    for i in range(4):
+        np.testing.assert_array_equal(np.asarray(folded[i]), np.asarray(pr.fold_in(keys[i], 7)))

@@ -96,7 +96,6 @@ def shared_chain(n: int):
     shape), after a scalar producer read by every round."""
     b = TileBuilder("shared_chain")
     X = b.input("X", "f32", (n,))
-    (i,) = variables("i")
     s = b.contract(b.temp("f32", ()), (), "assign", X[0])
     A = b.eltwise(b.temp("f32", (n,)), call("add", call("mul", X, X), s))
     B = b.eltwise(b.temp("f32", (n,)), call("sub", A, X))

@@ -116,10 +116,10 @@ def random_bits(k, shape: Sequence[int] = (), width: int = 32):
     if width not in (8, 16, 32, 64):
         raise PlaitValueError(f"random bits: width must be 8, 16, 32 or 64, got {width}")
     shape = _shape(shape)
-    if int(np.prod(shape, dtype=np.int64)) >= 1 << 32:
-        raise PlaitValueError(f"random bits: {int(np.prod(shape, dtype=np.int64))} values "
-                              f"is more than plait draws from one key (2**32); split the key "
-                              f"and draw in parts")
+    n = int(np.prod(shape, dtype=np.int64))
+    if n >= 1 << 32:
+        raise PlaitValueError(f"random bits: {n} values is more than plait draws from one "
+                              f"key (2**32); split the key and draw in parts")
     return _random_bits(k, shape, width)
 
 
