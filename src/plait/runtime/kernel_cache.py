@@ -261,6 +261,12 @@ def load(key: str, build: Callable[[str], None], open_: Callable[[str], T]) -> T
     return obj
 
 
+def cached(key: str) -> bool:
+    """Whether an entry for ``key`` is loaded or sealed on disk (a later :func:`load`
+    then builds nothing unless the file turns out not to load)."""
+    return _index_get(key) is not None or _sealed(entry_path(key))
+
+
 def _load_from_disk(key: str, build, open_):
     last: BaseException | None = None
     for _ in range(3):

@@ -314,49 +314,92 @@ def compile_native(closed: ClosedGraph) -> NativeExecutable:
 def compile_native_tiered(closed: ClosedGraph):
     """The native backend's entry (``backends.BACKENDS``): with ``config.tiered`` the
     build runs in the background behind a ``TieredExecutable`` whose first calls the
-    interpreter answers (``tiered.py``); else :func:`compile_native`."""
+    interpreter, or for long loops a quick native build, answers (``tiered.py``); else
+    :func:`compile_native`."""
     if not config.tiered:
         return compile_native(closed)
     require_toolchain()
-    return compile_tiered(closed, _compile_native)
+    return compile_tiered(closed, _compile_native, _compile_quick)
 
 
-def _compile_native(closed: ClosedGraph) -> NativeExecutable:
+# The quick tier's optimization level: GCC's -O1 compiles a program's C in about half
+# the time of -O3 (W3 HMM T=100: 0.59 s against 1.22 s for its larger unit) and
+# -fexpensive-optimizations keeps its multiply-add contraction (-O1 alone forms no FMA);
+# no vectorization, little inlining, so it runs slower (the HMM solve 10 ms against 3.4)
+QUICK_FLAGS = ("-O1", "-fexpensive-optimizations")
+
+
+def _compile_native(closed: ClosedGraph, prep: "Prepared | None" = None) -> NativeExecutable:
     tc = require_toolchain()
     t0 = time.perf_counter()
-    with events.span("partition, Tile, Stripe passes, C", "compile"):
-        prep = Prepared(closed)
-    loaded = None
-    if prep.native:
-        # the key covers the module wrapper too (its name, which is the key, left out)
-        wrapper = module_source(_MODULE_NAME, {
-            st.name: "".join(d[0] for d, _ in step_buffers(st, prep.stripe))
-            for st in prep.steps if isinstance(st, (KernelStep, CallStep))},
-            prep.entry) if tc.python_include else ""
-        key = kernel_cache.entry_key(prep.source, wrapper, tc.identity(),
-                                     ",".join(sorted(cpu_info().flags)))
-        full, module = prep.source, None
-        if wrapper:
-            module = f"plait_k_{key}"
-            full += "\n\n" + wrapper.replace(_MODULE_NAME, module)
-        loaded = kernel_cache.load(key, lambda out: _build(prep.units(full), out, tc),
-                                   lambda path: _open_library(path, module, prep.target))
+    if prep is None:
+        prep = _prepare(closed)
+    loaded = _load(prep, tc) if prep.native else None
     metrics.bump("native_compile_s", time.perf_counter() - t0)
     return prep.executable(loaded)
 
 
-def _build(units: list[str], out: str, tc) -> None:
-    """Run the C compiler on the program's translation units (a profiler event when a
-    trace is active; its time is logged with ``log_compiles``)."""
+def _compile_quick(closed: ClosedGraph):
+    """For a program the interpreter would answer too slowly: its optimized executable
+    when the kernel cache holds it (or it has no kernels), else ``(executable, build)``:
+    an executable built now with :data:`QUICK_FLAGS`, and ``build(closed)``, the
+    optimized build of the same C (the Python stages are not repeated) for the
+    background."""
+    tc = require_toolchain()
+    t0 = time.perf_counter()
+    prep = _prepare(closed)
+    if not prep.native or kernel_cache.cached(_entry(prep, tc)[0]):
+        loaded = _load(prep, tc) if prep.native else None
+        metrics.bump("native_compile_s", time.perf_counter() - t0)
+        return prep.executable(loaded)
+    quick = prep.executable(_load(prep, tc, QUICK_FLAGS))
+    metrics.bump("native_compile_s", time.perf_counter() - t0)
+    return quick, lambda c: _compile_native(c, prep)
+
+
+def _prepare(closed: ClosedGraph) -> "Prepared":
+    with events.span("partition, Tile, Stripe passes, C", "compile"):
+        return Prepared(closed)
+
+
+def _entry(prep: "Prepared", tc, flags: tuple = ()) -> tuple[str, str, str | None]:
+    """``(kernel cache key, full C source, extension module name or None)`` of the
+    program built with the toolchain's flags and then ``flags``."""
+    # the key covers the module wrapper too (its name, which is the key, left out)
+    wrapper = module_source(_MODULE_NAME, {
+        st.name: "".join(d[0] for d, _ in step_buffers(st, prep.stripe))
+        for st in prep.steps if isinstance(st, (KernelStep, CallStep))},
+        prep.entry) if tc.python_include else ""
+    key = kernel_cache.entry_key(prep.source, wrapper, tc.identity(),
+                                 ",".join(sorted(cpu_info().flags)), *flags)
+    full, module = prep.source, None
+    if wrapper:
+        module = f"plait_k_{key}"
+        full += "\n\n" + wrapper.replace(_MODULE_NAME, module)
+    return key, full, module
+
+
+def _load(prep: "Prepared", tc, flags: tuple = ()) -> tuple:
+    """The program's loaded ``(library, module)``, from the kernel cache or built."""
+    key, full, module = _entry(prep, tc, flags)
+    return kernel_cache.load(key, lambda out: _build(prep.units(full), out, tc, flags),
+                             lambda path: _open_library(path, module, prep.target))
+
+
+def _build(units: list[str], out: str, tc, flags: tuple = ()) -> None:
+    """Run the C compiler on the program's translation units, with the toolchain's
+    flags then ``flags`` (a profiler event when a trace is active; its time is logged
+    with ``log_compiles``)."""
     progress.phase("C compiler")
     t0 = time.perf_counter()
     size = sum(len(u) for u in units)
     with events.span("C compiler", "compile", {"source_bytes": size, "units": len(units)}):
-        build_shared_object(units, out, tc)
+        build_shared_object(units, out, tc, flags)
     if config.log_compiles:
         logging.getLogger("plait").warning(
             "plait: C compiler built %d KiB of C in %d unit(s) into one shared object in "
-            "%.2f s", size // 1024, len(units), time.perf_counter() - t0)
+            "%.2f s%s", size // 1024, len(units), time.perf_counter() - t0,
+            f" ({' '.join(flags)})" if flags else "")
 
 
 _ADVICE = ("Free memory or raise the process's memory limit (ulimit -v, RLIMIT_AS), use "

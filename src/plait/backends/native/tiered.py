@@ -8,7 +8,7 @@ done every call runs on the fast tier, the reference interpreter
 after it is done on the native executable. Which tier answered is on
 :attr:`TieredExecutable.tier`, in ``as_text("tiers")``, in ``plait.profiler`` traces
 (a ``run ... (interp tier)`` span per call), in the ``tier_interp_calls`` /
-``tier_native_swaps`` metrics and, with ``log_compiles``, in the log.
+``tier_quick_calls`` / ``tier_native_swaps`` metrics and, with ``log_compiles``, in the log.
 
 Both tiers evaluate the same optimized graph. Elementwise operations, comparisons,
 selection, integer and bitwise arithmetic, indexing, gathers/scatters, shape
@@ -36,6 +36,17 @@ every call after. The builder is a daemon thread, so a build still running never
 up interpreter exit (the kernel cache publishes an entry by one atomic rename, so a
 build cut short leaves nothing half-written).
 
+A program whose loops repeat too long for the interpreter (:data:`FAST_TIER_MAX_DISPATCHES`)
+starts instead on the quick tier: the native backend builds its C now at -O1 (about half
+of -O3's compiler time; ``compile.QUICK_FLAGS``) and the -O3 build of the same C runs on
+the builder thread. The quick tier runs the same C, so its results differ from the
+native tier's only where the optimizer changes rounding: a multiply and an add fused
+into one FMA in one build and not the other (inlining decides what is adjacent), a
+vectorized reduction's order, and a float64 ``exp``/``log``/... taken from glibc's vector
+library in one and its scalar one in the other (last place); a program whose -O3 build is in the kernel cache skips
+it. Measured (W3 HMM T = 100, 10 Newton steps; 2 cores, cold cache): first result
+1.61 s waiting for -O3, 1.01 s on the quick tier; the solve 10 ms at -O1, 3.4 ms at -O3.
+
 ``plait.config.tiered`` (``$PLAIT_TIERED``) switches it: on by default; off makes the
 native backend compile before the first call returns, as the test suite does.
 """
@@ -62,8 +73,9 @@ _log = logging.getLogger("plait")
 
 
 class TieredExecutable:
-    """An executable whose calls run on the interpreter until the native executable
-    is built on the background thread, then on the native one."""
+    """An executable whose calls run on a fast tier (``fast_tier``: ``"interp"``, the
+    interpreter, or ``"quick"``, the program's native build at -O1) until the native
+    executable is built on the background thread, then on the native one."""
 
     # jit asks every executable for a device-resident call path (OpenCL has one); the
     # native executable has none, and asking must not wait for the build (attributes
@@ -71,15 +83,16 @@ class TieredExecutable:
     call_arrays = None
 
     def __init__(self, closed: ClosedGraph, fast: Callable[..., list],
-                 build: Callable[[ClosedGraph], object]):
+                 build: Callable[[ClosedGraph], object], fast_tier: str = "interp"):
         self.closed = closed
         self.name = closed.graph.name or "a compiled function"
         self._fast = fast
+        self.fast_tier = fast_tier
         self._native = None
         self._error: BaseException | None = None
         self._done = threading.Event()
         self.tier = "none"              # which tier answered the last call
-        self.interp_calls = 0           # calls the fast tier answered
+        self.fast_calls = 0             # calls the fast tier answered
         self.build_s: float | None = None   # seconds from the request to the native one
         self._t0 = time.perf_counter()
         _BUILDER.submit(self, build)
@@ -92,7 +105,8 @@ class TieredExecutable:
         if config.log_compiles:
             if error is None:
                 _log.warning("plait: %s: native tier ready after %.2f s (%d calls answered "
-                             "by the interp tier)", self.name, self.build_s, self.interp_calls)
+                             "by the %s tier)", self.name, self.build_s, self.fast_calls,
+                             self.fast_tier)
             else:
                 _log.warning("plait: %s: the native build failed after %.2f s; the next "
                              "call raises: %s", self.name, self.build_s, error)
@@ -137,7 +151,8 @@ class TieredExecutable:
 
     def run_donating(self, args, donated) -> list:
         """Run giving up ``donated`` arguments: the native tier may reuse their buffers;
-        the fast tier reuses none."""
+        the fast tier reuses none (the quick tier's executable could, but it is not
+        asked: the donation contract holds either way)."""
         exe = self._current()
         if exe is not None:
             self._answered("native")
@@ -146,7 +161,7 @@ class TieredExecutable:
 
     def launch(self, *args, deps: tuple = ()):
         """The native tier's asynchronous launch; None (run it by calling) before it is
-        ready, as the interpreter's launch."""
+        ready, as the interpreter's launch (the quick tier runs synchronously too)."""
         exe = self._current()
         if exe is None:
             return None
@@ -157,21 +172,22 @@ class TieredExecutable:
 
     def _answered(self, tier: str) -> None:
         if self.tier != tier:
-            if tier == "native" and self.tier == "interp":
+            if tier == "native" and self.tier == self.fast_tier:
                 metrics.bump("tier_native_swaps")
             self.tier = tier
 
     def _run_fast(self, args) -> list:
-        self._answered("interp")
-        self.interp_calls += 1
-        metrics.bump("tier_interp_calls")
-        if config.log_compiles and self.interp_calls == 1:
-            _log.warning("plait: %s: answered by the interp tier while the native build "
-                         "runs in the background", self.name)
+        tier = self.fast_tier
+        self._answered(tier)
+        self.fast_calls += 1
+        metrics.bump(f"tier_{tier}_calls")
+        if config.log_compiles and self.fast_calls == 1:
+            _log.warning("plait: %s: answered by the %s tier while the native build "
+                         "runs in the background", self.name, tier)
         if not events.ACTIVE:
             return self._fast(*args)
-        with events.span(f"run {self.name} (interp tier)", "call",
-                         {"tier": "interp", "equations": len(self.closed.graph.eqns)}):
+        with events.span(f"run {self.name} ({tier} tier)", "call",
+                         {"tier": tier, "equations": len(self.closed.graph.eqns)}):
             return self._fast(*args)
 
     # -- everything else is the native executable's -------------------------------------
@@ -186,7 +202,7 @@ class TieredExecutable:
             else:
                 state = f"ready after {self.build_s:.2f} s"
             return (f"{self.name}: last call answered by the {self.tier} tier; "
-                    f"{self.interp_calls} calls answered by the interp tier; "
+                    f"{self.fast_calls} calls answered by the {self.fast_tier} tier; "
                     f"native tier {state}")
         return self.wait().as_text(stage)
 
@@ -331,13 +347,24 @@ def _loops_short_enough(closed: ClosedGraph) -> bool:
     return repeated <= FAST_TIER_MAX_DISPATCHES
 
 
-def compile_tiered(closed: ClosedGraph, build: Callable[[ClosedGraph], object]):
+def compile_tiered(closed: ClosedGraph, build: Callable[[ClosedGraph], object],
+                   quick: Callable[[ClosedGraph], object] | None = None):
     """``build(closed)`` on the background thread behind a :class:`TieredExecutable`
-    answering on the interpreter meanwhile; ``build(closed)`` here and now when the
-    interpreter cannot run the graph, the graph's flops exceed
-    :data:`FAST_TIER_MAX_FLOPS` or its loops repeat more than
-    :data:`FAST_TIER_MAX_DISPATCHES` primitive applications (:func:`interp_dispatches`)."""
-    if (not _interpretable(closed) or not _cheap_enough(closed)
-            or not _loops_short_enough(closed)):
+    answering on the interpreter meanwhile. When the interpreter cannot run the graph
+    or its flops exceed :data:`FAST_TIER_MAX_FLOPS`: ``build(closed)`` here and now.
+    When its loops repeat more than :data:`FAST_TIER_MAX_DISPATCHES` primitive
+    applications (:func:`interp_dispatches`): ``quick(closed)``, which returns either
+    the finished executable (its optimized build was cached) or ``(quick executable,
+    build)``, the latter then run in the background behind a :class:`TieredExecutable`
+    on the quick tier (without ``quick``, ``build(closed)`` here and now)."""
+    if not _interpretable(closed) or not _cheap_enough(closed):
         return build(closed)
-    return TieredExecutable(closed, tier_ops.FastTier(InterpExecutable(closed)), build)
+    if _loops_short_enough(closed):
+        return TieredExecutable(closed, tier_ops.FastTier(InterpExecutable(closed)), build)
+    if quick is None:
+        return build(closed)
+    got = quick(closed)
+    if not isinstance(got, tuple):
+        return got
+    fast, rest = got
+    return TieredExecutable(closed, fast, rest, fast_tier="quick")
