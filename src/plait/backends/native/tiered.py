@@ -36,16 +36,17 @@ every call after. The builder is a daemon thread, so a build still running never
 up interpreter exit (the kernel cache publishes an entry by one atomic rename, so a
 build cut short leaves nothing half-written).
 
-A program whose loops repeat too long for the interpreter (:data:`FAST_TIER_MAX_DISPATCHES`)
-starts instead on the quick tier: the native backend builds its C now at -O1 (about half
-of -O3's compiler time; ``compile.QUICK_FLAGS``) and the -O3 build of the same C runs on
-the builder thread. The quick tier runs the same C, so its results differ from the
-native tier's only where the optimizer changes rounding: a multiply and an add fused
-into one FMA in one build and not the other (inlining decides what is adjacent), a
-vectorized reduction's order, and a float64 ``exp``/``log``/... taken from glibc's vector
-library in one and its scalar one in the other (last place); a program whose -O3 build is in the kernel cache skips
-it. Measured (W3 HMM T = 100, 10 Newton steps; 2 cores, cold cache): first result
-1.61 s waiting for -O3, 1.01 s on the quick tier; the solve 10 ms at -O1, 3.4 ms at -O3.
+A program whose loops repeat too long for the interpreter
+(:data:`FAST_TIER_MAX_DISPATCHES`) starts instead on the quick tier: the native backend
+builds its C now at -O1 (about half of -O3's compiler time; ``compile.QUICK_FLAGS``)
+and the -O3 build of the same C runs on the builder thread; a program whose -O3 build
+is in the kernel cache skips it. The quick tier runs the same C, so its results differ
+from the native tier's only where the optimizer changes rounding: a multiply and an add
+fused into one FMA in one build and not the other (inlining decides what is adjacent),
+a vectorized reduction's order, and a float64 ``exp``/``log``/... taken from glibc's
+vector library in one and its scalar one in the other (last place). Measured (W3 HMM
+T = 100, 10 Newton steps; 2 cores, cold cache): first result 1.61 s waiting for -O3,
+1.01 s on the quick tier; the solve 10 ms at -O1, 3.4 ms at -O3.
 
 ``plait.config.tiered`` (``$PLAIT_TIERED``) switches it: on by default; off makes the
 native backend compile before the first call returns, as the test suite does.
