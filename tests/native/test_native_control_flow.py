@@ -78,3 +78,50 @@ def test_loop_with_a_host_only_body_falls_back_to_the_host():
     for _ in range(3):
         v = np.sort(-v)
     np.testing.assert_array_equal(np.asarray(c(x)), v)
+
+
+def test_loop_carries_at_every_trip_count_leave_the_inputs_alone():
+    """Native loops read their carries' initial values in place and a scan's last
+    iteration writes its carries straight into the outputs: with 0, 1, 2 and 5 trips
+    (every path: no iteration, first = last, then the two scratch buffers in turn), for
+    scans both ways with per-step outputs, and for while loops, the results equal
+    NumPy's and the caller's arrays are unchanged."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(6)
+    s = rng.standard_normal((5, 6))
+    x0, s0 = x.copy(), s.copy()
+
+    def scan_ref(n, reverse):
+        a, b, ys = x.copy(), np.zeros(6), []
+        for t in (range(n - 1, -1, -1) if reverse else range(n)):
+            a, b = np.tanh(a * 1.5 + s[t]), b + a
+            ys.append(a * b)
+        if reverse:
+            ys = ys[::-1]
+        return a, b, np.array(ys).reshape(n, 6)
+
+    for n in (0, 1, 2, 5):
+        for reverse in (False, True):
+            def f(x, s):
+                def body(c, st):
+                    a, b = c
+                    a, b = pnp.tanh(a * 1.5 + st), b + a
+                    return (a, b), a * b
+                (a, b), ys = lax.scan(body, (x, pnp.zeros_like(x)), s[:n], reverse=reverse)
+                return a, b, ys
+            c = _native(f, x, s)
+            assert "cf0: native scan" in c.as_text("kernels").splitlines()
+            for got, want in zip(c(x, s), scan_ref(n, reverse)):
+                np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-12)
+        for trips in (0, 1, 2, 5):
+            def g(x):
+                return lax.while_loop(lambda c: c[1] < trips,
+                                      lambda c: (pnp.sin(c[0]) * 2.0 + c[0], c[1] + 1), (x, 0))
+            want = x.copy()
+            for _ in range(trips):
+                want = np.sin(want) * 2.0 + want
+            got, k = _native(g, x)(x)
+            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-12)
+            assert int(np.asarray(k)) == trips
+    np.testing.assert_array_equal(x, x0)
+    np.testing.assert_array_equal(s, s0)

@@ -15,7 +15,9 @@ from plait.lax.control_flow import cond_p, scan_p, while_p
 
 
 def _carry_buffers(sizes: list[int], init: list[str]) -> list[str]:
-    """Two buffers per loop carry (current and next), checked, the first filled."""
+    """Two scratch buffers per loop carry (A, B), checked, and the current carry C
+    starting at its initial value in place: no copy of it (a loop carrying a model's
+    parameters read them straight from the caller's buffers)."""
     lines = ["  int64_t rc = 0;"]
     for i, sz in enumerate(sizes):
         lines.append(f"  void *A{i} = malloc({max(sz, 1)}), *B{i} = malloc({max(sz, 1)});")
@@ -23,23 +25,34 @@ def _carry_buffers(sizes: list[int], init: list[str]) -> list[str]:
         total = sum(2 * max(sz, 1) for sz in sizes)
         cond = " || ".join(f"!A{i} || !B{i}" for i in range(len(sizes)))
         lines.append(f"  if ({cond}) {{ rc = {oom_status(total, 0)}LL; goto done; }}")
-    for i, (sz, src) in enumerate(zip(sizes, init)):
-        lines.append(f"  memcpy(A{i}, {src}, {sz});")
+    for i, src in enumerate(init):
+        lines.append(f"  void *C{i} = {src};")
     return lines
 
 
-def _finish(sizes: list[int], dst: list[str]) -> list[str]:
-    return ([f"  memcpy({d}, A{i}, {sz});" for i, (sz, d) in enumerate(zip(sizes, dst))]
-            + ["done:"] + [f"  free(A{i}); free(B{i});" for i in range(len(sizes))]
-            + ["  return rc;"])
+def _finish(sizes: list[int], dst: list[str], copy: bool = True) -> list[str]:
+    """The current carries copied to ``dst`` (unless the last iteration wrote them
+    there), then the scratch buffers freed."""
+    copies = [f"  memcpy({d}, C{i}, {sz});" for i, (sz, d) in enumerate(zip(sizes, dst))]
+    return ((copies if copy else []) + ["done:"]
+            + [f"  free(A{i}); free(B{i});" for i in range(len(sizes))] + ["  return rc;"])
 
 
 def _carry_bytes(sizes: list[int]) -> int:
     return sum(2 * max(sz, 1) for sz in sizes)
 
 
-def _swap(n: int) -> str:
-    return " ".join(f"{{ void *s = A{i}; A{i} = B{i}; B{i} = s; }}" for i in range(n))
+def _next(n: int, last: str | None = None, dst: list[str] | None = None) -> str:
+    """``D_i``, where this iteration writes carry i: the scratch buffer C_i is not, or
+    ``dst[i]`` when ``last`` (a C condition) holds."""
+    def one(i: int) -> str:
+        other = f"(C{i} == A{i} ? B{i} : A{i})"
+        return f"void *D{i} = {last} ? {dst[i]} : {other};" if last else f"void *D{i} = {other};"
+    return " ".join(one(i) for i in range(n))
+
+
+def _advance(n: int) -> str:
+    return " ".join(f"C{i} = D{i};" for i in range(n))
 
 
 def _while(cp: CProgram, eqn, name: str) -> bool:
@@ -51,20 +64,21 @@ def _while(cp: CProgram, eqn, name: str) -> bool:
     nk = len(eqn.outputs)
     sizes = [nbytes(v.aval) for v in eqn.outputs]
     init = [f"bufs[{ncc + nbc + i}]" for i in range(nk)]
-    A = [f"A{i}" for i in range(nk)]
-    B = [f"B{i}" for i in range(nk)]
+    C = [f"C{i}" for i in range(nk)]
+    D = [f"D{i}" for i in range(nk)]
     cc = [f"bufs[{i}]" for i in range(ncc)]
     bc = [f"bufs[{ncc + i}]" for i in range(nbc)]
     lines = [f"int64_t {name}(void **bufs) {{", "  _Bool pred = 0;"] + _carry_buffers(sizes, init)
     lines += ["  for (;;) {",
-              f"    {{ void *i[] = {{{', '.join(cc + A) or 'NULL'}}}; void *o[] = {{&pred}}; "
+              f"    {{ void *i[] = {{{', '.join(cc + C) or 'NULL'}}}; void *o[] = {{&pred}}; "
               f"rc = {g_cond}(i, o); }}",
               "    if (rc) goto done;",
               "    if (!pred) break;",
-              f"    {{ void *i[] = {{{', '.join(bc + A) or 'NULL'}}}; "
-              f"void *o[] = {{{', '.join(B) or 'NULL'}}}; rc = {g_body}(i, o); }}",
+              f"    {_next(nk)}",
+              f"    {{ void *i[] = {{{', '.join(bc + C) or 'NULL'}}}; "
+              f"void *o[] = {{{', '.join(D) or 'NULL'}}}; rc = {g_body}(i, o); }}",
               "    if (rc) goto done;",
-              f"    {_swap(nk)}", "  }"]
+              f"    {_advance(nk)}", "  }"]
     lines += _finish(sizes, [f"bufs[{ncc + nbc + nk + i}]" for i in range(nk)]) + ["}"]
     cp.parts.append("\n".join(lines))
     cp.scratch[name] = _carry_bytes(sizes) + max(cp.scratch.get(g_cond, 0),
@@ -73,6 +87,8 @@ def _while(cp: CProgram, eqn, name: str) -> bool:
 
 
 def _scan(cp: CProgram, eqn, name: str) -> bool:
+    """A scan whose last iteration writes the carries into the outputs (and whose first
+    reads them from the inputs): no copy of the carries unless it runs no iteration."""
     p = eqn.params
     g = cp.graph_function(p["graph"])
     if g is None:
@@ -87,19 +103,21 @@ def _scan(cp: CProgram, eqn, name: str) -> bool:
     ys = [(f"bufs[{out0 + nk + j}]", nbytes(eqn.outputs[nk + j].aval) // max(length, 1))
           for j in range(ny)]
     consts = [f"bufs[{i}]" for i in range(nc)]
-    A = [f"A{i}" for i in range(nk)]
-    B = [f"B{i}" for i in range(nk)]
+    C = [f"C{i}" for i in range(nk)]
+    D = [f"D{i}" for i in range(nk)]
+    final = [f"bufs[{out0 + i}]" for i in range(nk)]
     idx = f"({length} - 1 - k)" if p["reverse"] else "k"
     lines = [f"int64_t {name}(void **bufs) {{"]
     lines += _carry_buffers(sizes, [f"bufs[{nc + i}]" for i in range(nk)])
-    ins = consts + A + [f"(char *){b} + (int64_t){idx} * {sz}" for b, sz in xs]
-    outs = B + [f"(char *){b} + (int64_t){idx} * {sz}" for b, sz in ys]
+    ins = consts + C + [f"(char *){b} + (int64_t){idx} * {sz}" for b, sz in xs]
+    outs = D + [f"(char *){b} + (int64_t){idx} * {sz}" for b, sz in ys]
     lines += [f"  for (int64_t k = 0; k < {length}; ++k) {{",
+              f"    {_next(nk, f'k == {length - 1}', final)}",
               f"    {{ void *i[] = {{{', '.join(ins) or 'NULL'}}}; "
               f"void *o[] = {{{', '.join(outs) or 'NULL'}}}; rc = {g}(i, o); }}",
               "    if (rc) goto done;",
-              f"    {_swap(nk)}", "  }"]
-    lines += _finish(sizes, [f"bufs[{out0 + i}]" for i in range(nk)]) + ["}"]
+              f"    {_advance(nk)}", "  }"]
+    lines += _finish(sizes, final, copy=length == 0) + ["}"]
     cp.parts.append("\n".join(lines))
     cp.scratch[name] = _carry_bytes(sizes) + cp.scratch.get(g, 0)
     return True
