@@ -348,8 +348,9 @@ def _compile_quick(closed: ClosedGraph):
     tc = require_toolchain()
     t0 = time.perf_counter()
     prep = _prepare(closed)
-    if not prep.native or kernel_cache.cached(_entry(prep, tc)[0]):
-        loaded = _load(prep, tc) if prep.native else None
+    entry = _entry(prep, tc) if prep.native else None
+    if entry is None or kernel_cache.cached(entry[0]):
+        loaded = _load(prep, tc, entry=entry) if entry else None
         metrics.bump("native_compile_s", time.perf_counter() - t0)
         return prep.executable(loaded)
     quick = prep.executable(_load(prep, tc, QUICK_FLAGS))
@@ -379,9 +380,10 @@ def _entry(prep: "Prepared", tc, flags: tuple = ()) -> tuple[str, str, str | Non
     return key, full, module
 
 
-def _load(prep: "Prepared", tc, flags: tuple = ()) -> tuple:
-    """The program's loaded ``(library, module)``, from the kernel cache or built."""
-    key, full, module = _entry(prep, tc, flags)
+def _load(prep: "Prepared", tc, flags: tuple = (), entry: tuple | None = None) -> tuple:
+    """The program's loaded ``(library, module)``, from the kernel cache or built
+    (``entry``: its :func:`_entry` for ``flags``, when the caller has it)."""
+    key, full, module = entry or _entry(prep, tc, flags)
     return kernel_cache.load(key, lambda out: _build(prep.units(full), out, tc, flags),
                              lambda path: _open_library(path, module, prep.target))
 
