@@ -365,26 +365,34 @@ class Jitted:
                             **kwargs)                    # become part of the caller's graph
         if not kwargs and _trace.at_top_level() \
                 and not self._donates:
-            # fastest path: positional concrete arrays whose signature was seen before
+            # fastest path: positional concrete arrays, or pytrees of them, whose
+            # signature was seen before
+            leaves = args
             try:
                 entry = self._fast.get(_fast_key(args))
             except (AttributeError, TypeError):
-                entry = None
+                try:
+                    key, leaves = _tree_key(args)
+                    entry = self._fast.get(key)
+                except (AttributeError, TypeError):
+                    entry = None
             if entry is not None:
                 metrics.bump("cache_hits")
                 self._cache.touch(entry.key)
                 device_call = entry.device_call
                 if device_call is not None:      # results stay on the backend's device
-                    outs = device_call(args, entry.out_weak)
+                    outs = device_call(leaves, entry.out_weak)
                     hot = entry.hot     # a signature called again gets its C path
-                    if hot is None or (hot is not False and hot is not self._shared.hot):
+                    if leaves is args and (hot is None or (
+                            hot is not False and hot is not self._shared.hot)):
                         self._use_hot(entry)
                     if entry.single and not nan_check.enabled():
                         return outs[0]
-                    return _device_results(entry, outs, args, self._name)
-                outs = _unaliased(entry.executable(*[concrete_value(a) for a in args]), args)
+                    return _device_results(entry, outs, leaves, self._name)
+                outs = _unaliased(entry.executable(*[concrete_value(a) for a in leaves]),
+                                  leaves)
                 if nan_check.enabled():
-                    nan_check.check_jit(entry.closed, args, outs, self._name)
+                    nan_check.check_jit(entry.closed, leaves, outs, self._name)
                 if entry.single:
                     return Array(outs[0], entry.out_weak[0])
                 return tree_unflatten(entry.out_tree, [Array(o, w) for o, w in
@@ -395,13 +403,12 @@ class Jitted:
             exe = entry.executable or self._compile(entry)
             if self._donates:
                 return self._call_donating(entry, exe, args, kwargs, leaves)
-            if not kwargs and not self.static_argnums and all(
-                    type(a) is np.ndarray or isinstance(a, Array) for a in args):
-                self._fast[_fast_key(args)] = entry
+            if not kwargs and not self.static_argnums:
+                self._remember_fast(args, leaves, entry)
             device_call = getattr(exe, "call_arrays", None)
             if device_call is not None:          # results stay on the backend's device
-                return _device_results(entry, device_call(
-                    leaves, [a.weak_type for a in entry.closed.out_avals]), leaves, self._name)
+                return _device_results(entry, device_call(leaves, entry.out_weak), leaves,
+                                       self._name)
             outs = _unaliased(exe(*[concrete_value(x) for x in leaves]), leaves)
             if nan_check.enabled():
                 nan_check.check_jit(entry.closed, leaves, outs, self._name)
@@ -414,6 +421,20 @@ class Jitted:
         outs = jit_call_p.bind(*entry.closed.consts, *leaves, graph=entry.call_graph,
                                name=getattr(self.fun, "__name__", "fn"))
         return tree_unflatten(entry.out_tree, outs)
+
+    def _remember_fast(self, args: tuple, leaves: list, entry: _Entry) -> None:
+        """Let later calls with arguments of this signature take the fast path: positional
+        arrays by :func:`_fast_key`, pytrees of arrays by :func:`_tree_key` when its
+        leaves are exactly the ones the signature flattened (same objects, same order)."""
+        if all(type(a) is np.ndarray or isinstance(a, Array) for a in args):
+            self._fast[_fast_key(args)] = entry
+            return
+        try:
+            key, tree_leaves = _tree_key(args)
+        except (AttributeError, TypeError):
+            return
+        if len(tree_leaves) == len(leaves) and all(a is b for a, b in zip(tree_leaves, leaves)):
+            self._fast[key] = entry
 
     def _use_hot(self, entry: _Entry) -> None:
         """Make ``entry``'s C call path (built on first use) the one calls try first."""
@@ -511,6 +532,40 @@ def _fast_key(args: tuple) -> tuple:
 
 def _not_fast(a):
     raise TypeError(type(a).__name__)
+
+
+def _tree_key(args: tuple) -> tuple[tuple, list]:
+    """The fast path's key of positional pytrees (tuples, lists, dicts and None around
+    plait/NumPy arrays, keyed as :func:`_fast_key` keys arrays) and their leaves in
+    :func:`tree_flatten`'s order (dict keys sorted); TypeError for anything else
+    (scalars, namedtuples, registered classes: the general path flattens those)."""
+    key: list = []
+    leaves: list = []
+    _tree_walk(args, key, leaves)
+    return tuple(key), leaves
+
+
+def _tree_walk(x, key: list, leaves: list) -> None:
+    t = type(x)
+    if t is np.ndarray:
+        key.append((x.shape, x.dtype))
+        leaves.append(x)
+    elif t is tuple or t is list:
+        key.append((t, len(x)))
+        for c in x:
+            _tree_walk(c, key, leaves)
+    elif t is dict:
+        keys = sorted(x)
+        key.append((dict, tuple(keys)))
+        for k in keys:
+            _tree_walk(x[k], key, leaves)
+    elif x is None:
+        key.append(None)
+    elif isinstance(x, Array):
+        key.append(x.aval)
+        leaves.append(x)
+    else:
+        raise TypeError(t.__name__)
 
 
 class _Static:

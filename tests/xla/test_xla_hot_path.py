@@ -51,6 +51,12 @@ def test_hot_path_values_match_numpy():
     np.testing.assert_array_equal(np.asarray(r), exe(x, b)[0])
     np.testing.assert_allclose(np.asarray(r), np.tanh(x) * 2 + b, rtol=1e-6, atol=1e-6)
     assert metrics.get("cache_hits") == before + 1
+    f._shared.hot((x, b))               # counted in C, folded in by every read
+    metrics.reset()
+    assert metrics.get("cache_hits") == 0
+    f._shared.hot((x, b))
+    f._shared.hot((x, b))
+    assert metrics.counters()["cache_hits"] == 2
     g = _hot_jit(lambda a: a.sum() + a, big)
     np.testing.assert_allclose(np.asarray(g(big)), big.sum() + big, rtol=1e-5)
     # a device result fed back (the W3 loop) runs in C too, and gives NumPy's values
@@ -74,6 +80,33 @@ def test_caller_mutation_after_call_does_not_change_the_result():
         r = f(x)
         x[:] = -1
         np.testing.assert_array_equal(np.asarray(r), np.arange(n, dtype=np.float32) * 3)
+
+
+def test_private_copies_are_reused_only_once_xla_is_done_with_them():
+    """Small host arguments cross as private copies that XLA aliases; the C path reuses
+    a copy only when nothing holds it any more. Calls in a row whose computation reads
+    its argument to the end (a loop) each see their own argument."""
+    from plait import lax
+
+    def fn(a):
+        return lax.fori_loop(0, 300, lambda i, c: c * 0.5 + pnp.tanh(a * c + a), a)
+
+    xs = [np.linspace(-1, 1, 1024, dtype=np.float32) * (1 + i / 10) for i in range(12)]
+    f = _hot_jit(fn, xs[0])
+    results = [f(x) for x in xs]        # dispatched back to back, not waited for
+    for r, x in zip(results, xs):
+        c = x.copy()
+        for _ in range(300):
+            c = c * np.float32(0.5) + np.tanh(x * c + x)
+        np.testing.assert_allclose(np.asarray(r), c, rtol=1e-4, atol=1e-4)
+    # a strided small argument is copied through NumPy's assignment
+    base = np.arange(24, dtype=np.float32).reshape(4, 6)
+    g = _hot_jit(lambda a: a * 2, base[:, ::2])
+    views = [(base + i)[:, ::2] for i in range(5)]
+    assert not views[0].flags.c_contiguous
+    outs = [g(v) for v in views]
+    for i, o in enumerate(outs):
+        np.testing.assert_array_equal(np.asarray(o), (base[:, ::2] + i) * 2)
 
 
 def test_signature_changes_fall_back():

@@ -52,7 +52,9 @@ class XlaExecutable:
         self._dispatch = self.loaded.dispatcher(self.const_bufs, self.in_avals)
         self._dtypes = [a.dtype for a in self.in_avals]
         self._out_avals: dict = {}      # output weak types -> the outputs' avals
-        self._weak, self._avals = None, None    # the last call's weak types and avals
+        # the last call's weak types, its outputs' avals and their C path (False: none;
+        # None: not asked yet), replaced as one tuple: threads read it without a lock
+        self._last: tuple = (None, None, None)
         self._strong = [False] * len(closed.out_avals)
         self._wait = self.loaded.wait
 
@@ -72,13 +74,21 @@ class XlaExecutable:
         after the call returns, so a call given one waits for its outputs: the caller
         may write to its arrays afterwards (``jax.jit`` does not wait, and reads the
         new values)."""
-        if weak is not self._weak:      # jit passes one list per signature
+        last_weak, avals, hot = self._last
+        if weak is not last_weak:       # jit passes one list per signature
             key = tuple(weak)
             avals = self._out_avals.get(key)
             if avals is None:
                 avals = self._out_avals[key] = [ShapedArray(a.shape, a.dtype, w) for a, w
                                                 in zip(self.closed.out_avals, weak)]
-            self._weak, self._avals = weak, avals
+            self._last = (weak, avals, None)
+        elif hot is None:               # the signature's second call: its C path
+            hot = self._multi_hot(avals) or False
+            self._last = (weak, avals, hot)
+        if hot:
+            outs = hot(args if type(args) is tuple else tuple(args))
+            if outs is not None:
+                return outs
         if len(args) != self.n_in:
             raise TypeError(f"executable takes {self.n_in} arguments, got {len(args)}")
         d = self._dispatch
@@ -97,12 +107,21 @@ class XlaExecutable:
                 outs = d(*self.const_bufs, *xs)
                 if host and outs and not outs[0].is_ready():   # one event for all outputs
                     self._wait(outs)
-                return [XlaArray(b, a, host) for b, a in zip(outs, self._avals)]
+                return [XlaArray(b, a, host) for b, a in zip(outs, avals)]
         outs = self.loaded.call(self.const_bufs, [
             x._buf if type(x) is XlaArray and x._buf is not None else x for x in args],
             self.in_avals, host=False)
         self._wait(outs)                # host arguments may have crossed without a copy
-        return [XlaArray(b, a, True) for b, a in zip(outs, self._avals)]
+        return [XlaArray(b, a, True) for b, a in zip(outs, avals)]
+
+    def _multi_hot(self, avals: list):
+        """:meth:`call_arrays`' C path for outputs ``avals`` (the list of result
+        XlaArrays, or None to decline), or None when there is none."""
+        if self._dispatch is None or not avals:
+            return None
+        from plait.backends.xla.hot import make_hot
+        return make_hot(self._dispatch, self.const_bufs, self._wait,
+                        [v.aval for v in self.closed.graph.invars], tuple(avals))
 
     def hot_path(self, weak: list):
         """The C call path of this signature (:mod:`plait.backends.xla.hot`): one output

@@ -9,17 +9,20 @@ use and kept in the kernel cache, keyed by the source's hash, the CPython and Nu
 versions and the compiler): for one signature with one output, it checks that the
 arguments are exactly of it (NumPy arrays of its shapes and dtypes, or live XlaArrays of
 its avals, weak types included), calls the dispatcher with the executable's constant
-buffers and the arguments' device buffers, and builds the result XlaArray.
+buffers and the arguments' device buffers, and builds the result XlaArray. The same
+object with several outputs serves :meth:`XlaExecutable.call_arrays` (a list of
+XlaArrays: a jitted function of pytrees, whose leaves jit's fast path flattened).
 
 Whatever it does not handle it declines (returns None) and jit's general path runs:
 another signature or argument type, a deleted array, ``disable_jit``, ``debug_nans`` /
 ``debug_infs`` (checked by the general path), any transformation active in any thread
 (nested jit, grad, vmap: the general path binds ``jit_call``).
 
-Host arrays up to :data:`SMALL_HOST_BYTES` are copied into a fresh array that only the
-transfer sees, so the call need not wait for XLA to finish reading the caller's buffer;
-larger ones cross without a copy and the call waits for its result (the caller may write
-to its array afterwards), as :meth:`XlaExecutable.call_arrays` does.
+Host arrays up to :data:`SMALL_HOST_BYTES` are copied into a private array that XLA
+aliases, so the call need not wait for XLA to finish reading the caller's buffer (two
+such arrays per argument are kept and reused once nothing else holds them); larger ones
+cross without a copy and the call waits for its result (the caller may write to its
+array afterwards), as :meth:`XlaExecutable.call_arrays` does.
 """
 from __future__ import annotations
 
@@ -56,6 +59,8 @@ typedef struct {
   PyArray_Descr *descr;   /* the NumPy dtype a host argument must have */
   PyObject *aval;         /* the ShapedArray a device argument must have */
   PyObject *seen;         /* an aval object found equal to it before (or NULL) */
+  PyObject *spare[2];     /* private copies of small host arguments (see private_copy) */
+  int next_spare;
   int weak;               /* weakly typed: no host array matches */
 } hot_arg;
 
@@ -67,26 +72,30 @@ typedef struct {
   PyObject *wait;         /* batched_block_until_ready */
   PyObject *config;       /* plait.config.__dict__ */
   PyObject *nesting;      /* core.trace's count of active transformations */
-  PyObject *counts;       /* metrics' counters */
   PyObject *xla_type;     /* XlaArray */
   PyObject *slots;        /* tuple of member descriptors: host, weak_type, _aval, _buf, _ready */
-  PyObject *out_aval;
-  PyObject *out_weak;     /* Py_True / Py_False */
+  PyObject *out_avals;    /* tuple of the outputs' ShapedArrays */
+  PyObject *out_weaks;    /* tuple of their weak types (Py_True / Py_False) */
+  int multi;              /* 1: results as a list; 0: the one result, a cache hit */
   Py_ssize_t n_in;
   hot_arg *args;
 } Hot;
 
-static PyObject *s_disable_jit, *s_debug_nans, *s_debug_infs, *s_count, *s_cache_hits,
-                *s_is_ready, *s_shared, *s_hot, *one;
+static PyObject *s_disable_jit, *s_debug_nans, *s_debug_infs, *s_count, *s_is_ready,
+                *s_shared, *s_hot;
+/* jit cache hits answered here since metrics last took them (take_hits): a C counter,
+   as a dict update per call cost a twentieth of a small call */
+static unsigned long long hits;
 
 static void hot_dealloc(Hot *h) {
   Py_XDECREF(h->dispatch); Py_XDECREF(h->consts); Py_XDECREF(h->wait);
-  Py_XDECREF(h->config); Py_XDECREF(h->nesting); Py_XDECREF(h->counts);
-  Py_XDECREF(h->xla_type); Py_XDECREF(h->slots); Py_XDECREF(h->out_aval);
-  Py_XDECREF(h->out_weak);
+  Py_XDECREF(h->config); Py_XDECREF(h->nesting);
+  Py_XDECREF(h->xla_type); Py_XDECREF(h->slots); Py_XDECREF(h->out_avals);
+  Py_XDECREF(h->out_weaks);
   if (h->args) {
     for (Py_ssize_t i = 0; i < h->n_in; ++i) {
       Py_XDECREF(h->args[i].descr); Py_XDECREF(h->args[i].aval); Py_XDECREF(h->args[i].seen);
+      Py_XDECREF(h->args[i].spare[0]); Py_XDECREF(h->args[i].spare[1]);
     }
     PyMem_Free(h->args);
   }
@@ -96,13 +105,13 @@ static void hot_dealloc(Hot *h) {
 static PyObject *hot_vectorcall(PyObject *self, PyObject *const *argv, size_t nargsf,
                                 PyObject *kwn);
 
-/* Hot(dispatch, consts, wait, config_dict, nesting, counts, xla_type, slots,
-       in_avals, in_dtypes, out_aval) */
+/* Hot(dispatch, consts, wait, config_dict, nesting, xla_type, slots,
+       in_avals, in_dtypes, out) */
 static PyObject *hot_new(PyTypeObject *type, PyObject *a, PyObject *kw) {
-  PyObject *dispatch, *consts, *wait, *cfg, *nesting, *counts, *xla_type, *slots,
+  PyObject *dispatch, *consts, *wait, *cfg, *nesting, *xla_type, *slots,
            *avals, *dtypes, *out_aval;
-  if (!PyArg_ParseTuple(a, "OO!OO!OO!OO!O!O!O", &dispatch, &PyTuple_Type, &consts, &wait,
-                        &PyDict_Type, &cfg, &nesting, &PyDict_Type, &counts, &xla_type,
+  if (!PyArg_ParseTuple(a, "OO!OO!OOO!O!O!O", &dispatch, &PyTuple_Type, &consts, &wait,
+                        &PyDict_Type, &cfg, &nesting, &xla_type,
                         &PyTuple_Type, &slots, &PyTuple_Type, &avals, &PyTuple_Type,
                         &dtypes, &out_aval))
     return NULL;
@@ -142,22 +151,29 @@ static PyObject *hot_new(PyTypeObject *type, PyObject *a, PyObject *kw) {
     Py_INCREF(av);
     h->args[i].aval = av;
   }
-  PyObject *weak = PyObject_GetAttrString(out_aval, "weak_type");
-  if (!weak) { Py_DECREF(h); return NULL; }
-  int w = PyObject_IsTrue(weak);
-  Py_DECREF(weak);
-  if (w < 0) { Py_DECREF(h); return NULL; }
-  h->out_weak = w ? Py_True : Py_False;
-  Py_INCREF(h->out_weak);
+  /* out: one ShapedArray (the call returns it) or a tuple of them (a list returned) */
+  h->multi = PyTuple_Check(out_aval);
+  h->out_avals = h->multi ? (Py_INCREF(out_aval), out_aval) : PyTuple_Pack(1, out_aval);
+  if (!h->out_avals) { Py_DECREF(h); return NULL; }
+  Py_ssize_t n_out = PyTuple_GET_SIZE(h->out_avals);
+  if (!(h->out_weaks = PyTuple_New(n_out))) { Py_DECREF(h); return NULL; }
+  for (Py_ssize_t i = 0; i < n_out; ++i) {
+    PyObject *weak = PyObject_GetAttrString(PyTuple_GET_ITEM(h->out_avals, i), "weak_type");
+    if (!weak) { Py_DECREF(h); return NULL; }
+    int w = PyObject_IsTrue(weak);
+    Py_DECREF(weak);
+    if (w < 0) { Py_DECREF(h); return NULL; }
+    PyObject *b = w ? Py_True : Py_False;
+    Py_INCREF(b);
+    PyTuple_SET_ITEM(h->out_weaks, i, b);
+  }
   Py_INCREF(dispatch); h->dispatch = dispatch;
   Py_INCREF(consts); h->consts = consts;
   Py_INCREF(wait); h->wait = wait;
   Py_INCREF(cfg); h->config = cfg;
   Py_INCREF(nesting); h->nesting = nesting;
-  Py_INCREF(counts); h->counts = counts;
   Py_INCREF(xla_type); h->xla_type = xla_type;
   Py_INCREF(slots); h->slots = slots;
-  Py_INCREF(out_aval); h->out_aval = out_aval;
   return (PyObject *)h;
 }
 
@@ -178,6 +194,53 @@ static PyObject *slot_get(Hot *h, int k, PyObject *obj) {
 static int slot_set(Hot *h, int k, PyObject *obj, PyObject *v) {
   PyObject *d = PyTuple_GET_ITEM(h->slots, k);
   return Py_TYPE(d)->tp_descr_set(d, obj, v);
+}
+
+/* A private copy of the small host argument ``xa`` (of the signature's shape and an
+   equivalent dtype), which nobody can write to while XLA reads it: one of the argument's
+   two spare arrays when nothing else holds it any more (jaxlib holds an array it
+   aliased until XLA is done with it), else a new one, kept as a spare. Spares are
+   64-byte aligned, so PJRT's CPU client aliases them rather than copying them again;
+   reusing them spares an allocation per call. */
+static PyObject *private_copy(hot_arg *sig, PyArrayObject *xa) {
+  PyObject *c = NULL;
+  for (int k = 0; k < 2 && !c; ++k)
+    if (sig->spare[k] && Py_REFCNT(sig->spare[k]) == 1) c = sig->spare[k];
+  if (!c) {
+    npy_intp len = PyArray_NBYTES(xa) + 64;
+    PyObject *raw = PyArray_SimpleNew(1, &len, NPY_UINT8);
+    if (!raw) return NULL;
+    char *p = PyArray_BYTES((PyArrayObject *)raw);
+    p += (64 - ((size_t)p & 63)) & 63;
+    Py_INCREF(sig->descr);
+    c = PyArray_NewFromDescr(&PyArray_Type, sig->descr, sig->ndim, sig->dims, NULL, p,
+                             NPY_ARRAY_CARRAY, NULL);
+    if (!c) { Py_DECREF(raw); return NULL; }
+    if (PyArray_SetBaseObject((PyArrayObject *)c, raw) < 0) { Py_DECREF(c); return NULL; }
+    Py_XSETREF(sig->spare[sig->next_spare], c);   /* one still in XLA's use lives on */
+    sig->next_spare ^= 1;
+  }
+  if (PyArray_IS_C_CONTIGUOUS(xa)) {            /* a plain copy: no casting machinery */
+    memcpy(PyArray_DATA((PyArrayObject *)c), PyArray_DATA(xa), (size_t)PyArray_NBYTES(xa));
+  } else if (PyArray_CopyInto((PyArrayObject *)c, xa) < 0) {
+    return NULL;
+  }
+  Py_INCREF(c);
+  return c;
+}
+
+/* A new XlaArray of the device array ``buf`` */
+static PyObject *wrap(Hot *h, PyObject *buf, PyObject *aval, PyObject *weak, PyObject *ready) {
+  PyTypeObject *tp = (PyTypeObject *)h->xla_type;
+  PyObject *arr = tp->tp_alloc(tp, 0);
+  if (!arr) return NULL;
+  if (slot_set(h, 0, arr, Py_None) < 0 || slot_set(h, 1, arr, weak) < 0
+      || slot_set(h, 2, arr, aval) < 0 || slot_set(h, 3, arr, buf) < 0
+      || slot_set(h, 4, arr, ready) < 0) {
+    Py_DECREF(arr);
+    return NULL;
+  }
+  return arr;
 }
 
 /* The fallback: None (jit's general path runs). */
@@ -223,16 +286,7 @@ static PyObject *hot_run(Hot *h, PyObject *args) {
       PyArray_Descr *dt = PyArray_DESCR(xa);
       if (dt != sig->descr && !PyArray_EquivTypes(dt, sig->descr)) DECLINE;
       if (PyArray_NBYTES(xa) <= SMALL_HOST_BYTES) {
-        /* a private copy: nobody can write to it while XLA reads it */
-        PyObject *c;
-        if (PyArray_IS_C_CONTIGUOUS(xa)) {      /* a plain copy: no casting machinery */
-          Py_INCREF(dt);
-          c = PyArray_NewFromDescr(&PyArray_Type, dt, sig->ndim, dims, NULL, NULL, 0, NULL);
-          if (c) memcpy(PyArray_DATA((PyArrayObject *)c), PyArray_DATA(xa),
-                        (size_t)PyArray_NBYTES(xa));
-        } else {
-          c = PyArray_NewCopy(xa, NPY_CORDER);
-        }
+        PyObject *c = private_copy(sig, xa);
         if (!c) goto done;
         stack[nc + i] = c;
       } else {
@@ -261,14 +315,14 @@ static PyObject *hot_run(Hot *h, PyObject *args) {
   }
   outs = PyObject_Vectorcall(h->dispatch, stack, (size_t)(nc + n), NULL);
   if (!outs) goto done;
-  if (!PyList_Check(outs) || PyList_GET_SIZE(outs) != 1) {
+  Py_ssize_t n_out = PyTuple_GET_SIZE(h->out_avals);
+  if (!PyList_Check(outs) || PyList_GET_SIZE(outs) != n_out || n_out == 0) {
     PyErr_SetString(PyExc_SystemError, "plait's xla hot path: the dispatcher did not "
-                    "return one result");
+                    "return the signature's results");
     goto done;
   }
-  PyObject *buf = PyList_GET_ITEM(outs, 0);
-  if (must_wait) {
-    PyObject *r = PyObject_CallMethodNoArgs(buf, s_is_ready);
+  if (must_wait) {          /* one event for all outputs */
+    PyObject *r = PyObject_CallMethodNoArgs(PyList_GET_ITEM(outs, 0), s_is_ready);
     if (!r) goto done;
     int ready = PyObject_IsTrue(r);
     Py_DECREF(r);
@@ -279,23 +333,23 @@ static PyObject *hot_run(Hot *h, PyObject *args) {
       Py_DECREF(r);
     }
   }
-  PyTypeObject *tp = (PyTypeObject *)h->xla_type;
-  PyObject *arr = tp->tp_alloc(tp, 0);
-  if (!arr) goto done;
-  if (slot_set(h, 0, arr, Py_None) < 0 || slot_set(h, 1, arr, h->out_weak) < 0
-      || slot_set(h, 2, arr, h->out_aval) < 0 || slot_set(h, 3, arr, buf) < 0
-      || slot_set(h, 4, arr, must_wait ? Py_True : Py_False) < 0) {
-    Py_DECREF(arr);
+  PyObject *ready = must_wait ? Py_True : Py_False;
+  if (h->multi) {
+    PyObject *list = PyList_New(n_out);
+    if (!list) goto done;
+    for (Py_ssize_t i = 0; i < n_out; ++i) {
+      PyObject *arr = wrap(h, PyList_GET_ITEM(outs, i), PyTuple_GET_ITEM(h->out_avals, i),
+                           PyTuple_GET_ITEM(h->out_weaks, i), ready);
+      if (!arr) { Py_DECREF(list); goto done; }
+      PyList_SET_ITEM(list, i, arr);
+    }
+    result = list;
     goto done;
   }
-  /* metrics: a cache hit, as on jit's other paths */
-  PyObject *hits = PyDict_GetItemWithError(h->counts, s_cache_hits);
-  if (!hits && PyErr_Occurred()) { Py_DECREF(arr); goto done; }
-  PyObject *more = hits ? PyNumber_Add(hits, one) : (Py_INCREF(one), one);
-  if (!more || PyDict_SetItem(h->counts, s_cache_hits, more) < 0) {
-    Py_XDECREF(more); Py_DECREF(arr); goto done;
-  }
-  Py_DECREF(more);
+  PyObject *arr = wrap(h, PyList_GET_ITEM(outs, 0), PyTuple_GET_ITEM(h->out_avals, 0),
+                       PyTuple_GET_ITEM(h->out_weaks, 0), ready);
+  if (!arr) goto done;
+  ++hits;                   /* a cache hit, as on jit's other paths (under the GIL) */
   result = arr;
 done:
   Py_XDECREF(outs);
@@ -432,7 +486,15 @@ static PyObject *install_block(PyObject *mod, PyObject *a) {
   Py_RETURN_NONE;
 }
 
+/* take_hits(): the cache hits counted since the last call, as metrics' counts */
+static PyObject *take_hits(PyObject *mod, PyObject *unused) {
+  unsigned long long n = hits;
+  hits = 0;
+  return Py_BuildValue("{s:K}", "cache_hits", n);
+}
+
 static PyMethodDef methods[] = {
+  {"take_hits", take_hits, METH_NOARGS, "the cache hits counted since the last call"},
   {"set_general", set_general, METH_O, "set the general call path of HotCall"},
   {"install_block", install_block, METH_VARARGS, "XlaArray.block_until_ready in C"},
   {NULL, NULL, 0, NULL}};
@@ -445,12 +507,10 @@ PyMODINIT_FUNC PyInit_@MODULE@(void) {
       || !(s_debug_nans = PyUnicode_InternFromString("debug_nans"))
       || !(s_debug_infs = PyUnicode_InternFromString("debug_infs"))
       || !(s_count = PyUnicode_InternFromString("count"))
-      || !(s_cache_hits = PyUnicode_InternFromString("cache_hits"))
       || !(s_is_ready = PyUnicode_InternFromString("is_ready"))
       || !(s_shared = PyUnicode_InternFromString("_shared"))
       || !(s_hot = PyUnicode_InternFromString("hot"))
-      || !(s_block = PyUnicode_InternFromString("block_until_ready"))
-      || !(one = PyLong_FromLong(1)))
+      || !(s_block = PyUnicode_InternFromString("block_until_ready")))
     return NULL;
   if (PyType_Ready(&HotType) < 0 || PyType_Ready(&HotCallType) < 0) return NULL;
   PyObject *m = PyModule_Create(&moddef);
@@ -486,6 +546,7 @@ def _module():
                 if mod is not None:
                     mod.install_block(XlaArray, (DeviceArray.__dict__["_buf"],
                                                  XlaArray.__dict__["_ready"]))
+                    metrics.add_pending(mod.take_hits)
                 _STATE["module"] = mod
             except (PlaitError, OSError, ImportError) as e:
                 log.warning("plait: the xla backend's C call path is unavailable (%s); "
@@ -531,13 +592,16 @@ def hot_class(base: type) -> type | None:
         return cls
 
 
-def make_hot(dispatch, consts: list, wait, in_avals: list, out_aval: ShapedArray):
-    """The C call path of one signature (``in_avals``, one output ``out_aval``) through
-    jaxlib's ``dispatch`` (see the module docstring): ``hot(args_tuple)`` returns the
-    result XlaArray, or None to decline. None when the extension cannot be built."""
+def make_hot(dispatch, consts: list, wait, in_avals: list,
+             out: ShapedArray | tuple[ShapedArray, ...]):
+    """The C call path of one signature (``in_avals``) through jaxlib's ``dispatch``
+    (see the module docstring): ``hot(args_tuple)`` returns the result XlaArray (``out``
+    one aval; the call counts a jit cache hit), or the list of them (``out`` a tuple of
+    avals: :meth:`XlaExecutable.call_arrays`, whose caller counts), or None to decline.
+    None when the extension cannot be built."""
     mod = _module()
     if mod is None:
         return None
     return mod.Hot(dispatch, tuple(consts), wait, vars(config), _trace.nesting(),
-                   metrics.store(), XlaArray, _SLOTS, tuple(in_avals),
-                   tuple(a.dtype for a in in_avals), out_aval)
+                   XlaArray, _SLOTS, tuple(in_avals),
+                   tuple(a.dtype for a in in_avals), out)
