@@ -169,3 +169,35 @@ def test_xla_pytree_calls_run_through_the_executables_c_path():
     y.delete()
     with pytest.raises(PlaitValueError, match="deleted"):
         g((y, x))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_threads_calling_interleaved_signatures_get_their_own_values(backend):
+    """Threads call one function with pytrees of three signatures, interleaved: each
+    call answers with its own arguments' values, shapes and structure."""
+    import threading
+    _need(backend)
+    f = plait.jit(lambda p, x: ({"a": p["w"] * x, "b": p["w"].sum() + x}, x - 1),
+                  backend=backend)
+    errors = []
+
+    def work(tid):
+        rng = np.random.default_rng(tid)
+        for it in range(100):
+            n = 3 + (it + tid) % 3
+            w = rng.standard_normal(n).astype(np.float32)
+            x = rng.standard_normal(n).astype(np.float32)
+            out, y = f({"w": w}, x)
+            ok = (out["a"].shape == (n,) and np.allclose(np.asarray(out["a"]), w * x)
+                  # a float32 sum in any order: within a few ulps of its terms' size
+                  and np.allclose(np.asarray(out["b"]), w.astype(np.float64).sum() + x,
+                                  rtol=0, atol=4e-7 * (np.abs(w).sum() + np.abs(x)))
+                  and np.allclose(np.asarray(y), x - 1))
+            if not ok:
+                errors.append((tid, it))
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
