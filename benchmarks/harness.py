@@ -6,6 +6,7 @@ per-call time and its ratio to a baseline measured in the same rounds.
 """
 from __future__ import annotations
 
+import random
 import statistics
 import time
 from typing import Callable
@@ -47,14 +48,30 @@ def calibrate(fn: Callable[[], object], target_s: float = 0.02) -> int:
         n *= 4
 
 
+def round_orders(keys: list[str], rounds: int) -> list[list[str]]:
+    """The order of the candidates in each round: a fixed-seed shuffle per round, so a
+    candidate follows different peers from round to round. In one fixed order each
+    candidate always runs right after the same peer, and pays for that peer's threads
+    still spinning or the caches it left cold in every round (the xla column followed
+    the native one in all of them)."""
+    rng = random.Random(len(keys) * 1000 + rounds)
+    orders = []
+    for _ in range(rounds):
+        order = list(keys)
+        rng.shuffle(order)
+        orders.append(order)
+    return orders
+
+
 def compare(candidates: dict[str, Callable[[], object]], rounds: int = 15,
             target_s: float = 0.02) -> dict[str, float]:
-    """Median seconds per call of each candidate, measured in interleaved rounds."""
+    """Median seconds per call of each candidate, measured in interleaved rounds
+    (:func:`round_orders`)."""
     numbers = {k: calibrate(f, target_s) for k, f in candidates.items()}
     samples: dict[str, list[float]] = {k: [] for k in candidates}
-    for _ in range(rounds):
-        for k, f in candidates.items():
-            samples[k].append(per_call_seconds(f, numbers[k]))
+    for order in round_orders(list(candidates), rounds):
+        for k in order:
+            samples[k].append(per_call_seconds(candidates[k], numbers[k]))
     return {k: statistics.median(v) for k, v in samples.items()}
 
 

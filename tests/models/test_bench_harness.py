@@ -6,7 +6,7 @@ import numpy as np
 
 import plait.lazy as lazy
 import plait.numpy as pnp
-from benchmarks.harness import after_each, block, compare
+from benchmarks.harness import after_each, block, compare, round_orders
 
 
 class _Pending:
@@ -38,3 +38,16 @@ def test_block_materializes_lazy_arrays():
     out = block({"y": [y]})
     assert out["y"][0] is y and lazy.metrics()["materializations"] == 1
     np.testing.assert_allclose(np.asarray(y), np.sin(x) * 2)
+
+
+def test_rounds_vary_which_peer_a_candidate_follows():
+    keys = ["plait.jit", "plait xla", "numpy", "jax.jit"]
+    orders = round_orders(keys, 15)
+    assert len(orders) == 15 and all(sorted(o) == sorted(keys) for o in orders)
+    for k in keys:      # each runs right after at least two different peers (or first)
+        before = {o[o.index(k) - 1] if o.index(k) else None for o in orders}
+        assert len(before) >= 3
+    assert round_orders(keys, 15) == orders       # the same orders in every run
+    log: list = []
+    compare({k: (lambda k=k: log.append(k)) for k in keys}, rounds=4, target_s=0.0)
+    assert len(set(log)) == 4
