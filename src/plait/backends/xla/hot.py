@@ -220,12 +220,14 @@ static PyObject *private_copy(hot_arg *sig, PyArrayObject *xa) {
     Py_XSETREF(sig->spare[sig->next_spare], c);   /* one still in XLA's use lives on */
     sig->next_spare ^= 1;
   }
+  /* claimed before the copy: NumPy's strided copy may let another thread run */
+  Py_INCREF(c);
   if (PyArray_IS_C_CONTIGUOUS(xa)) {            /* a plain copy: no casting machinery */
     memcpy(PyArray_DATA((PyArrayObject *)c), PyArray_DATA(xa), (size_t)PyArray_NBYTES(xa));
   } else if (PyArray_CopyInto((PyArrayObject *)c, xa) < 0) {
+    Py_DECREF(c);
     return NULL;
   }
-  Py_INCREF(c);
   return c;
 }
 
