@@ -296,17 +296,41 @@ def test_fast_tier_outer_products_match_the_reference():
         np.testing.assert_array_equal(a, b)
 
 
-def test_heavy_programs_skip_the_fast_tier(gate, monkeypatch):
-    """A program over FAST_TIER_MAX_FLOPS is built before its first call returns."""
+def test_heavy_programs_take_the_quick_tier_only_when_their_work_is_in_the_libraries(
+        gate, monkeypatch, tmp_path):
+    """A program over FAST_TIER_MAX_FLOPS skips the interpreter. When its own generated
+    code does at most QUICK_MAX_GENERATED_FLOPS (the product runs in the GEMM library),
+    its first call runs on the quick tier and its -O3 build is queued only when that
+    call returns; when the generated code does more, it is built before its first call
+    returns. Both give NumPy's values."""
     from plait.backends.native import tiered
+    monkeypatch.setattr(plait.config, "cache_dir", str(tmp_path))
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((64, 64)).astype(np.float32)
+    y = rng.standard_normal((64, 64)).astype(np.float32)
+    f = plait.jit(lambda a, b: a @ b + 1.0)
+    assert _exe(f, x, y).fast_tier == "interp"          # light: the interpreter answers
+    monkeypatch.setattr(tiered, "FAST_TIER_MAX_FLOPS", 2 * 64 ** 3 - 1)
+    monkeypatch.setattr(native_compile, "QUICK_MAX_GENERATED_FLOPS", 5000)
+    lib = plait.jit(lambda a, b: a @ b + 1.0)           # generated code: 4096 adds
+    exe = _exe(lib, x, y)
+    assert exe.fast_tier == "quick" and not exe.ready()
+    assert exe not in [job[0] for job in tiered._BUILDER._pending]   # nothing queued yet
+    first = lib(x, y)
+    assert exe.tier == "quick" and exe.fast_calls == 1
+    assert exe in [job[0] for job in tiered._BUILDER._pending]       # queued after it
     gate.set()
-    f = plait.jit(lambda a, b: a @ b)
-    x = np.ones((20, 20))
-    assert isinstance(f.lower(x, x).compile().executable, TieredExecutable)
-    monkeypatch.setattr(tiered, "FAST_TIER_MAX_FLOPS", 2 * 20 ** 3 - 1)
-    g = plait.jit(lambda a, b: a @ b + 1.0)
-    assert type(g.lower(x, x).compile().executable).__name__ == "NativeExecutable"
-    np.testing.assert_array_equal(np.asarray(g(x, x)), x @ x + 1)
+    exe.wait(300)
+    second = lib(x, y)
+    assert exe.tier == "native"
+    want = x.astype(np.float64) @ y + 1.0
+    for out in (first, second):
+        np.testing.assert_allclose(np.asarray(out), want, rtol=1e-5, atol=1e-4)
+    own = plait.jit(lambda a, b: (a @ b) * 2.0 + a * 3.0)   # 12288 generated flops
+    exe = own.lower(x, y).compile().executable
+    assert type(exe).__name__ == "NativeExecutable"
+    np.testing.assert_allclose(np.asarray(own(x, y)), (x.astype(np.float64) @ y) * 2 + x * 3,
+                               rtol=1e-5, atol=1e-4)
 
 
 def test_interp_dispatches_count_loop_bodies_times_their_trips():

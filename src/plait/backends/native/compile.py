@@ -23,6 +23,7 @@ from plait.codegen.c_expr import op_prelude
 from plait.codegen.c_stripe import decode_status
 from plait.codegen.toolchain import build_shared_object, require_toolchain
 from plait.core.graph import ClosedGraph, closure_convert, reset_graph_runner, set_graph_runner
+from plait.cost import eqns_cost
 from plait.core.printer import pp_graph
 from plait.errors import PlaitMemoryError
 from plait.passes.inline import inline
@@ -339,17 +340,41 @@ def _compile_native(closed: ClosedGraph, prep: "Prepared | None" = None) -> Nati
     return prep.executable(loaded)
 
 
-def _compile_quick(closed: ClosedGraph):
+# A heavy program (tiered.FAST_TIER_MAX_FLOPS) takes the quick tier only when its own
+# generated code does at most this much per call: at -O1 that code runs unvectorized,
+# a few GFLOP/s, so up to a few tenths of a second, less than the -O3 build it saves
+# (0.5 s on W4, whose generated code does 0.06 of its 60.6 GFLOP)
+QUICK_MAX_GENERATED_FLOPS = 1e9
+# contractions the native backend hands to its GEMM and convolution libraries
+_LIBRARY_PRIMITIVES = frozenset({"dot_general", "conv_general_dilated"})
+
+
+def generated_flops(prep: "Prepared") -> float:
+    """Flops per call of the program's own generated C: its kernels and every native
+    call but the library contractions (a loop counts whole, body times trips)."""
+    eqns = []
+    for st in prep.steps:
+        if isinstance(st, KernelStep):
+            eqns.extend(st.eqns)
+        elif isinstance(st, CallStep) and st.eqn.prim.name not in _LIBRARY_PRIMITIVES:
+            eqns.append(st.eqn)
+    return eqns_cost(eqns)["flops"]
+
+
+def _compile_quick(closed: ClosedGraph, heavy: bool = False):
     """For a program the interpreter would answer too slowly: its optimized executable
     when the kernel cache holds it (or it has no kernels), else ``(executable, build)``:
     an executable built now with :data:`QUICK_FLAGS`, and ``build(closed)``, the
     optimized build of the same C (the Python stages are not repeated) for the
-    background."""
+    background. ``heavy``: a program over the fast tier's flops, whose optimized
+    executable is built now too unless its generated code does at most
+    :data:`QUICK_MAX_GENERATED_FLOPS` (its work is in the libraries)."""
     tc = require_toolchain()
     t0 = time.perf_counter()
     prep = _prepare(closed)
     entry = _entry(prep, tc) if prep.native else None
-    if entry is None or kernel_cache.cached(entry[0]):
+    if (entry is None or kernel_cache.cached(entry[0])
+            or heavy and generated_flops(prep) > QUICK_MAX_GENERATED_FLOPS):
         loaded = _load(prep, tc, entry=entry) if entry else None
         metrics.bump("native_compile_s", time.perf_counter() - t0)
         return prep.executable(loaded)

@@ -30,7 +30,8 @@ reassociation. A graph the interpreter cannot run (a primitive without a NumPy
 call (its first call is mostly running, which native code does best), or one whose loops
 repeat more than ``FAST_TIER_MAX_DISPATCHES`` primitive applications per call
 (:func:`interp_dispatches`: the interpreter's per-operation dispatch then outlasts the
-build) skips the fast tier: its first call waits for the build. A failed build is kept and raised, as the
+build) skips the fast tier: its first call waits for the build, or runs on the quick
+tier below. A failed build is kept and raised, as the
 plait error it was (anything else wrapped in ``CompileError``), by the next call and
 every call after. The builder is a daemon thread, so a build still running never holds
 up interpreter exit (the kernel cache publishes an entry by one atomic rename, so a
@@ -47,6 +48,16 @@ a vectorized reduction's order, and a float64 ``exp``/``log``/... taken from gli
 vector library in one and its scalar one in the other (last place). Measured (W3 HMM
 T = 100, 10 Newton steps; 2 cores, cold cache): first result 1.61 s waiting for -O3,
 1.01 s on the quick tier; the solve 10 ms at -O1, 3.4 ms at -O3.
+
+A heavy program (over ``FAST_TIER_MAX_FLOPS``) takes the quick tier too when its time
+is in the contraction libraries (GEMM, convolutions: compiled once per machine, at the
+same optimization either way) and its own generated code does at most
+``compile.QUICK_MAX_GENERATED_FLOPS``; its -O3 build then starts only after the first
+call returns (``defer``): built beside that call, it took a core from it. Measured (W4's
+All-CNN-C step, 60.6 GFLOP of which 0.06 in generated code; 2 cores, GEMM library
+cached, the program not): first result 1.42-1.44 s waiting for -O3, 0.94-0.96 s on the
+quick tier (1.25-1.61 s with the -O3 build started at once); calls 2-4 take 0.65, 0.6
+and 0.4 s while -O3 builds, 0.31 s after.
 
 ``plait.config.tiered`` (``$PLAIT_TIERED``) switches it: on by default; off makes the
 native backend compile before the first call returns, as the test suite does.
@@ -84,7 +95,8 @@ class TieredExecutable:
     call_arrays = None
 
     def __init__(self, closed: ClosedGraph, fast: Callable[..., list],
-                 build: Callable[[ClosedGraph], object], fast_tier: str = "interp"):
+                 build: Callable[[ClosedGraph], object], fast_tier: str = "interp",
+                 defer: bool = False):
         self.closed = closed
         self.name = closed.graph.name or "a compiled function"
         self._fast = fast
@@ -96,7 +108,10 @@ class TieredExecutable:
         self.fast_calls = 0             # calls the fast tier answered
         self.build_s: float | None = None   # seconds from the request to the native one
         self._t0 = time.perf_counter()
-        _BUILDER.submit(self, build)
+        # defer: the build is queued when the first call returns, not now
+        self._deferred: Callable | None = build if defer else None
+        if not defer:
+            _BUILDER.submit(self, build)
 
     # -- the builder's side -------------------------------------------------------------
     def _finish(self, native, error: BaseException | None) -> None:
@@ -185,11 +200,16 @@ class TieredExecutable:
         if config.log_compiles and self.fast_calls == 1:
             _log.warning("plait: %s: answered by the %s tier while the native build "
                          "runs in the background", self.name, tier)
-        if not events.ACTIVE:
-            return self._fast(*args)
-        with events.span(f"run {self.name} ({tier} tier)", "call",
-                         {"tier": tier, "equations": len(self.closed.graph.eqns)}):
-            return self._fast(*args)
+        try:
+            if not events.ACTIVE:
+                return self._fast(*args)
+            with events.span(f"run {self.name} ({tier} tier)", "call",
+                             {"tier": tier, "equations": len(self.closed.graph.eqns)}):
+                return self._fast(*args)
+        finally:
+            build, self._deferred = self._deferred, None
+            if build is not None:
+                _BUILDER.submit(self, build)
 
     # -- everything else is the native executable's -------------------------------------
     def as_text(self, stage: str = "c") -> str:
@@ -348,24 +368,28 @@ def _loops_short_enough(closed: ClosedGraph) -> bool:
     return repeated <= FAST_TIER_MAX_DISPATCHES
 
 
-def compile_tiered(closed: ClosedGraph, build: Callable[[ClosedGraph], object],
-                   quick: Callable[[ClosedGraph], object] | None = None):
+def compile_tiered(closed: ClosedGraph, build: Callable[..., object],
+                   quick: Callable[..., object] | None = None):
     """``build(closed)`` on the background thread behind a :class:`TieredExecutable`
-    answering on the interpreter meanwhile. When the interpreter cannot run the graph
-    or its flops exceed :data:`FAST_TIER_MAX_FLOPS`: ``build(closed)`` here and now.
-    When its loops repeat more than :data:`FAST_TIER_MAX_DISPATCHES` primitive
-    applications (:func:`interp_dispatches`): ``quick(closed)``, which returns either
-    the finished executable (its optimized build was cached) or ``(quick executable,
-    build)``, the latter then run in the background behind a :class:`TieredExecutable`
-    on the quick tier (without ``quick``, ``build(closed)`` here and now)."""
-    if not _interpretable(closed) or not _cheap_enough(closed):
+    answering on the interpreter meanwhile. When the interpreter cannot run the graph:
+    ``build(closed)`` here and now. When its loops repeat more than
+    :data:`FAST_TIER_MAX_DISPATCHES` primitive applications (:func:`interp_dispatches`):
+    ``quick(closed)``, which returns either the finished executable (its optimized build
+    was cached) or ``(quick executable, build)``, the latter then run in the background
+    behind a :class:`TieredExecutable` on the quick tier. When its flops exceed
+    :data:`FAST_TIER_MAX_FLOPS`: ``quick(closed, heavy=True)``, which also builds the
+    optimized executable now unless the program's work is in the libraries, and a quick
+    tier's optimized build starts after the first call (without ``quick``, both cases
+    ``build(closed)`` here and now)."""
+    if not _interpretable(closed):
         return build(closed)
-    if _loops_short_enough(closed):
+    heavy = not _cheap_enough(closed)
+    if not heavy and _loops_short_enough(closed):
         return TieredExecutable(closed, tier_ops.FastTier(InterpExecutable(closed)), build)
     if quick is None:
         return build(closed)
-    got = quick(closed)
+    got = quick(closed, heavy=True) if heavy else quick(closed)
     if not isinstance(got, tuple):
         return got
     fast, rest = got
-    return TieredExecutable(closed, fast, rest, fast_tier="quick")
+    return TieredExecutable(closed, fast, rest, fast_tier="quick", defer=heavy)
