@@ -319,10 +319,15 @@ def test_heavy_programs_take_the_quick_tier_only_when_their_work_is_in_the_libra
     first = lib(x, y)
     assert exe.tier == "quick" and exe.fast_calls == 1
     assert exe in [job[0] for job in tiered._BUILDER._pending]       # queued after it
+    never_called = _exe(plait.jit(lambda a, b: a @ b - 1.0), x, y)
+    assert "to be built after the first call" in never_called.as_text("tiers")
     gate.set()
     exe.wait(300)
     second = lib(x, y)
     assert exe.tier == "native"
+    # waiting for a deferred build starts it (as_text(stage) and attributes wait too)
+    assert type(never_called.wait(300)).__name__ == "NativeExecutable"
+    assert "ready after" in never_called.as_text("tiers")
     want = x.astype(np.float64) @ y + 1.0
     for out in (first, second):
         np.testing.assert_allclose(np.asarray(out), want, rtol=1e-5, atol=1e-4)

@@ -108,9 +108,18 @@ class TieredExecutable:
         self.fast_calls = 0             # calls the fast tier answered
         self.build_s: float | None = None   # seconds from the request to the native one
         self._t0 = time.perf_counter()
-        # defer: the build is queued when the first call returns, not now
+        # defer: the build is queued when the first call returns (or something waits
+        # for it), not now
         self._deferred: Callable | None = build if defer else None
+        self._defer_lock = threading.Lock()
         if not defer:
+            _BUILDER.submit(self, build)
+
+    def _start_deferred(self) -> None:
+        """Queue the deferred build, once."""
+        with self._defer_lock:
+            build, self._deferred = self._deferred, None
+        if build is not None:
             _BUILDER.submit(self, build)
 
     # -- the builder's side -------------------------------------------------------------
@@ -135,6 +144,7 @@ class TieredExecutable:
     def wait(self, timeout: float | None = None):
         """The native executable, waiting up to ``timeout`` seconds (None: as long as the
         build takes) for it; raises the build's error, or ``CompileError`` on timeout."""
+        self._start_deferred()
         if not self._done.wait(timeout):
             raise CompileError(f"the native build of {self.name} did not finish within "
                                f"{timeout} s")
@@ -207,16 +217,16 @@ class TieredExecutable:
                              {"tier": tier, "equations": len(self.closed.graph.eqns)}):
                 return self._fast(*args)
         finally:
-            build, self._deferred = self._deferred, None
-            if build is not None:
-                _BUILDER.submit(self, build)
+            self._start_deferred()
 
     # -- everything else is the native executable's -------------------------------------
     def as_text(self, stage: str = "c") -> str:
         """A stage of the native executable (waiting for its build), or ``tiers``: which
         tier answered and when the native one became ready."""
         if stage == "tiers":
-            if not self._done.is_set():
+            if self._deferred is not None:
+                state = "to be built after the first call"
+            elif not self._done.is_set():
                 state = "building"
             elif self._error is not None:
                 state = f"failed after {self.build_s:.2f} s: {self._error}"
