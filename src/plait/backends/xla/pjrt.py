@@ -326,10 +326,32 @@ def _dispatch_states() -> None:
         _STATE["dispatch_states"] = states
 
 
+# the prefix of the LAPACK custom calls (``lapack_<s|d|c|z><routine>_ffi``) the xla rules
+# emit for linear algebra StableHLO has no op for
+LAPACK_TARGET_PREFIX = "lapack_"
+
+
+def register_lapack() -> None:
+    """Register jaxlib's LAPACK custom-call targets with XLA's CPU client, once per
+    process (``jaxlib.lapack``: its own module, the FFI handlers XLA calls; jax does the
+    same when it is imported, and registering them twice is harmless)."""
+    with _LOCK:
+        if "lapack" in _STATE:
+            return
+        xc, _, _, _ = _jaxlib()
+        from jaxlib import lapack
+        for name, fn, api_version in lapack.registrations()["cpu"]:
+            xc.register_custom_call_target(name, fn, platform="cpu", api_version=api_version)
+        lapack._lapack.initialize()      # binds the LAPACK routines (scipy's)
+        _STATE["lapack"] = True
+
+
 def compile_text(text: str, out_avals=None) -> Loaded:
     """Compile a StableHLO module on the CPU client's first device (``out_avals``:
     the results' shapes and dtypes, for the fast result path of :class:`Loaded`)."""
     xc, _, _, _ = _jaxlib()
+    if f'"{LAPACK_TARGET_PREFIX}' in text:
+        register_lapack()
     bc = to_bytecode(text)
     c = client()
     dev = c.devices()[0]
