@@ -330,12 +330,13 @@ def compile_native_tiered(closed: ClosedGraph):
 QUICK_FLAGS = ("-O1", "-fexpensive-optimizations")
 
 
-def _compile_native(closed: ClosedGraph, prep: "Prepared | None" = None) -> NativeExecutable:
+def _compile_native(closed: ClosedGraph, prep: "Prepared | None" = None,
+                    entry: tuple | None = None) -> NativeExecutable:
     tc = require_toolchain()
     t0 = time.perf_counter()
     if prep is None:
         prep = _prepare(closed)
-    loaded = _load(prep, tc) if prep.native else None
+    loaded = _load(prep, tc, entry=entry) if prep.native else None
     metrics.bump("native_compile_s", time.perf_counter() - t0)
     return prep.executable(loaded)
 
@@ -345,18 +346,15 @@ def _compile_native(closed: ClosedGraph, prep: "Prepared | None" = None) -> Nati
 # a few GFLOP/s, so up to a few tenths of a second, less than the -O3 build it saves
 # (0.5 s on W4, whose generated code does 0.06 of its 60.6 GFLOP)
 QUICK_MAX_GENERATED_FLOPS = 1e9
-# contractions the native backend hands to its GEMM and convolution libraries
-_LIBRARY_PRIMITIVES = frozenset({"dot_general", "conv_general_dilated"})
-
-
 def generated_flops(prep: "Prepared") -> float:
     """Flops per call of the program's own generated C: its kernels and every native
-    call but the library contractions (a loop counts whole, body times trips)."""
+    call whose primitive's rule does not run a library (``native_library``: GEMM,
+    convolutions, FFT, LAPACK); a loop counts whole, body times trips."""
     eqns = []
     for st in prep.steps:
         if isinstance(st, KernelStep):
             eqns.extend(st.eqns)
-        elif isinstance(st, CallStep) and st.eqn.prim.name not in _LIBRARY_PRIMITIVES:
+        elif isinstance(st, CallStep) and not st.eqn.prim.rules.get("native_library", False):
             eqns.append(st.eqn)
     return eqns_cost(eqns)["flops"]
 
@@ -380,7 +378,7 @@ def _compile_quick(closed: ClosedGraph, heavy: bool = False):
         return prep.executable(loaded)
     quick = prep.executable(_load(prep, tc, QUICK_FLAGS))
     metrics.bump("native_compile_s", time.perf_counter() - t0)
-    return quick, lambda c: _compile_native(c, prep)
+    return quick, lambda c: _compile_native(c, prep, entry)
 
 
 def _prepare(closed: ClosedGraph) -> "Prepared":

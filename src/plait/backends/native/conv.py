@@ -119,3 +119,5 @@ def _conv(cp, eqn, name: str) -> bool:
 
 
 conv_general_dilated_p.def_rule("native", _conv)
+# its call steps run in the GEMM library's convolutions, not the program's C
+conv_general_dilated_p.def_rule("native_library", True)

@@ -159,3 +159,5 @@ def _fft(cp, eqn, name: str) -> bool:
 fft_p.def_rule("native", _fft)
 # the rule's call steps pass complex buffers, which fused kernels never see
 fft_p.def_rule("native_complex", True)
+# its call steps run in plait's FFT library, not the program's C
+fft_p.def_rule("native_library", True)

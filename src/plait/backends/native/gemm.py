@@ -353,3 +353,5 @@ def _dot_general(cp, eqn, name: str) -> bool:
 
 
 dot_general_p.def_rule("native", _dot_general)
+# its call steps run in the GEMM library (compiled once per machine), not the program's C
+dot_general_p.def_rule("native_library", True)

@@ -496,3 +496,7 @@ svd_p.def_rule("native", _svd)
 triangular_solve_p.def_rule("native", _triangular_solve)
 lu_p.def_rule("native", _lu)
 solve_p.def_rule("native", _solve)
+# their call steps run LAPACK, not the program's C
+for _p in (cholesky_p, qr_p, tridiagonal_solve_p, eigh_p, svd_p, triangular_solve_p, lu_p,
+           solve_p):
+    _p.def_rule("native_library", True)

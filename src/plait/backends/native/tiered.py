@@ -217,7 +217,8 @@ class TieredExecutable:
                              {"tier": tier, "equations": len(self.closed.graph.eqns)}):
                 return self._fast(*args)
         finally:
-            self._start_deferred()
+            if self._deferred is not None:
+                self._start_deferred()
 
     # -- everything else is the native executable's -------------------------------------
     def as_text(self, stage: str = "c") -> str:

@@ -108,6 +108,18 @@ def _nan_unless_ok(ctx, ok, x, shape, dtype, batch):
     return select(ctx, okb, x, ctx.full(np.nan, shape, dtype), shape, dtype)
 
 
+def _last_axis_slice(ctx, x, shape, dtype, lo, hi):
+    """``x[..., lo:hi]`` (``x`` itself for the whole axis)."""
+    if (lo, hi) == (0, shape[-1]):
+        return x
+    r = len(shape)
+    return ctx.op1("stablehlo.slice", [x], [tensor_type(shape, dtype)],
+                   tensor_type(tuple(shape[:-1]) + (hi - lo,), dtype),
+                   f"start_indices = {i64_array([0] * (r - 1) + [lo])}, "
+                   f"limit_indices = {i64_array(list(shape[:-1]) + [hi])}, "
+                   f"strides = {i64_array([1] * r)}")
+
+
 def _eigh(ctx, a, *, lower, sort_eigenvalues, subset_by_index, compute_eigenvectors):
     """LAPACK's syevd/heevd (ascending eigenvalues, as the impl's); a batch entry whose
     factorization failed is NaN; ``subset_by_index`` slices the full result."""
@@ -130,21 +142,10 @@ def _eigh(ctx, a, *, lower, sort_eigenvalues, subset_by_index, compute_eigenvect
     ok = compare(ctx, info, ctx.full(0, batch, np.int32), batch, np.int32, "EQ")
     w = _nan_unless_ok(ctx, ok, w, batch + (n,), rd, batch)
     lo, hi = subset_by_index or (0, n)
-    if (lo, hi) != (0, n):
-        w = ctx.op1("stablehlo.slice", [w], [tensor_type(batch + (n,), rd)],
-                    tensor_type(batch + (hi - lo,), rd),
-                    f"start_indices = {i64_array([0] * len(batch) + [lo])}, "
-                    f"limit_indices = {i64_array(list(batch) + [hi])}, "
-                    f"strides = {i64_array([1] * (len(batch) + 1))}")
+    w = _last_axis_slice(ctx, w, batch + (n,), rd, lo, hi)
     if not compute_eigenvectors:
         return [w]
-    v = _nan_unless_ok(ctx, ok, v, sh, dt, batch)
-    if (lo, hi) != (0, n):
-        v = ctx.op1("stablehlo.slice", [v], [tensor_type(sh, dt)],
-                    tensor_type(sh[:-1] + (hi - lo,), dt),
-                    f"start_indices = {i64_array([0] * (len(sh) - 1) + [lo])}, "
-                    f"limit_indices = {i64_array(list(sh[:-1]) + [hi])}, "
-                    f"strides = {i64_array([1] * len(sh))}")
+    v = _last_axis_slice(ctx, _nan_unless_ok(ctx, ok, v, sh, dt, batch), sh, dt, lo, hi)
     return [v, w]
 
 
