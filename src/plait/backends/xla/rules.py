@@ -101,7 +101,7 @@ def _reg(prims, fn):
 
 def _register_all():
     from plait.backends.xla import rules_elementwise, rules_structural, rules_control  # noqa
-    from plait.backends.xla import rules_extra, rules_tile  # noqa: F401
+    from plait.backends.xla import rules_extra, rules_lapack, rules_tile  # noqa: F401
 
 
 _register_all()
