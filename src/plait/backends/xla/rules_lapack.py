@@ -3,7 +3,10 @@ each is a ``stablehlo.custom_call`` of one of jaxlib's FFI targets
 (``lapack_<s|d|c|z><routine>_ffi``, registered by
 :func:`plait.backends.xla.pjrt.register_lapack` when a module calls one). Matrices cross
 column-major (LAPACK's order, set by the operand and result layouts); a batch entry whose
-routine reported failure (``info != 0``) is NaN, as the primitives' impls make it."""
+routine reported failure (``info != 0``) is NaN where the primitive's impl makes it so
+(``lu`` keeps getrf's factors of a singular matrix, as its impl does). What jax computes
+after a call (pivots to a permutation, the permuted right-hand side) is staged from plait
+ops and called as a private function of the module."""
 from __future__ import annotations
 
 import functools
