@@ -3,13 +3,23 @@ each is a ``stablehlo.custom_call`` of one of jaxlib's FFI targets
 (``lapack_<s|d|c|z><routine>_ffi``, registered by
 :func:`plait.backends.xla.pjrt.register_lapack` when a module calls one). Matrices cross
 column-major (LAPACK's order, set by the operand and result layouts); a batch entry whose
-routine reported failure (``info != 0``) is NaN, as the primitives' impls make it."""
+routine reported failure (``info != 0``) is NaN where the primitive's impl makes it so
+(``lu`` keeps getrf's factors of a singular matrix, as its impl does). What jax computes
+after a call (pivots to a permutation, the permuted right-hand side) is staged from plait
+ops and called as a private function of the module."""
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
+from plait import lax
+from plait import numpy as pnp
 from plait.backends.xla.emitter import aval_type, i64_array, tensor_type
-from plait.backends.xla.rules import REFUSED, RULE, compare, select
+from plait.backends.xla.rules import REFUSED, RULE, binary, compare, select
+from plait.core.aval import ShapedArray
+from plait.core.graph import closure_convert
+from plait.core.staging import trace_to_graph
 from plait.lax import linalg as LA
 
 _LAPACK_LETTER = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
@@ -89,10 +99,155 @@ def _eigh(ctx, a, *, lower, sort_eigenvalues, subset_by_index, compute_eigenvect
 
 LA.eigh_p.def_rule(RULE, _eigh)
 
+
+@functools.lru_cache(maxsize=256)
+def _staged(fn, in_avals: tuple, static: tuple):
+    """``(graph, consts)``: ``fn(*arrays, *static)`` (plait ops, a list out) staged on
+    ``in_avals``, its constants made leading inputs (cached: the module's private
+    functions are named by graph identity, so the graph must outlive the emission)."""
+    closed, _ = trace_to_graph(lambda *a: fn(*a, *static), list(in_avals),
+                               f"the StableHLO lowering of {fn.__name__}")
+    return closure_convert(closed), closed.consts
+
+
+def _call_traced(ctx, fn, in_avals, operands, *static) -> list:
+    """``fn`` staged on ``in_avals`` (and hashable ``static`` arguments) and called as a
+    private function of the module on ``operands``."""
+    g, consts = _staged(fn, tuple(in_avals), static)
+    ops = [ctx.const(np.asarray(c), np.asarray(c).dtype) for c in consts] + list(operands)
+    return ctx.call_graph(g, ops, [aval_type(v.aval) for v in g.invars])
+
+
+def _pivots_to_permutation(piv, m: int):
+    """The permutation (int32, ``(..., m)``) that LAPACK's sequential 0-based row swaps
+    ``piv`` (``(..., k)``) apply, in plait ops: a scan over the swaps, each a
+    compare-and-select over the rows (as the impl's ``_lu_pivots_to_permutation_np``)."""
+    batch, k = tuple(piv.shape[:-1]), piv.shape[-1]
+    nb, shape = len(batch), tuple(piv.shape[:-1]) + (m,)
+    rows = lax.broadcasted_iota(np.int32, shape, nb)
+    zero = lax.full(shape, 0, np.int32)
+
+    def swap(perm, x):
+        i, j = x
+        at_i = lax.eq(rows, lax.broadcast_in_dim(i, shape, ()))
+        at_j = lax.eq(rows, lax.broadcast_in_dim(j, shape, tuple(range(nb))))
+        p_i, p_j = (lax.broadcast_in_dim(lax.reduce_sum(lax.select(at, perm, zero), (nb,)),
+                                         shape, tuple(range(nb))) for at in (at_i, at_j))
+        return lax.select(at_i, p_j, lax.select(at_j, p_i, perm)), None
+    cols = lax.transpose(piv, (nb,) + tuple(range(nb)))
+    perm, _ = lax.scan(swap, rows, (lax.iota(np.int32, k), cols))
+    return [perm]
+
+
+def _take_rows(perm, b):
+    """``b[..., perm[i], :]`` (the impl's ``take_along_axis``: exact, NaN stays put)."""
+    return [pnp.take_along_axis(b, lax.broadcast_in_dim(perm, tuple(perm.shape) + (1,),
+                                                        tuple(range(len(perm.shape)))),
+                                axis=-2)]
+
+
+def _trsm(ctx, a, b, ash: tuple, bsh: tuple, dt, *, lower: bool, unit_diagonal: bool) -> str:
+    """LAPACK/BLAS trsm: ``a⁻¹ b`` for triangular ``a`` (the routine SciPy's ``trtrs``
+    runs, so the impl's values; a zero on the diagonal gives IEEE inf/NaN as the impl's
+    substitution does)."""
+    flags = (f"diag = {ord('U' if unit_diagonal else 'N')} : ui8, side = {ord('L')} : ui8, "
+             f"trans_x = {ord('N')} : ui8, uplo = {ord('L' if lower else 'U')} : ui8")
+    return ctx.op1(
+        "stablehlo.custom_call", [a, b], [tensor_type(ash, dt), tensor_type(bsh, dt)],
+        tensor_type(bsh, dt),
+        f'call_target_name = "{_lapack_target(dt, "trsm", "trsm")}", '
+        f"mhlo.backend_config = {{{flags}}}, "
+        f"operand_layouts = {_layouts([(len(ash), 'matrix'), (len(bsh), 'matrix')])}, "
+        f"result_layouts = {_layouts([(len(bsh), 'matrix')])}, "
+        "output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = "
+        "[], operand_index = 1, operand_tuple_indices = []>]")
+
+
+def _getrf(ctx, a, sh: tuple, dt) -> tuple:
+    """LAPACK getrf of the batch of ``(m, n)`` matrices ``a`` (non-empty): ``(lu, pivots,
+    permutation)`` as the impl gives them. A singular matrix is factored all the same
+    (``info > 0`` marks a zero pivot; the impl keeps those factors, so do we)."""
+    batch, (m, n) = sh[:-2], sh[-2:]
+    k = min(m, n)
+    pt = tensor_type(batch + (k,), np.int32)
+    lu, ipiv, _info = ctx.op(
+        "stablehlo.custom_call", [a], [tensor_type(sh, dt)],
+        [tensor_type(sh, dt), pt, tensor_type(batch, np.int32)],
+        f'call_target_name = "{_lapack_target(dt, "getrf", "getrf")}", '
+        "mhlo.backend_config = {}, "
+        f"operand_layouts = {_layouts([(len(sh), 'matrix')])}, "
+        f"result_layouts = {_layouts([(len(sh), 'matrix'), (len(batch) + 1, 'vector'), (len(batch), 'vector')])}, "
+        "output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = "
+        "[0], operand_index = 0, operand_tuple_indices = []>]")
+    piv = binary(ctx, "stablehlo.subtract", ipiv, ctx.full(1, batch + (k,), np.int32),
+                 batch + (k,), np.int32)
+    perm, = _call_traced(ctx, _pivots_to_permutation,
+                         [ShapedArray(batch + (k,), np.int32)], [piv], m)
+    return lu, piv, perm
+
+
+def _lu(ctx, a):
+    """LAPACK getrf (partial pivoting; 0-based pivots and their permutation)."""
+    av = ctx.in_avals[0]
+    sh, dt = tuple(av.shape), np.dtype(av.dtype)
+    if 0 in sh:
+        m = sh[-2]
+        perm = ctx.op1("stablehlo.iota", [], [], tensor_type(sh[:-2] + (m,), np.int32),
+                       f"iota_dimension = {len(sh) - 2} : i64")
+        return [ctx.full(0, sh, dt), ctx.full(0, ctx.out_avals[1].shape, np.int32), perm]
+    return list(_getrf(ctx, a, sh, dt))
+
+
+def _solve(ctx, a, b):
+    """``a⁻¹ b`` as the impl computes it: getrf, the rows of ``b`` permuted, then a
+    unit-lower and an upper triangular solve (trsm, the routine of the impl's trtrs)."""
+    av, bv = ctx.in_avals
+    sh, bsh, dt = tuple(av.shape), tuple(bv.shape), np.dtype(av.dtype)
+    if 0 in bsh:
+        return ctx.full(0, bsh, dt)
+    lu, _piv, perm = _getrf(ctx, a, sh, dt)
+    pb, = _call_traced(ctx, _take_rows, [ShapedArray(sh[:-1], np.int32), bv], [perm, b])
+    y = _trsm(ctx, lu, pb, sh, bsh, dt, lower=True, unit_diagonal=True)
+    return _trsm(ctx, lu, y, sh, bsh, dt, lower=False, unit_diagonal=False)
+
+
+def _tridiagonal_solve(ctx, dl, d, du, b):
+    """LAPACK gtsv (partial pivoting; ``dl[..., 0]`` and ``du[..., -1]`` unread). As in
+    the impl, a batch entry whose matrix is singular (``info != 0``) is NaN, except a 1x1
+    system, which is ``b / d`` (IEEE inf/NaN where ``d == 0``)."""
+    sh, dt = tuple(ctx.out_avals[0].shape), np.dtype(ctx.out_avals[0].dtype)
+    batch = sh[:-2]
+    if 0 in sh:
+        return ctx.full(0, sh, dt)
+    vt, bt = tensor_type(sh[:-1], dt), tensor_type(sh, dt)
+    vec = (len(sh) - 1, "vector")
+    aliases = ", ".join("#stablehlo.output_operand_alias<output_tuple_indices = "
+                        f"[{i}], operand_index = {i}, operand_tuple_indices = []>"
+                        for i in range(4))
+    *_, x, info = ctx.op(
+        "stablehlo.custom_call", [dl, d, du, b], [vt, vt, vt, bt],
+        [vt, vt, vt, bt, tensor_type(batch, np.int32)],
+        f'call_target_name = "{_lapack_target(dt, "gtsv", "gtsv")}", '
+        "mhlo.backend_config = {}, "
+        f"operand_layouts = {_layouts([vec, vec, vec, (len(sh), 'matrix')])}, "
+        f"result_layouts = {_layouts([vec, vec, vec, (len(sh), 'matrix'), (len(batch), 'vector')])}, "
+        f"output_operand_aliases = [{aliases}]")
+    ok = compare(ctx, info, ctx.full(0, batch, np.int32), batch, np.int32, "EQ")
+    if sh[-2] > 1:
+        return _nan_unless_ok(ctx, ok, x, sh, dt, batch)
+    d_col = ctx.op1("stablehlo.broadcast_in_dim", [d], [vt], bt,
+                    f"broadcast_dimensions = {i64_array(range(len(sh) - 1))}")
+    okb = ctx.op1("stablehlo.broadcast_in_dim", [ok], [tensor_type(batch, np.bool_)],
+                  tensor_type(sh, np.bool_), f"broadcast_dimensions = {i64_array(range(len(batch)))}")
+    return select(ctx, okb, x, binary(ctx, "stablehlo.divide", b, d_col, sh, dt), sh, dt)
+
+
+LA.lu_p.def_rule(RULE, _lu)
+LA.solve_p.def_rule(RULE, _solve)
+LA.tridiagonal_solve_p.def_rule(RULE, _tridiagonal_solve)
+
 _LAPACK = ("needs a LAPACK routine: XLA's CPU client has no StableHLO op for it; its "
            "lowering through jaxlib's LAPACK custom calls (as eigh's) is not written yet; "
            "use the native backend")
-for _name in ("lu", "solve", "qr", "eig", "svd", "schur"):
+for _name in ("qr", "eig", "svd", "schur"):
     REFUSED[_name] = _LAPACK
-REFUSED["tridiagonal_solve"] = ("no StableHLO op; XLA's CPU lowering calls LAPACK gtsv "
-                                "through a jax-registered custom call; use the native backend")
