@@ -16,7 +16,7 @@ import numpy as np
 from plait import lax
 from plait import numpy as pnp
 from plait.backends.xla.emitter import aval_type, i64_array, tensor_type
-from plait.backends.xla.rules import REFUSED, RULE, binary, compare, select
+from plait.backends.xla.rules import REFUSED, RULE, binary, compare, convert, select
 from plait.core.aval import ShapedArray
 from plait.core.graph import closure_convert
 from plait.core.staging import trace_to_graph
@@ -246,8 +246,92 @@ LA.lu_p.def_rule(RULE, _lu)
 LA.solve_p.def_rule(RULE, _solve)
 LA.tridiagonal_solve_p.def_rule(RULE, _tridiagonal_solve)
 
+
+def _lapack_custom_call(ctx, target: str, a: str, dtype, config: str, results,
+                        aliased: bool) -> list:
+    """One ``stablehlo.custom_call`` of jaxlib's LAPACK FFI ``target`` on the matrix stack
+    ``a`` (``ctx.in_avals[0]``'s shape, ``dtype``); ``config`` is the
+    ``mhlo.backend_config`` dictionary's body, ``results`` ``(shape, dtype, kind)``
+    triples (kind as in :func:`_layouts`); with ``aliased`` the first result overwrites
+    the operand (as LAPACK overwrites the matrix it factors)."""
+    sh = tuple(ctx.in_avals[0].shape)
+    alias = (", output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices"
+             " = [0], operand_index = 0, operand_tuple_indices = []>]" if aliased else "")
+    return ctx.op(
+        "stablehlo.custom_call", [a], [tensor_type(sh, dtype)],
+        [tensor_type(shape, dtype) for shape, dtype, _ in results],
+        f'call_target_name = "{target}", mhlo.backend_config = {{{config}}}, '
+        f"operand_layouts = {_layouts([(len(sh), 'matrix')])}, "
+        f"result_layouts = {_layouts([(len(shape), kind) for shape, _, kind in results])}"
+        + alias)
+
+
+def _info_ok(ctx, info, batch):
+    """Where LAPACK's ``info`` (one per batch entry) is 0."""
+    return compare(ctx, info, ctx.full(0, batch, np.int32), batch, np.int32, "EQ")
+
+
+def _eig(ctx, a, *, compute_left_eigenvectors, compute_right_eigenvectors):
+    """LAPACK's geev as the impl runs it: with left eigenvectors SciPy's call (right ones
+    computed too, in the input's precision), otherwise NumPy's (``jobvl='N'``, in double
+    precision, the results rounded to the input's). jaxlib's kernel assembles a real
+    input's eigenvector pairs into complex columns, unit-norm as LAPACK leaves them; a
+    batch entry whose iteration failed is NaN."""
+    av = ctx.in_avals[0]
+    sh, dt = tuple(av.shape), np.dtype(av.dtype)
+    n, batch = sh[-1], sh[:-2]
+    if 0 in sh:
+        return [ctx.full(0, o.shape, o.dtype) for o in ctx.out_avals]
+    left = compute_left_eigenvectors
+    wdt = dt if left else np.dtype(np.float64 if dt.kind == "f" else np.complex128)
+    cw = np.result_type(wdt, np.complex64)
+    x = convert(ctx, a, sh, dt, wdt)
+    vl_job = ord("V" if left else "N")
+    vr_job = ord("V" if left or compute_right_eigenvectors else "N")
+    config = f"compute_left = {vl_job} : ui8, compute_right = {vr_job} : ui8"
+    vec = (sh, cw, "matrix")
+    tail = [vec, vec, (batch, np.int32, "vector")]
+    target = _lapack_target(wdt, "geev", "geev")
+    if wdt.kind == "f":
+        wr, wi, vl, vr, info = _lapack_custom_call(
+            ctx, target, x, wdt, config, [(batch + (n,), wdt, "vector")] * 2 + tail, False)
+        w = binary(ctx, "stablehlo.complex", wr, wi, batch + (n,), wdt, cw)
+    else:
+        w, vl, vr, info = _lapack_custom_call(
+            ctx, target, x, wdt, config, [(batch + (n,), cw, "vector")] + tail, False)
+    ok = _info_ok(ctx, info, batch)
+    outs = [(w, batch + (n,))] + [(vl, sh)] * left + [(vr, sh)] * compute_right_eigenvectors
+    c = np.dtype(ctx.out_avals[0].dtype)
+    return [convert(ctx, _nan_unless_ok(ctx, ok, v, s, cw, batch), s, cw, c) for v, s in outs]
+
+
+LA.eig_p.def_rule(RULE, _eig)
+
+
+def _schur(ctx, a, *, compute_schur_vectors):
+    """LAPACK's gees unsorted (SciPy's ``schur``, the impl): ``t`` real quasi-triangular
+    (real input) or triangular (complex), the Schur vectors only when asked for; a batch
+    entry whose iteration failed is NaN."""
+    av = ctx.in_avals[0]
+    sh, dt = tuple(av.shape), np.dtype(av.dtype)
+    n, batch = sh[-1], sh[:-2]
+    if 0 in sh:
+        return [ctx.full(0, o.shape, o.dtype) for o in ctx.out_avals]
+    values = [(batch + (n,), dt, "vector")] if dt.kind == "c" else \
+        [(batch + (n,), dt, "vector")] * 2
+    results = [(sh, dt, "matrix")] * 2 + values + [(batch, np.int32, "vector")] * 2
+    config = f"mode = {ord('V' if compute_schur_vectors else 'N')} : ui8, sort = {ord('N')} : ui8"
+    outs = _lapack_custom_call(ctx, _lapack_target(dt, "gees", "gees"), a, dt, config, results,
+                               True)
+    ok = _info_ok(ctx, outs[-1], batch)
+    return [_nan_unless_ok(ctx, ok, v, sh, dt, batch)
+            for v in outs[:2 if compute_schur_vectors else 1]]
+
+
+LA.schur_p.def_rule(RULE, _schur)
+
 _LAPACK = ("needs a LAPACK routine: XLA's CPU client has no StableHLO op for it; its "
            "lowering through jaxlib's LAPACK custom calls (as eigh's) is not written yet; "
            "use the native backend")
-for _name in ("qr", "eig", "svd", "schur"):
+for _name in ("qr", "svd"):
     REFUSED[_name] = _LAPACK
