@@ -346,3 +346,40 @@ def test_a_multi_process_pmap_is_refused_with_a_clear_error(devices):
     with pytest.raises(plait.errors.PlaitValueError,
                        match="pmap of f.*processes.*backend='native' or 'interp'"):
         jit(f, backend="xla")(X[:, 0])
+
+
+def test_export_of_a_pmap_and_of_a_linearized_loop(devices):
+    """plait.export writes the same lowerings into a standalone StableHLO module."""
+    F = _pmapped(COLLECTIVES["ppermute_cycle"][0])
+    exp = plait.export(F)(X)
+    assert "stablehlo" in exp.mlir_module
+    np.testing.assert_allclose(np.asarray(exp.call(X)[0]),
+                               COLLECTIVES["ppermute_cycle"][1](X), rtol=1e-12)
+
+    def lin(x, w, tx, tw):
+        return linearize(grow, x, w)[1](tx, tw)
+    x, tx, tw = np.float64(0.7), np.float64(0.5), np.array([1.0, -2.0, 0.25])
+    exp = plait.export(lin)(x, W, tx, tw)
+    assert "stablehlo.while" in exp.mlir_module
+    fx, fw = _grow_grads_fd(x, W)
+    np.testing.assert_allclose(float(exp.call(x, W, tx, tw)[0]), fx * tx + fw @ tw,
+                               rtol=1e-6)
+
+
+def test_a_while_loop_differentiated_inside_and_outside_a_pmap(devices):
+    """Both primitives together: each replica's Newton loop, linearized by the replica
+    (while_lin inside pmap_call) and by grad of the whole pmap (pmap_call's rules)."""
+    a = np.array([2.0, 0.37, 150.0])
+
+    def replica(a):
+        return lax.psum(newton_sqrt(a), "i")
+
+    def lin_in_replica(a, t):
+        return lax.psum(linearize(newton_sqrt, a)[1](t), "i")
+    text = jit(_pmapped(lin_in_replica), backend="xla").lower(a, np.ones(N)).as_text()
+    assert "pmap_call" in text and "while_lin" in text
+    got = _both(_pmapped(lin_in_replica), a, np.ones(N))
+    np.testing.assert_allclose(np.asarray(got), np.full(N, (0.5 / np.sqrt(a)).sum()),
+                               rtol=1e-10)
+    g = _both(grad(lambda a: pmap(replica, axis_name="i")(a)[0]), a)
+    np.testing.assert_allclose(np.asarray(g), 0.5 / np.sqrt(a), rtol=1e-10)
