@@ -17,7 +17,10 @@ results per graph) and bind ``pmap_call`` again:
 - transpose: the transposed graph (collectives transpose to their JAX duals inside
   the replicas); the cotangent of a broadcast operand is the sum over replicas.
 
-``impl`` compiles the graph (cached per graph) and runs it like ``pmap`` does.
+``impl`` compiles the graph (cached per graph) and runs it like ``pmap`` does. On the
+xla backend (one device) its lowering is the replica graph under a named ``vmap`` over
+the replica axis, whose collectives are ordinary array operations: the values of the
+replicas, computed on one device.
 """
 from __future__ import annotations
 
@@ -28,10 +31,10 @@ import numpy as np
 
 from plait.core import named_axes
 from plait.core.ad_util import Zero, is_undefined_primal
-from plait.core.graph import ClosedGraph, Graph, closure_convert_cached
+from plait.core.graph import ClosedGraph, Graph, closure_convert_cached, eval_graph
 from plait.core.graph_transforms import graph_transform
 from plait.core.primitive import new_primitive
-from plait.errors import PlaitTypeError
+from plait.errors import PlaitTypeError, PlaitValueError
 from plait.lax.reductions import reduce_sum
 
 pmap_call_p = new_primitive("pmap_call", multiple_results=True)
@@ -166,7 +169,28 @@ def _batch(vals, dims, *, graph, mapped, **params):
     return outs, [1] * len(outs)
 
 
+def _to_stablehlo(ctx, *args, graph: Graph, mapped, n, axis_name, axis_size, devices,
+                  outer_axes, name):
+    """The xla lowering: the replica graph under ``vmap(axis_name=)`` over its ``n``
+    replicas (a nested pmap_call in it is batched by its batch rule, which keeps the
+    enclosing axes' collectives), staged and called as a private function."""
+    from plait.backends.xla.rules_control import call_traced
+    if axis_size != n:
+        raise PlaitValueError(
+            f"the xla backend cannot lower {name}: its axis {axis_name!r} spans "
+            f"{axis_size} replicas across processes and this process runs {n}; the xla "
+            f"backend runs a pmap's replicas on one device, as a named vmap, which cannot "
+            f"reach other processes' replicas. Compile a multi-process pmap with "
+            f"backend='native' or 'interp'")
+    replicas = graph_transform("vmap")(lambda *xs: eval_graph(graph, [], *xs),
+                                       in_axes=tuple(0 if m else None for m in mapped),
+                                       axis_size=n, axis_name=axis_name)
+    return call_traced(ctx, lambda *xs: list(replicas(*xs)), list(args),
+                       f"the StableHLO lowering of {name} (its replicas as a named vmap)")
+
+
 pmap_call_p.def_rule("batch", _batch)
 pmap_call_p.def_rule("jvp", _jvp)
 pmap_call_p.def_rule("partial_eval", _partial_eval)
 pmap_call_p.def_rule("transpose", _transpose)
+pmap_call_p.def_rule("to_stablehlo", _to_stablehlo)   # plait.backends.xla.rules.RULE

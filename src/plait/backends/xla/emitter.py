@@ -139,6 +139,7 @@ class Emitter:
         self.count = 0
         self.funcs: list[str] = []
         self.names: dict[int, str] = {}
+        self.graphs: list[Graph] = []   # the sub-graphs named, kept alive: ids stay unique
 
     def fresh(self) -> str:
         self.count += 1
@@ -149,6 +150,7 @@ class Emitter:
         if key not in self.names:
             name = f"g{len(self.names)}"
             self.names[key] = name
+            self.graphs.append(graph)
             self.funcs.append(self.emit_func(name, graph, [], private=True))
         return self.names[key]
 

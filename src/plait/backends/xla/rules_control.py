@@ -1,17 +1,26 @@
 """``to_stablehlo`` rules of the higher-order primitives: ``cond`` becomes
 ``stablehlo.case``, ``while`` and ``scan`` become ``stablehlo.while``, and
 ``jit_call``, the custom-derivative calls and ``custom_vmap`` calls become ``func.call``s of private
-functions (one per sub-graph)."""
+functions (one per sub-graph). :func:`call_traced` lowers a primitive through the
+ordinary program it stands for, staged at lowering time and called as a private
+function: ``while_lin`` (reverse mode through ``while``) as its ``while_loop``, and
+``pmap_call`` (its rule lives with the primitive in :mod:`plait.distributed.pmap_call`)
+as its replica program under a named ``vmap``."""
 from __future__ import annotations
+
+from typing import Callable
 
 import numpy as np
 
-from plait.backends.xla.emitter import aval_type, i64_array, tensor_type
+from plait.backends.xla.emitter import Ctx, aval_type, const_values, i64_array, tensor_type
 from plait.backends.xla.rules import RULE, binary, compare, convert
 from plait.core.call import jit_call_p
+from plait.core.graph import closure_convert
+from plait.core.staging import trace_to_graph
 from plait.lax.control_flow.cond import cond_p
 from plait.lax.control_flow.loops import while_p
 from plait.lax.control_flow.scan import scan_p
+from plait.lax.control_flow.while_ad import as_loop, while_lin_p
 from plait.transforms import custom_derivatives as CD
 from plait.transforms.custom_batching import custom_vmap_call_p
 
@@ -118,3 +127,22 @@ def _scan(ctx, *args, graph, length, reverse, num_consts, num_carry, unroll):
 
 
 scan_p.def_rule(RULE, _scan)
+
+
+def call_traced(ctx: Ctx, fn: Callable, args: list, description: str) -> list:
+    """``fn`` (flat arrays in, flat list out) staged on the operands' avals and emitted
+    as a ``func.call``; the staged graph's constants become ``stablehlo.constant``
+    operands of the call."""
+    closed, _ = trace_to_graph(fn, ctx.in_avals, description=description)
+    g = closure_convert(closed)
+    consts = [ctx.const(c, v.aval.dtype)
+              for v, c in zip(closed.graph.constvars, const_values(closed))]
+    return ctx.call_graph(g, consts + list(args), [aval_type(v.aval) for v in g.invars])
+
+
+def _while_lin(ctx, *args, **params):
+    return call_traced(ctx, as_loop(**params), list(args),
+                       "the StableHLO lowering of while_lin (its while_loop)")
+
+
+while_lin_p.def_rule(RULE, _while_lin)

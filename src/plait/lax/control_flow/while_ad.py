@@ -145,8 +145,9 @@ def _transpose(cts, *args, known_graph, unknown_graph, nkc, nkcarry, nuc):
             + [c if isinstance(x, UndefinedPrimal) else None for c, x in zip(ct_u, u)])
 
 
-def _as_loop(known_graph, unknown_graph, nkc, nkcarry, nuc):
-    """``while_lin`` written as a ``while_loop`` (for transformations other than transpose)."""
+def as_loop(known_graph, unknown_graph, nkc, nkcarry, nuc):
+    """``while_lin`` written as a ``while_loop`` (for transformations other than transpose,
+    and for the xla backend, which lowers that loop)."""
     from plait.lax.control_flow.loops import while_loop
     from plait.lax.elementwise import add, lt
 
@@ -171,7 +172,7 @@ def _jvp(primals, tangents, **params):
     from plait.core.trace import get_aval
     from plait.lax._ad_helpers import tangent_aval
     jvp_graph = graph_transform("jvp_graph")
-    closed, _ = trace_to_graph(_as_loop(**params), [get_aval(p) for p in primals],
+    closed, _ = trace_to_graph(as_loop(**params), [get_aval(p) for p in primals],
                                description="jvp of while_lin")
     nz = [not isinstance(t, Zero) for t in tangents]
     jg, out_nz = jvp_graph(closed, nz)
@@ -184,7 +185,7 @@ def _jvp(primals, tangents, **params):
 
 def _batch(vals, dims, **params):
     vmap = graph_transform("vmap")
-    outs = vmap(_as_loop(**params), in_axes=tuple(dims))(*vals)
+    outs = vmap(as_loop(**params), in_axes=tuple(dims))(*vals)
     return list(outs), [0] * len(outs)
 
 
