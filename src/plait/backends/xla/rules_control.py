@@ -129,11 +129,13 @@ def _scan(ctx, *args, graph, length, reverse, num_consts, num_carry, unroll):
 scan_p.def_rule(RULE, _scan)
 
 
-def call_traced(ctx: Ctx, fn: Callable, args: list, description: str) -> list:
-    """``fn`` (flat arrays in, flat list out) staged on the operands' avals and emitted
-    as a ``func.call``; the staged graph's constants become ``stablehlo.constant``
-    operands of the call."""
-    closed, _ = trace_to_graph(fn, ctx.in_avals, description=description)
+def call_traced(ctx: Ctx, fn: Callable, args: list, description: str,
+                in_avals: list | None = None) -> list:
+    """``fn`` (flat arrays in, flat list out) staged on ``in_avals`` (by default the
+    rule's operands' avals) and emitted as a ``func.call``; the staged graph's constants
+    become ``stablehlo.constant`` operands of the call."""
+    closed, _ = trace_to_graph(fn, ctx.in_avals if in_avals is None else in_avals,
+                               description=description)
     g = closure_convert(closed)
     consts = [ctx.const(c, v.aval.dtype)
               for v, c in zip(closed.graph.constvars, const_values(closed))]

@@ -15,11 +15,10 @@ import numpy as np
 
 from plait import lax
 from plait import numpy as pnp
-from plait.backends.xla.emitter import aval_type, i64_array, tensor_type
+from plait.backends.xla.emitter import i64_array, tensor_type
 from plait.backends.xla.rules import REFUSED, RULE, binary, compare, convert, select
+from plait.backends.xla.rules_control import call_traced
 from plait.core.aval import ShapedArray
-from plait.core.graph import closure_convert
-from plait.core.staging import trace_to_graph
 from plait.lax import linalg as LA
 
 _LAPACK_LETTER = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
@@ -46,6 +45,30 @@ def _layouts(ranks_and_kinds) -> str:
         body = f"[{', '.join(map(str, dims))}]" if dims else ""
         out.append(f"dense<{body}> : tensor<{len(dims)}xindex>")
     return "[" + ", ".join(out) + "]"
+
+
+def _lapack_custom_call(ctx, target: str, a: str, dtype, config: str, results,
+                        aliased: bool) -> list:
+    """One ``stablehlo.custom_call`` of jaxlib's LAPACK FFI ``target`` on the matrix stack
+    ``a`` (``ctx.in_avals[0]``'s shape, ``dtype``); ``config`` is the
+    ``mhlo.backend_config`` dictionary's body, ``results`` ``(shape, dtype, kind)``
+    triples (kind as in :func:`_layouts`); with ``aliased`` the first result overwrites
+    the operand (as LAPACK overwrites the matrix it factors)."""
+    sh = tuple(ctx.in_avals[0].shape)
+    alias = (", output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices"
+             " = [0], operand_index = 0, operand_tuple_indices = []>]" if aliased else "")
+    return ctx.op(
+        "stablehlo.custom_call", [a], [tensor_type(sh, dtype)],
+        [tensor_type(shape, dtype) for shape, dtype, _ in results],
+        f'call_target_name = "{target}", mhlo.backend_config = {{{config}}}, '
+        f"operand_layouts = {_layouts([(len(sh), 'matrix')])}, "
+        f"result_layouts = {_layouts([(len(shape), kind) for shape, _, kind in results])}"
+        + alias)
+
+
+def _info_ok(ctx, info, batch):
+    """Where LAPACK's ``info`` (one per batch entry) is 0."""
+    return compare(ctx, info, ctx.full(0, batch, np.int32), batch, np.int32, "EQ")
 
 
 def _nan_unless_ok(ctx, ok, x, shape, dtype, batch):
@@ -78,16 +101,11 @@ def _eigh(ctx, a, *, lower, sort_eigenvalues, subset_by_index, compute_eigenvect
     if 0 in sh:
         return [ctx.full(0, o.shape, o.dtype) for o in ctx.out_avals]
     mode, uplo = ord("V" if compute_eigenvectors else "N"), ord("L" if lower else "U")
-    types = [tensor_type(sh, dt), tensor_type(batch + (n,), rd), tensor_type(batch, np.int32)]
-    v, w, info = ctx.op(
-        "stablehlo.custom_call", [a], [aval_type(av)], types,
-        f'call_target_name = "{_lapack_target(dt, "syevd", "heevd")}", '
-        f"mhlo.backend_config = {{mode = {mode} : ui8, uplo = {uplo} : ui8}}, "
-        f"operand_layouts = {_layouts([(len(sh), 'matrix')])}, "
-        f"result_layouts = {_layouts([(len(sh), 'matrix'), (len(batch) + 1, 'vector'), (len(batch), 'vector')])}, "
-        "output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = "
-        "[0], operand_index = 0, operand_tuple_indices = []>]")
-    ok = compare(ctx, info, ctx.full(0, batch, np.int32), batch, np.int32, "EQ")
+    v, w, info = _lapack_custom_call(
+        ctx, _lapack_target(dt, "syevd", "heevd"), a, dt,
+        f"mode = {mode} : ui8, uplo = {uplo} : ui8",
+        [(sh, dt, "matrix"), (batch + (n,), rd, "vector"), (batch, np.int32, "vector")], True)
+    ok = _info_ok(ctx, info, batch)
     w = _nan_unless_ok(ctx, ok, w, batch + (n,), rd, batch)
     lo, hi = subset_by_index or (0, n)
     w = _last_axis_slice(ctx, w, batch + (n,), rd, lo, hi)
@@ -98,24 +116,6 @@ def _eigh(ctx, a, *, lower, sort_eigenvalues, subset_by_index, compute_eigenvect
 
 
 LA.eigh_p.def_rule(RULE, _eigh)
-
-
-@functools.lru_cache(maxsize=256)
-def _staged(fn, in_avals: tuple, static: tuple):
-    """``(graph, consts)``: ``fn(*arrays, *static)`` (plait ops, a list out) staged on
-    ``in_avals``, its constants made leading inputs (cached: the module's private
-    functions are named by graph identity, so the graph must outlive the emission)."""
-    closed, _ = trace_to_graph(lambda *a: fn(*a, *static), list(in_avals),
-                               f"the StableHLO lowering of {fn.__name__}")
-    return closure_convert(closed), closed.consts
-
-
-def _call_traced(ctx, fn, in_avals, operands, *static) -> list:
-    """``fn`` staged on ``in_avals`` (and hashable ``static`` arguments) and called as a
-    private function of the module on ``operands``."""
-    g, consts = _staged(fn, tuple(in_avals), static)
-    ops = [ctx.const(np.asarray(c), np.asarray(c).dtype) for c in consts] + list(operands)
-    return ctx.call_graph(g, ops, [aval_type(v.aval) for v in g.invars])
 
 
 def _pivots_to_permutation(piv, m: int):
@@ -169,20 +169,14 @@ def _getrf(ctx, a, sh: tuple, dt) -> tuple:
     (``info > 0`` marks a zero pivot; the impl keeps those factors, so do we)."""
     batch, (m, n) = sh[:-2], sh[-2:]
     k = min(m, n)
-    pt = tensor_type(batch + (k,), np.int32)
-    lu, ipiv, _info = ctx.op(
-        "stablehlo.custom_call", [a], [tensor_type(sh, dt)],
-        [tensor_type(sh, dt), pt, tensor_type(batch, np.int32)],
-        f'call_target_name = "{_lapack_target(dt, "getrf", "getrf")}", '
-        "mhlo.backend_config = {}, "
-        f"operand_layouts = {_layouts([(len(sh), 'matrix')])}, "
-        f"result_layouts = {_layouts([(len(sh), 'matrix'), (len(batch) + 1, 'vector'), (len(batch), 'vector')])}, "
-        "output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = "
-        "[0], operand_index = 0, operand_tuple_indices = []>]")
+    lu, ipiv, _info = _lapack_custom_call(
+        ctx, _lapack_target(dt, "getrf", "getrf"), a, dt, "",
+        [(sh, dt, "matrix"), (batch + (k,), np.int32, "vector"), (batch, np.int32, "vector")],
+        True)
     piv = binary(ctx, "stablehlo.subtract", ipiv, ctx.full(1, batch + (k,), np.int32),
                  batch + (k,), np.int32)
-    perm, = _call_traced(ctx, _pivots_to_permutation,
-                         [ShapedArray(batch + (k,), np.int32)], [piv], m)
+    perm, = call_traced(ctx, functools.partial(_pivots_to_permutation, m=m), [piv],
+                        "lu's pivots as a permutation", [ShapedArray(batch + (k,), np.int32)])
     return lu, piv, perm
 
 
@@ -206,7 +200,8 @@ def _solve(ctx, a, b):
     if 0 in bsh:
         return ctx.full(0, bsh, dt)
     lu, _piv, perm = _getrf(ctx, a, sh, dt)
-    pb, = _call_traced(ctx, _take_rows, [ShapedArray(sh[:-1], np.int32), bv], [perm, b])
+    pb, = call_traced(ctx, _take_rows, [perm, b], "solve's permuted right-hand side",
+                      [ShapedArray(sh[:-1], np.int32), bv])
     y = _trsm(ctx, lu, pb, sh, bsh, dt, lower=True, unit_diagonal=True)
     return _trsm(ctx, lu, y, sh, bsh, dt, lower=False, unit_diagonal=False)
 
@@ -232,7 +227,7 @@ def _tridiagonal_solve(ctx, dl, d, du, b):
         f"operand_layouts = {_layouts([vec, vec, vec, (len(sh), 'matrix')])}, "
         f"result_layouts = {_layouts([vec, vec, vec, (len(sh), 'matrix'), (len(batch), 'vector')])}, "
         f"output_operand_aliases = [{aliases}]")
-    ok = compare(ctx, info, ctx.full(0, batch, np.int32), batch, np.int32, "EQ")
+    ok = _info_ok(ctx, info, batch)
     if sh[-2] > 1:
         return _nan_unless_ok(ctx, ok, x, sh, dt, batch)
     d_col = ctx.op1("stablehlo.broadcast_in_dim", [d], [vt], bt,
@@ -245,30 +240,6 @@ def _tridiagonal_solve(ctx, dl, d, du, b):
 LA.lu_p.def_rule(RULE, _lu)
 LA.solve_p.def_rule(RULE, _solve)
 LA.tridiagonal_solve_p.def_rule(RULE, _tridiagonal_solve)
-
-
-def _lapack_custom_call(ctx, target: str, a: str, dtype, config: str, results,
-                        aliased: bool) -> list:
-    """One ``stablehlo.custom_call`` of jaxlib's LAPACK FFI ``target`` on the matrix stack
-    ``a`` (``ctx.in_avals[0]``'s shape, ``dtype``); ``config`` is the
-    ``mhlo.backend_config`` dictionary's body, ``results`` ``(shape, dtype, kind)``
-    triples (kind as in :func:`_layouts`); with ``aliased`` the first result overwrites
-    the operand (as LAPACK overwrites the matrix it factors)."""
-    sh = tuple(ctx.in_avals[0].shape)
-    alias = (", output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices"
-             " = [0], operand_index = 0, operand_tuple_indices = []>]" if aliased else "")
-    return ctx.op(
-        "stablehlo.custom_call", [a], [tensor_type(sh, dtype)],
-        [tensor_type(shape, dtype) for shape, dtype, _ in results],
-        f'call_target_name = "{target}", mhlo.backend_config = {{{config}}}, '
-        f"operand_layouts = {_layouts([(len(sh), 'matrix')])}, "
-        f"result_layouts = {_layouts([(len(shape), kind) for shape, _, kind in results])}"
-        + alias)
-
-
-def _info_ok(ctx, info, batch):
-    """Where LAPACK's ``info`` (one per batch entry) is 0."""
-    return compare(ctx, info, ctx.full(0, batch, np.int32), batch, np.int32, "EQ")
 
 
 def _eig(ctx, a, *, compute_left_eigenvectors, compute_right_eigenvectors):
