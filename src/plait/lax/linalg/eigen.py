@@ -137,18 +137,23 @@ def _eig_impl(a, *, compute_left_eigenvectors, compute_right_eigenvectors):
         return ([_np.zeros(a.shape[:-1], c)] +
                 [_np.zeros(a.shape, c)] * (int(compute_left_eigenvectors) +
                                           int(compute_right_eigenvectors)))
+    # geev fails on a non-finite matrix: that batch entry is NaN (as LAPACK failures are
+    # elsewhere, and as the xla backend's geev gives it), the others are computed
+    w = _np.full(a.shape[:-1], _np.nan, c)
+    vl = _np.full(a.shape, _np.nan, c)
+    vr = _np.full(a.shape, _np.nan, c)
+    finite = _np.isfinite(a).all(axis=(-2, -1))
     if compute_left_eigenvectors:
         sl = _scipy_linalg("eig with compute_left_eigenvectors=True")
-        w = _np.empty(a.shape[:-1], c)
-        vl = _np.empty(a.shape, c)
-        vr = _np.empty(a.shape, c)
         for i in _each(a.shape[:-2]):
-            w[i], vl[i], vr[i] = sl.eig(a[i], left=True, right=True, check_finite=False)
+            if finite[i]:
+                w[i], vl[i], vr[i] = sl.eig(a[i], left=True, right=True, check_finite=False)
         return [w, vl] + ([vr] if compute_right_eigenvectors else [])
     if compute_right_eigenvectors:
-        w, vr = _np.linalg.eig(a)
-        return [w.astype(c), vr.astype(c)]
-    return [_np.linalg.eigvals(a).astype(c)]
+        w[finite], vr[finite] = _np.linalg.eig(a[finite])
+        return [w, vr]
+    w[finite] = _np.linalg.eigvals(a[finite])
+    return [w]
 
 
 eig_p = _standard_primitive("eig", _eig_abstract, _eig_impl, multiple_results=True)
@@ -333,7 +338,10 @@ def _schur_impl(a, *, compute_schur_vectors: bool):
     z = _np.empty_like(a)
     kind = "complex" if a.dtype.kind == "c" else "real"
     for i in _each(a.shape[:-2]):
-        t[i], z[i] = sl.schur(a[i], output=kind, check_finite=False)
+        try:
+            t[i], z[i] = sl.schur(a[i], output=kind, check_finite=False)
+        except _np.linalg.LinAlgError:      # gees did not converge (info > 0): NaN entry
+            t[i] = z[i] = _np.nan
     return [t, z] if compute_schur_vectors else [t]
 
 
