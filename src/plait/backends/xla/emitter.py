@@ -5,12 +5,28 @@
 :class:`Ctx` that writes operations and returns SSA names. Sub-graphs of
 higher-order primitives become private ``func.func``s of the same module. The
 text is plain MLIR: no jaxlib is needed to produce it.
+
+Host callbacks run in program order: a ``!stablehlo.token`` is threaded through every
+callback custom call (:class:`TokenChain`). ``main`` makes the first token; a private
+function whose graph holds a callback (at any depth, :meth:`Emitter.needs_token`) takes
+the token as its first parameter and returns the new one as its first result, and the
+control-flow rules carry it through their regions. The Python functions the module
+calls are collected in the emitter's ``host_callbacks`` (their position is the custom
+call's ``index``); a module emitted without that list (``plait.export``) refuses them.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
-from plait.core.graph import ClosedGraph, Graph, Literal
+from plait.core.graph import ClosedGraph, Graph, Literal, subgraphs_of
+from plait.errors import PlaitError, PlaitValueError
+
+TOKEN_TYPE = "!stablehlo.token"
+
+# names of the primitives whose rules consume and produce the token (the host callbacks)
+TOKEN_PRIMS: set[str] = set()
 
 _ELEM = {"bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
          "uint8": "ui8", "uint16": "ui16", "uint32": "ui32", "uint64": "ui64",
@@ -64,18 +80,31 @@ def _nested(v) -> str:
     return "[" + ", ".join(_nested(x) for x in v) + "]"
 
 
+class TokenChain:
+    """The current ``!stablehlo.token`` of one function body or region (its SSA name):
+    each host callback consumes it and replaces it with the token it returns."""
+
+    __slots__ = ("token",)
+
+    def __init__(self, token: str):
+        self.token = token
+
+
 class Ctx:
     """What a ``to_stablehlo`` rule sees: the avals and an op writer.
 
     ``ctx.op(name, operands, out_types, attrs, regions)`` appends one generic
-    operation and returns its result names (a list).
+    operation and returns its result names (a list). ``ctx.chain`` is the token chain
+    of the enclosing function or region (None where no callback needs one).
     """
 
-    def __init__(self, emitter: "Emitter", lines: list, in_avals, out_avals):
+    def __init__(self, emitter: "Emitter", lines: list, in_avals, out_avals,
+                 chain: TokenChain | None = None):
         self.em = emitter
         self.lines = lines
         self.in_avals = in_avals
         self.out_avals = out_avals
+        self.chain = chain
 
     def fresh(self) -> str:
         return self.em.fresh()
@@ -122,10 +151,29 @@ class Ctx:
         return self.op1("stablehlo.broadcast_in_dim", [c], [tensor_type((), dtype)],
                         tensor_type(shape, dtype), "broadcast_dimensions = array<i64>")
 
+    def needs_token(self, graph: Graph) -> bool:
+        return self.em.needs_token(graph)
+
+    def host_callback(self, fn: Callable, what: str) -> int:
+        """The ``index`` of the host function ``fn`` in the module's callbacks (``what``
+        names the callback in the refusal of a module emitted without them)."""
+        return self.em.host_callback(fn, what)
+
     def call_graph(self, graph: Graph, operands: list, operand_types: list) -> list:
-        """``func.call`` of ``graph`` emitted as a private function of the module."""
+        """``func.call`` of ``graph`` emitted as a private function of the module; a
+        graph holding a host callback is passed this context's token and advances it."""
         fname = self.em.function(graph)
         outs = [aval_type(a) for a in graph.out_avals]
+        if self.em.needs_token(graph):
+            if self.chain is None:
+                raise PlaitError(f"the xla backend has no token to sequence the host "
+                                 f"callbacks of {graph.name or 'a sub-graph'} here; this is "
+                                 f"a plait bug, please report it")
+            res = self.op("func.call", [self.chain.token] + list(operands),
+                          [TOKEN_TYPE] + list(operand_types), [TOKEN_TYPE] + outs,
+                          f"callee = @{fname}")
+            self.chain.token = res[0]
+            return res[1:]
         if not outs:
             self.op("func.call", operands, operand_types, [], f"callee = @{fname}")
             return []
@@ -135,10 +183,31 @@ class Ctx:
 class Emitter:
     """Builds one module: ``main`` plus a private function per distinct sub-graph."""
 
-    def __init__(self):
+    def __init__(self, host_callbacks: list | None = None):
         self.count = 0
         self.funcs: list[str] = []
         self.names: dict[int, str] = {}
+        self.host_callbacks = host_callbacks
+        self._token_needs: dict[int, bool] = {}
+
+    def needs_token(self, graph: Graph) -> bool:
+        """Whether ``graph`` holds a host callback, in itself or any sub-graph."""
+        key = id(graph)
+        if key not in self._token_needs:
+            self._token_needs[key] = any(
+                e.prim.name in TOKEN_PRIMS or any(self.needs_token(g)
+                                                  for g in subgraphs_of(e.params))
+                for e in graph.eqns)
+        return self._token_needs[key]
+
+    def host_callback(self, fn: Callable, what: str) -> int:
+        if self.host_callbacks is None:
+            raise PlaitValueError(
+                f"this StableHLO module cannot call the Python function {what}: a "
+                f"serialized module (plait.export) cannot carry Python code. Remove the "
+                f"callback from the exported function, or run it with plait.jit")
+        self.host_callbacks.append(fn)
+        return len(self.host_callbacks) - 1
 
     def fresh(self) -> str:
         self.count += 1
@@ -157,6 +226,14 @@ class Emitter:
         env: dict = {}
         params = []
         lines: list = []
+        chain = None
+        if self.needs_token(graph):
+            if private:
+                chain = TokenChain(self.fresh())
+                params.append(f"{chain.token}: {TOKEN_TYPE}")
+            else:
+                chain = TokenChain(Ctx(self, lines, None, None).op1(
+                    "stablehlo.after_all", [], [], TOKEN_TYPE))
         if const_values is not None:     # constants embedded in the function body
             kept = []                    # (a None value stays a parameter)
             for v, c in zip(constvars, const_values):
@@ -169,8 +246,11 @@ class Emitter:
             a = self.fresh()
             env[v] = a
             params.append(f"{a}: {aval_type(v.aval)}")
-        self.emit_eqns(graph, env, lines)
+        self.emit_eqns(graph, env, lines, chain)
         outs, types = [], []
+        if chain is not None and private:
+            outs.append(chain.token)
+            types.append(TOKEN_TYPE)
         for v in graph.outvars:
             outs.append(self.read(v, env, lines))
             types.append(aval_type(v.aval))
@@ -185,11 +265,13 @@ class Emitter:
             return Ctx(self, lines, None, None).const(a.val, a.aval.dtype)
         return env[a]
 
-    def emit_eqns(self, graph: Graph, env: dict, lines: list) -> None:
+    def emit_eqns(self, graph: Graph, env: dict, lines: list,
+                  chain: TokenChain | None = None) -> None:
         from plait.backends.xla.rules import lowering_rule
         for eqn in graph.eqns:
             ins = [self.read(a, env, lines) for a in eqn.inputs]
-            ctx = Ctx(self, lines, [a.aval for a in eqn.inputs], [v.aval for v in eqn.outputs])
+            ctx = Ctx(self, lines, [a.aval for a in eqn.inputs], [v.aval for v in eqn.outputs],
+                      chain)
             rule = lowering_rule(eqn.prim)
             outs = rule(ctx, *ins, **eqn.params)
             if not eqn.prim.multiple_results:
@@ -199,12 +281,14 @@ class Emitter:
 
 
 def emit_module(closed: ClosedGraph, name: str = "plait", embed_consts: bool = False,
-                max_embed_bytes: int | None = None) -> str:
+                max_embed_bytes: int | None = None, host_callbacks: list | None = None) -> str:
     """The StableHLO module of ``closed``: ``main(consts..., args...)`` returns the outputs
     (``main(args...)`` with the constants inside the module when ``embed_consts``; with
     ``max_embed_bytes`` too, only those of at most that many bytes, the others staying
-    leading parameters in their order, see :func:`embedded_consts`)."""
-    em = Emitter()
+    leading parameters in their order, see :func:`embedded_consts`). The host functions
+    of its callbacks are appended to ``host_callbacks``; without that list a callback
+    raises ``PlaitValueError`` (a module to serialize)."""
+    em = Emitter(host_callbacks)
     consts = None
     if embed_consts:
         consts = [c if keep else None for c, keep in

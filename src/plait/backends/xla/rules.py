@@ -22,10 +22,6 @@ RULE = "to_stablehlo"
 REFUSED: dict[str, str] = {
     "custom_lin": "an internal placeholder of forward-mode AD of custom_vjp functions; its "
                   "impl raises, so no executable graph contains it",
-    **{name: "a host callback: XLA's CPU client runs Python only through a host-callback "
-             "custom call that jaxlib registers inside jax's own (private) lowering; run "
-             "programs with callbacks on the native or interp backend"
-       for name in ("debug_callback", "pure_callback", "io_callback")},
     "while_lin": "reverse mode through while_loop is plait's own (a recomputing linear "
                  "loop); under the xla backend differentiate fori_loop or "
                  "while_loop(..., max_steps=N), which become scans",
@@ -102,6 +98,7 @@ def _reg(prims, fn):
 def _register_all():
     from plait.backends.xla import rules_elementwise, rules_structural, rules_control  # noqa
     from plait.backends.xla import rules_extra, rules_lapack, rules_tile  # noqa: F401
+    from plait.backends.xla import rules_callbacks  # noqa: F401
 
 
 _register_all()

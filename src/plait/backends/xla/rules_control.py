@@ -1,12 +1,15 @@
 """``to_stablehlo`` rules of the higher-order primitives: ``cond`` becomes
 ``stablehlo.case``, ``while`` and ``scan`` become ``stablehlo.while``, and
 ``jit_call``, the custom-derivative calls and ``custom_vmap`` calls become ``func.call``s of private
-functions (one per sub-graph)."""
+functions (one per sub-graph). A body holding a host callback gets the emitter's token:
+``case`` branches take it from outside and return the new one, ``while`` loops carry it
+(a ``while`` whose condition holds one evaluates the condition at the end of each
+iteration, and once before the loop, so the calls keep their order)."""
 from __future__ import annotations
 
 import numpy as np
 
-from plait.backends.xla.emitter import aval_type, i64_array, tensor_type
+from plait.backends.xla.emitter import TOKEN_TYPE, TokenChain, aval_type, i64_array, tensor_type
 from plait.backends.xla.rules import RULE, binary, compare, convert
 from plait.core.call import jit_call_p
 from plait.lax.control_flow.cond import cond_p
@@ -34,19 +37,37 @@ def _cond(ctx, index, *ops, branches):
                   [tensor_type((), i32)] * 3, tensor_type((), i32))
     op_types = [aval_type(a) for a in ctx.in_avals[1:]]
     out_types = [aval_type(a) for a in ctx.out_avals]
+    threaded = any(ctx.needs_token(b) for b in branches)
+    if threaded:
+        out_types = [TOKEN_TYPE] + out_types
     regions = []
     for b in branches:
         def body(sub, _args, _b=b):
-            return sub.call_graph(_b, list(ops), op_types), out_types
+            if not threaded:
+                return sub.call_graph(_b, list(ops), op_types), out_types
+            sub.chain = TokenChain(ctx.chain.token)
+            outs = sub.call_graph(_b, list(ops), op_types)
+            return [sub.chain.token] + outs, out_types
         regions.append(ctx.region([], body))
-    return ctx.op("stablehlo.case", [idx], [tensor_type((), i32)], out_types, "", regions) \
-        if out_types else []
+    if not out_types:
+        return []
+    outs = ctx.op("stablehlo.case", [idx], [tensor_type((), i32)], out_types, "", regions)
+    if threaded:
+        ctx.chain.token = outs[0]
+        return outs[1:]
+    return outs
 
 
 cond_p.def_rule(RULE, _cond)
 
 
 def _while(ctx, *args, cond_graph, body_graph, cond_nconsts, body_nconsts):
+    if ctx.needs_token(cond_graph):
+        return _while_cond_effects(ctx, list(args), cond_graph, body_graph, cond_nconsts,
+                                   body_nconsts)
+    if ctx.needs_token(body_graph):
+        return _while_body_effects(ctx, list(args), cond_graph, body_graph, cond_nconsts,
+                                   body_nconsts)
     types = [aval_type(a) for a in ctx.in_avals]
     nc, nb = cond_nconsts, body_nconsts
 
@@ -61,6 +82,54 @@ def _while(ctx, *args, cond_graph, body_graph, cond_nconsts, body_nconsts):
     outs = ctx.op("stablehlo.while", list(args), types, types, "",
                   [ctx.region(types, cond_body), ctx.region(types, loop_body)])
     return outs[nc + nb:]
+
+
+def _while_body_effects(ctx, args, cond_graph, body_graph, nc, nb):
+    """A ``while`` whose body holds a host callback: the token is the last carry."""
+    types = [aval_type(a) for a in ctx.in_avals] + [TOKEN_TYPE]
+
+    def cond_body(sub, xs):
+        r = sub.call_graph(cond_graph, xs[:nc] + xs[nc + nb:-1],
+                           types[:nc] + types[nc + nb:-1])
+        return r, [tensor_type((), np.bool_)]
+
+    def loop_body(sub, xs):
+        sub.chain = TokenChain(xs[-1])
+        r = sub.call_graph(body_graph, xs[nc:-1], types[nc:-1])
+        return xs[:nc + nb] + r + [sub.chain.token], types
+
+    outs = ctx.op("stablehlo.while", args + [ctx.chain.token], types, types, "",
+                  [ctx.region(types, cond_body), ctx.region(types, loop_body)])
+    ctx.chain.token = outs[-1]
+    return outs[nc + nb:-1]
+
+
+def _while_cond_effects(ctx, args, cond_graph, body_graph, nc, nb):
+    """A ``while`` whose condition holds a host callback: the condition runs once before
+    the loop and at the end of each iteration (the order interp calls it in); the loop
+    carries its last value and the token."""
+    carry_types = [aval_type(a) for a in ctx.in_avals]
+    b = tensor_type((), np.bool_)
+    types = carry_types + [b, TOKEN_TYPE]
+
+    def test(c, xs):
+        return c.call_graph(cond_graph, xs[:nc] + xs[nc + nb:],
+                            carry_types[:nc] + carry_types[nc + nb:])[0]
+
+    def cond_body(sub, xs):
+        return [xs[-2]], [b]
+
+    def loop_body(sub, xs):
+        sub.chain = TokenChain(xs[-1])
+        new = xs[:nc + nb] + sub.call_graph(body_graph, xs[nc:-2], carry_types[nc:])
+        go = test(sub, new)
+        return new + [go, sub.chain.token], types
+
+    go = test(ctx, args)
+    outs = ctx.op("stablehlo.while", args + [go, ctx.chain.token], types, types, "",
+                  [ctx.region(types, cond_body), ctx.region(types, loop_body)])
+    ctx.chain.token = outs[-1]
+    return outs[nc + nb:-2]
 
 
 while_p.def_rule(RULE, _while)
@@ -78,6 +147,11 @@ def _scan(ctx, *args, graph, length, reverse, num_consts, num_carry, unroll):
     ys0 = [ctx.full(0, a.shape, a.dtype) for a in ys_avals]
     state = [ctx.const(0, i64)] + list(args) + ys0
     types = [ti] + [aval_type(a) for a in avals] + [aval_type(a) for a in ys_avals]
+    threaded = ctx.needs_token(graph)
+    if threaded:        # the token is the last value the loop carries
+        state.append(ctx.chain.token)
+        types.append(TOKEN_TYPE)
+    n_state = len(types) - threaded
     body_in = [aval_type(a) for a in graph.in_avals]
     n_args = 1 + len(avals)
 
@@ -91,7 +165,9 @@ def _scan(ctx, *args, graph, length, reverse, num_consts, num_carry, unroll):
             if reverse else i
         zero = sub.const(0, i64)
         consts, carry, xs = s[1:1 + nc], s[1 + nc:1 + nc + nk], s[1 + nc + nk:n_args]
-        ys = s[n_args:]
+        ys = s[n_args:n_state]
+        if threaded:
+            sub.chain = TokenChain(s[-1])
         x_t = []
         for x, a in zip(xs, xs_avals):
             sl = sub.op1("stablehlo.dynamic_slice", [x, pos] + [zero] * (len(a.shape) - 1),
@@ -110,11 +186,14 @@ def _scan(ctx, *args, graph, length, reverse, num_consts, num_carry, unroll):
                                   [buf, y1, pos] + [zero] * (len(a.shape) - 1),
                                   [aval_type(a), one] + [ti] * len(a.shape), aval_type(a)))
         i1 = binary(sub, "stablehlo.add", i, sub.const(1, i64), (), i64)
-        return [i1] + consts + outs[:nk] + xs + new_ys, types
+        token = [sub.chain.token] if threaded else []
+        return [i1] + consts + outs[:nk] + xs + new_ys + token, types
 
     outs = ctx.op("stablehlo.while", state, types, types, "",
                   [ctx.region(types, cond_body), ctx.region(types, loop_body)])
-    return outs[1 + nc:1 + nc + nk] + outs[n_args:]
+    if threaded:
+        ctx.chain.token = outs[-1]
+    return outs[1 + nc:1 + nc + nk] + outs[n_args:n_state]
 
 
 scan_p.def_rule(RULE, _scan)
