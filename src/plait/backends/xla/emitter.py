@@ -10,9 +10,12 @@ Host callbacks run in program order: a ``!stablehlo.token`` is threaded through 
 callback custom call (:class:`TokenChain`). ``main`` makes the first token; a private
 function whose graph holds a callback (at any depth, :meth:`Emitter.needs_token`) takes
 the token as its first parameter and returns the new one as its first result, and the
-control-flow rules carry it through their regions. The Python functions the module
-calls are collected in the emitter's ``host_callbacks`` (their position is the custom
-call's ``index``); a module emitted without that list (``plait.export``) refuses them.
+control-flow rules carry it through their regions. With the token travels the run's
+context, an int64 scalar: ``main``'s last parameter, which the executable sets to the
+key of the calling thread's replica context (see :mod:`plait.backends.xla.rules_callbacks`;
+XLA may run a callback on another thread). The Python functions the module calls are
+collected in the emitter's ``host_callbacks`` (their position is the custom call's
+``index``); a module emitted without that list (``plait.export``) refuses them.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from plait.core.graph import ClosedGraph, Graph, Literal, subgraphs_of
 from plait.errors import PlaitError, PlaitValueError
 
 TOKEN_TYPE = "!stablehlo.token"
+CONTEXT_TYPE = "tensor<i64>"
 
 # names of the primitives whose rules consume and produce the token (the host callbacks)
 TOKEN_PRIMS: set[str] = set()
@@ -82,12 +86,26 @@ def _nested(v) -> str:
 
 class TokenChain:
     """The current ``!stablehlo.token`` of one function body or region (its SSA name):
-    each host callback consumes it and replaces it with the token it returns."""
+    each host callback consumes it and replaces it with the token it returns; and the
+    run's context (None in a module emitted without host functions)."""
 
-    __slots__ = ("token",)
+    __slots__ = ("token", "context")
 
-    def __init__(self, token: str):
+    def __init__(self, token: str, context: str | None = None):
         self.token = token
+        self.context = context
+
+    @classmethod
+    def of(cls, values: list) -> "TokenChain":
+        """The chain whose :meth:`values` are ``values``."""
+        return cls(*values)
+
+    def values(self) -> list:
+        """The SSA names a function or loop passes on: the token, then the context."""
+        return [self.token] + ([self.context] if self.context else [])
+
+    def types(self) -> list:
+        return [TOKEN_TYPE] + ([CONTEXT_TYPE] if self.context else [])
 
 
 class Ctx:
@@ -169,8 +187,8 @@ class Ctx:
                 raise PlaitError(f"the xla backend has no token to sequence the host "
                                  f"callbacks of {graph.name or 'a sub-graph'} here; this is "
                                  f"a plait bug, please report it")
-            res = self.op("func.call", [self.chain.token] + list(operands),
-                          [TOKEN_TYPE] + list(operand_types), [TOKEN_TYPE] + outs,
+            res = self.op("func.call", self.chain.values() + list(operands),
+                          self.chain.types() + list(operand_types), [TOKEN_TYPE] + outs,
                           f"callee = @{fname}")
             self.chain.token = res[0]
             return res[1:]
@@ -228,12 +246,13 @@ class Emitter:
         lines: list = []
         chain = None
         if self.needs_token(graph):
+            context = self.fresh() if self.host_callbacks is not None else None
             if private:
-                chain = TokenChain(self.fresh())
-                params.append(f"{chain.token}: {TOKEN_TYPE}")
+                chain = TokenChain(self.fresh(), context)
+                params += [f"{v}: {t}" for v, t in zip(chain.values(), chain.types())]
             else:
                 chain = TokenChain(Ctx(self, lines, None, None).op1(
-                    "stablehlo.after_all", [], [], TOKEN_TYPE))
+                    "stablehlo.after_all", [], [], TOKEN_TYPE), context)
         if const_values is not None:     # constants embedded in the function body
             kept = []                    # (a None value stays a parameter)
             for v, c in zip(constvars, const_values):
@@ -246,6 +265,8 @@ class Emitter:
             a = self.fresh()
             env[v] = a
             params.append(f"{a}: {aval_type(v.aval)}")
+        if chain is not None and chain.context and not private:
+            params.append(f"{chain.context}: {CONTEXT_TYPE}")
         self.emit_eqns(graph, env, lines, chain)
         outs, types = [], []
         if chain is not None and private:
@@ -297,6 +318,12 @@ def emit_module(closed: ClosedGraph, name: str = "plait", embed_consts: bool = F
                         const_values=consts)
     safe = "".join(c if c.isalnum() or c == "_" else "_" for c in (name or "plait"))
     return f"module @{safe} {{\n" + "\n".join([main] + em.funcs) + "\n}\n"
+
+
+def takes_context(closed: ClosedGraph) -> bool:
+    """Whether the ``main`` that :func:`emit_module` writes for ``closed`` with host
+    functions takes the run's context as its last parameter (it holds a callback)."""
+    return Emitter().needs_token(closed.graph)
 
 
 def const_values(closed: ClosedGraph) -> list:

@@ -25,11 +25,6 @@ REFUSED: dict[str, str] = {
     "while_lin": "reverse mode through while_loop is plait's own (a recomputing linear "
                  "loop); under the xla backend differentiate fori_loop or "
                  "while_loop(..., max_steps=N), which become scans",
-    **{name: "a collective of a pmap replica program: its impl calls the replica's "
-             "communicator (shared memory, MPI); pmap runs replicas on the native or "
-             "interp backend (under vmap(axis_name=) collectives become ordinary ops)"
-       for name in ("psum", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all",
-                    "ppermute", "axis_index")},
     "pmap_call": "a pmapped function staged by jit, grad/jvp or vmap: its impl runs one "
                  "replica per CPU device on plait's own threads; compile it with "
                  "backend='native' or 'interp'",

@@ -45,7 +45,7 @@ def _cond(ctx, index, *ops, branches):
         def body(sub, _args, _b=b):
             if not threaded:
                 return sub.call_graph(_b, list(ops), op_types), out_types
-            sub.chain = TokenChain(ctx.chain.token)
+            sub.chain = TokenChain(ctx.chain.token, ctx.chain.context)
             outs = sub.call_graph(_b, list(ops), op_types)
             return [sub.chain.token] + outs, out_types
         regions.append(ctx.region([], body))
@@ -85,23 +85,24 @@ def _while(ctx, *args, cond_graph, body_graph, cond_nconsts, body_nconsts):
 
 
 def _while_body_effects(ctx, args, cond_graph, body_graph, nc, nb):
-    """A ``while`` whose body holds a host callback: the token is the last carry."""
-    types = [aval_type(a) for a in ctx.in_avals] + [TOKEN_TYPE]
+    """A ``while`` whose body holds a host callback: the token chain is the last carry."""
+    k = len(ctx.chain.values())
+    types = [aval_type(a) for a in ctx.in_avals] + ctx.chain.types()
 
     def cond_body(sub, xs):
-        r = sub.call_graph(cond_graph, xs[:nc] + xs[nc + nb:-1],
-                           types[:nc] + types[nc + nb:-1])
+        r = sub.call_graph(cond_graph, xs[:nc] + xs[nc + nb:-k],
+                           types[:nc] + types[nc + nb:-k])
         return r, [tensor_type((), np.bool_)]
 
     def loop_body(sub, xs):
-        sub.chain = TokenChain(xs[-1])
-        r = sub.call_graph(body_graph, xs[nc:-1], types[nc:-1])
-        return xs[:nc + nb] + r + [sub.chain.token], types
+        sub.chain = TokenChain.of(xs[-k:])
+        r = sub.call_graph(body_graph, xs[nc:-k], types[nc:-k])
+        return xs[:nc + nb] + r + sub.chain.values(), types
 
-    outs = ctx.op("stablehlo.while", args + [ctx.chain.token], types, types, "",
+    outs = ctx.op("stablehlo.while", args + ctx.chain.values(), types, types, "",
                   [ctx.region(types, cond_body), ctx.region(types, loop_body)])
-    ctx.chain.token = outs[-1]
-    return outs[nc + nb:-1]
+    ctx.chain.token = outs[-k]
+    return outs[nc + nb:-k]
 
 
 def _while_cond_effects(ctx, args, cond_graph, body_graph, nc, nb):
@@ -110,26 +111,28 @@ def _while_cond_effects(ctx, args, cond_graph, body_graph, nc, nb):
     carries its last value and the token."""
     carry_types = [aval_type(a) for a in ctx.in_avals]
     b = tensor_type((), np.bool_)
-    types = carry_types + [b, TOKEN_TYPE]
+    k = len(ctx.chain.values())
+    n = len(carry_types)
+    types = carry_types + [b] + ctx.chain.types()
 
     def test(c, xs):
-        return c.call_graph(cond_graph, xs[:nc] + xs[nc + nb:],
+        return c.call_graph(cond_graph, xs[:nc] + xs[nc + nb:n],
                             carry_types[:nc] + carry_types[nc + nb:])[0]
 
     def cond_body(sub, xs):
-        return [xs[-2]], [b]
+        return [xs[n]], [b]
 
     def loop_body(sub, xs):
-        sub.chain = TokenChain(xs[-1])
-        new = xs[:nc + nb] + sub.call_graph(body_graph, xs[nc:-2], carry_types[nc:])
+        sub.chain = TokenChain.of(xs[-k:])
+        new = xs[:nc + nb] + sub.call_graph(body_graph, xs[nc:n], carry_types[nc:])
         go = test(sub, new)
-        return new + [go, sub.chain.token], types
+        return new + [go] + sub.chain.values(), types
 
     go = test(ctx, args)
-    outs = ctx.op("stablehlo.while", args + [go, ctx.chain.token], types, types, "",
+    outs = ctx.op("stablehlo.while", args + [go] + ctx.chain.values(), types, types, "",
                   [ctx.region(types, cond_body), ctx.region(types, loop_body)])
-    ctx.chain.token = outs[-1]
-    return outs[nc + nb:-2]
+    ctx.chain.token = outs[-k]
+    return outs[nc + nb:n]
 
 
 while_p.def_rule(RULE, _while)
@@ -148,10 +151,10 @@ def _scan(ctx, *args, graph, length, reverse, num_consts, num_carry, unroll):
     state = [ctx.const(0, i64)] + list(args) + ys0
     types = [ti] + [aval_type(a) for a in avals] + [aval_type(a) for a in ys_avals]
     threaded = ctx.needs_token(graph)
-    if threaded:        # the token is the last value the loop carries
-        state.append(ctx.chain.token)
-        types.append(TOKEN_TYPE)
-    n_state = len(types) - threaded
+    n_state = len(types)
+    if threaded:        # the token chain is the last values the loop carries
+        state += ctx.chain.values()
+        types += ctx.chain.types()
     body_in = [aval_type(a) for a in graph.in_avals]
     n_args = 1 + len(avals)
 
@@ -167,7 +170,7 @@ def _scan(ctx, *args, graph, length, reverse, num_consts, num_carry, unroll):
         consts, carry, xs = s[1:1 + nc], s[1 + nc:1 + nc + nk], s[1 + nc + nk:n_args]
         ys = s[n_args:n_state]
         if threaded:
-            sub.chain = TokenChain(s[-1])
+            sub.chain = TokenChain.of(s[n_state:])
         x_t = []
         for x, a in zip(xs, xs_avals):
             sl = sub.op1("stablehlo.dynamic_slice", [x, pos] + [zero] * (len(a.shape) - 1),
@@ -186,13 +189,13 @@ def _scan(ctx, *args, graph, length, reverse, num_consts, num_carry, unroll):
                                   [buf, y1, pos] + [zero] * (len(a.shape) - 1),
                                   [aval_type(a), one] + [ti] * len(a.shape), aval_type(a)))
         i1 = binary(sub, "stablehlo.add", i, sub.const(1, i64), (), i64)
-        token = [sub.chain.token] if threaded else []
+        token = sub.chain.values() if threaded else []
         return [i1] + consts + outs[:nk] + xs + new_ys + token, types
 
     outs = ctx.op("stablehlo.while", state, types, types, "",
                   [ctx.region(types, cond_body), ctx.region(types, loop_body)])
     if threaded:
-        ctx.chain.token = outs[-1]
+        ctx.chain.token = outs[n_state]
     return outs[1 + nc:1 + nc + nk] + outs[n_args:n_state]
 
 
