@@ -202,6 +202,7 @@ class Emitter:
     """Builds one module: ``main`` plus a private function per distinct sub-graph."""
 
     def __init__(self, host_callbacks: list | None = None):
+        from plait.backends.xla import rules  # noqa: F401  (the rules and TOKEN_PRIMS)
         self.count = 0
         self.funcs: list[str] = []
         self.names: dict[int, str] = {}

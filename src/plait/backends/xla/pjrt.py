@@ -154,17 +154,22 @@ def _context():
     return ctx
 
 
+def _parse(text: str):
+    """The MLIR module of StableHLO ``text`` (inside :func:`_context`; raises
+    ``PlaitError`` with MLIR's diagnostics)."""
+    _, _, ir, _ = _jaxlib()
+    try:
+        return ir.Module.parse(text)
+    except Exception as e:   # MLIRError: report the text's problem as a plait error
+        raise PlaitError(f"the StableHLO module plait emitted does not parse; this is a "
+                         f"plait bug, please report it:\n{e}") from None
+
+
 def to_bytecode(text: str) -> bytes:
     """Parse StableHLO text (raises ``PlaitError`` with MLIR's diagnostics) to bytecode."""
-    _, _, ir, _ = _jaxlib()
     with _context():
-        try:
-            m = ir.Module.parse(text)
-        except Exception as e:   # MLIRError: report the text's problem as a plait error
-            raise PlaitError(f"the StableHLO module plait emitted does not parse; this is a "
-                             f"plait bug, please report it:\n{e}") from None
         buf = io.BytesIO()
-        m.operation.write_bytecode(buf)
+        _parse(text).operation.write_bytecode(buf)
         return buf.getvalue()
 
 
@@ -358,18 +363,17 @@ def compile_text(text: str, out_avals=None, host_callbacks: list | None = None) 
     the results' shapes and dtypes, for the fast result path of :class:`Loaded`).
     ``host_callbacks``: the Python functions the module's ``xla_ffi_python_cpu_callback``
     custom calls run, by their ``index`` (the executable keeps them alive)."""
-    xc, _, ir, _ = _jaxlib()
+    xc, _, _, _ = _jaxlib()
     if f'"{LAPACK_TARGET_PREFIX}' in text:
         register_lapack()
     c = client()
     dev = c.devices()[0]
     if host_callbacks:
         # jaxlib takes host callbacks only with a parsed module (not its bytecode)
-        to_bytecode(text)       # the parse error as a plait error
         with _context():
+            module = _parse(text)
             try:
-                exe = c.compile_and_load(ir.Module.parse(text), xc.DeviceList((dev,)),
-                                         xc.CompileOptions(),
+                exe = c.compile_and_load(module, xc.DeviceList((dev,)), xc.CompileOptions(),
                                          host_callbacks=list(host_callbacks))
             except Exception as e:   # XlaRuntimeError
                 raise PlaitError(f"XLA could not compile the module: {e}") from None
