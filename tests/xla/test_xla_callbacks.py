@@ -359,3 +359,24 @@ def test_callback_error_in_one_replica_aborts_the_pmap(monkeypatch):
         return lax.psum(x, "i")
     with pytest.raises(CallbackError, match=r"'check'.*RuntimeError: replica one fails"):
         plait.pmap(replica, axis_name="i", backend="xla")(np.ones((2, 3)))
+
+
+def test_host_function_runs_in_its_runs_replica_scope_on_any_thread():
+    # XLA may call a host function on a thread other than the caller's: the function
+    # finds the caller's replica communicators through the run's context key
+    from plait.backends.xla.rules_callbacks import HostCallbacks, run_context
+    from plait.core import named_axes
+
+    class Comm:
+        index, size = 3, 4
+
+    def axis_index():
+        return [np.asarray(named_axes.replica_comm("i").index, np.int32)]
+    host = HostCallbacks().wrap(axis_index, "axis_index", "axis_index")
+    got: list = []
+    with named_axes.replica_scope({"i": Comm()}), run_context() as key:
+        t = threading.Thread(target=lambda: got.append(host("tok", key)))
+        t.start()
+        t.join(timeout=60)
+    assert named_axes.replica_comm("i") is None
+    assert got[0][0] == "tok" and int(got[0][1]) == 3
