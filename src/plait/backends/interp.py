@@ -43,8 +43,10 @@ class InterpExecutable:
         for eqn in g.eqns:
             reads = tuple(slots.read(a) for a in eqn.inputs)
             impl = eqn.prim.rule("impl")
-            if all(slots.is_fixed(s) for s in reads) and not has_effects(eqn):
-                # constant folding at compile time: inputs are all known
+            if all(slots.is_fixed(s) for s in reads) and not has_effects(eqn) \
+                    and not getattr(eqn.prim, "collective", False):
+                # constant folding at compile time: inputs are all known (a collective
+                # needs the running replica: axis_index, psum of a constant)
                 r = impl(*[slots.fixed[s] for s in reads], **eqn.params)
                 for v, x in zip(eqn.outputs, r if eqn.prim.multiple_results else [r]):
                     slots.bind(v, np.asarray(x))

@@ -121,6 +121,11 @@ def replica_scope(comms: dict):
         _LOCAL.comms = prev
 
 
+def replica_comms() -> dict:
+    """``{axis name: communicator}`` of the running replica (empty outside pmap)."""
+    return dict(_LOCAL.comms)
+
+
 def replica_comm(name: Hashable):
     """The communicator of ``name`` in the running replica, or None."""
     return _LOCAL.comms.get(name)

@@ -3,7 +3,9 @@
 Each calls a Python function on NumPy values of its operands when the program runs:
 eagerly at once, under ``jit`` as an equation the backend runs on the host (on the
 native backend a host step between kernels; a loop whose body holds one runs its body
-as a native executable per iteration instead of one C loop).
+as a native executable per iteration instead of one C loop; on the xla backend XLA's
+Python CPU callback custom call, ordered by a token, see
+:mod:`plait.backends.xla.rules_callbacks`).
 
 - ``debug_callback`` (effectful, no outputs): ``plait.debug.callback``/``print``.
   Under ``vmap`` it calls once per batch element (as JAX does); under ``jvp``/``grad``

@@ -10,6 +10,12 @@ parameters whose device buffers stay on the device between calls.
 Host arguments cross as zero-copy host-buffer transfers, device arguments
 (:class:`~plait.backends.xla.array.XlaArray`) in place; jit gets the results as
 XlaArrays (:meth:`XlaExecutable.call_arrays`), which reach the host only when asked.
+A module with host callbacks or collectives (:mod:`plait.backends.xla.rules_callbacks`)
+keeps their Python functions and takes the run's context last; each call returns only
+once the program (its callbacks included) ran, so effects happen before the call
+returns and a callback's exception is raised by the call as a
+:class:`~plait.errors.CallbackError`; it takes that Python path (no jit dispatcher, no C
+hot path).
 """
 from __future__ import annotations
 
@@ -21,7 +27,9 @@ import numpy as np
 
 from plait.backends.xla import pjrt
 from plait.backends.xla.array import XlaArray
-from plait.backends.xla.emitter import const_values, embedded_consts, emit_module
+from plait.backends.xla.emitter import const_values, embedded_consts, emit_module, \
+    takes_context
+from plait.backends.xla.rules_callbacks import HostCallbacks, run_context
 from plait.core.aval import ShapedArray
 from plait.core.graph import ClosedGraph
 from plait.core.printer import pp_graph
@@ -40,16 +48,20 @@ class XlaExecutable:
         self.closed = closed
         g = closed.graph
         self.n_in = len(g.invars)
-        self.text = stablehlo_text(closed)
+        self.host_callbacks = HostCallbacks()
+        self.text = stablehlo_text(closed, self.host_callbacks)
         _dump(closed, self.text)
         t0 = time.perf_counter()
-        self.loaded = pjrt.compile_text(self.text, closed.out_avals)
+        self.loaded = pjrt.compile_text(self.text, closed.out_avals, self.host_callbacks)
         self.compile_seconds = time.perf_counter() - t0
         self.const_bufs = [self.loaded.put(np.asarray(c, dtype=v.aval.dtype)) for c, v, embedded
                            in zip(const_values(closed), g.constvars,
                                   embedded_consts(closed, MAX_EMBED_BYTES)) if not embedded]
         self.in_avals = [self.loaded.aval(v.aval.shape, v.aval.dtype) for v in g.invars]
-        self._dispatch = self.loaded.dispatcher(self.const_bufs, self.in_avals)
+        self._synced = takes_context(closed)
+        self._context_aval = self.loaded.aval((), np.int64)
+        self._dispatch = None if self._synced else \
+            self.loaded.dispatcher(self.const_bufs, self.in_avals)
         self._dtypes = [a.dtype for a in self.in_avals]
         self._out_avals: dict = {}      # output weak types -> the outputs' avals
         # the last call's weak types, its outputs' avals and their C path (False: none;
@@ -91,6 +103,8 @@ class XlaExecutable:
                 return outs
         if len(args) != self.n_in:
             raise TypeError(f"executable takes {self.n_in} arguments, got {len(args)}")
+        if self._synced:
+            return [XlaArray(b, a, True) for b, a in zip(self._call_synced(args), avals)]
         d = self._dispatch
         if d is not None:
             xs, host = [], False
@@ -113,6 +127,19 @@ class XlaExecutable:
             self.in_avals, host=False)
         self._wait(outs)                # host arguments may have crossed without a copy
         return [XlaArray(b, a, True) for b, a in zip(outs, avals)]
+
+    def _call_synced(self, args) -> list:
+        """Run to the end (host callbacks included) in the calling thread's context: the
+        output device arrays; a callback's exception raised as
+        :class:`~plait.errors.CallbackError`."""
+        args = [x._buf if type(x) is XlaArray and x._buf is not None else x for x in args]
+        with run_context() as context:
+            try:
+                return self.loaded.call(self.const_bufs, args + [context],
+                                        self.in_avals + [self._context_aval], host=False,
+                                        synced=True)
+            except pjrt.runtime_error() as e:      # the run was aborted
+                self.host_callbacks.raise_error(e)
 
     def _multi_hot(self, avals: list):
         """:meth:`call_arrays`' C path for outputs ``avals`` (the list of result
@@ -142,11 +169,14 @@ class XlaExecutable:
         return self.text
 
 
-def stablehlo_text(closed: ClosedGraph) -> str:
+def stablehlo_text(closed: ClosedGraph, host_callbacks: list | None = None) -> str:
     """The StableHLO module the xla backend compiles for ``closed`` (no jaxlib needed):
-    constants up to :data:`MAX_EMBED_BYTES` embedded, larger ones leading parameters."""
+    constants up to :data:`MAX_EMBED_BYTES` embedded, larger ones leading parameters;
+    the host functions of its callbacks are appended to ``host_callbacks`` (when
+    given; else dropped: the text alone is wanted)."""
     return emit_module(closed, closed.graph.name or "plait", embed_consts=True,
-                       max_embed_bytes=MAX_EMBED_BYTES)
+                       max_embed_bytes=MAX_EMBED_BYTES,
+                       host_callbacks=[] if host_callbacks is None else host_callbacks)
 
 
 def _dump(closed: ClosedGraph, text: str) -> None:

@@ -5,12 +5,32 @@
 :class:`Ctx` that writes operations and returns SSA names. Sub-graphs of
 higher-order primitives become private ``func.func``s of the same module. The
 text is plain MLIR: no jaxlib is needed to produce it.
+
+Host callbacks run in program order: a ``!stablehlo.token`` is threaded through every
+callback custom call (:class:`TokenChain`). ``main`` makes the first token; a private
+function whose graph holds a callback (at any depth, :meth:`Emitter.needs_token`) takes
+the token as its first parameter and returns the new one as its first result, and the
+control-flow rules carry it through their regions. With the token travels the run's
+context, an int64 scalar: ``main``'s last parameter, which the executable sets to the
+key of the calling thread's replica context (see :mod:`plait.backends.xla.rules_callbacks`;
+XLA may run a callback on another thread). The Python functions the module calls are
+collected in the emitter's ``host_callbacks`` (their position is the custom call's
+``index``); a module emitted without that list (``plait.export``) refuses them.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
-from plait.core.graph import ClosedGraph, Graph, Literal
+from plait.core.graph import ClosedGraph, Graph, Literal, subgraphs_of
+from plait.errors import PlaitError, PlaitValueError
+
+TOKEN_TYPE = "!stablehlo.token"
+CONTEXT_TYPE = "tensor<i64>"
+
+# names of the primitives whose rules consume and produce the token (the host callbacks)
+TOKEN_PRIMS: set[str] = set()
 
 _ELEM = {"bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
          "uint8": "ui8", "uint16": "ui16", "uint32": "ui32", "uint64": "ui64",
@@ -64,18 +84,45 @@ def _nested(v) -> str:
     return "[" + ", ".join(_nested(x) for x in v) + "]"
 
 
+class TokenChain:
+    """The current ``!stablehlo.token`` of one function body or region (its SSA name):
+    each host callback consumes it and replaces it with the token it returns; and the
+    run's context (None in a module emitted without host functions)."""
+
+    __slots__ = ("token", "context")
+
+    def __init__(self, token: str, context: str | None = None):
+        self.token = token
+        self.context = context
+
+    @classmethod
+    def of(cls, values: list) -> "TokenChain":
+        """The chain whose :meth:`values` are ``values``."""
+        return cls(*values)
+
+    def values(self) -> list:
+        """The SSA names a function or loop passes on: the token, then the context."""
+        return [self.token] + ([self.context] if self.context else [])
+
+    def types(self) -> list:
+        return [TOKEN_TYPE] + ([CONTEXT_TYPE] if self.context else [])
+
+
 class Ctx:
     """What a ``to_stablehlo`` rule sees: the avals and an op writer.
 
     ``ctx.op(name, operands, out_types, attrs, regions)`` appends one generic
-    operation and returns its result names (a list).
+    operation and returns its result names (a list). ``ctx.chain`` is the token chain
+    of the enclosing function or region (None where no callback needs one).
     """
 
-    def __init__(self, emitter: "Emitter", lines: list, in_avals, out_avals):
+    def __init__(self, emitter: "Emitter", lines: list, in_avals, out_avals,
+                 chain: TokenChain | None = None):
         self.em = emitter
         self.lines = lines
         self.in_avals = in_avals
         self.out_avals = out_avals
+        self.chain = chain
 
     def fresh(self) -> str:
         return self.em.fresh()
@@ -122,10 +169,29 @@ class Ctx:
         return self.op1("stablehlo.broadcast_in_dim", [c], [tensor_type((), dtype)],
                         tensor_type(shape, dtype), "broadcast_dimensions = array<i64>")
 
+    def needs_token(self, graph: Graph) -> bool:
+        return self.em.needs_token(graph)
+
+    def host_callback(self, fn: Callable, what: str) -> int:
+        """The ``index`` of the host function ``fn`` in the module's callbacks (``what``
+        names the callback in the refusal of a module emitted without them)."""
+        return self.em.host_callback(fn, what)
+
     def call_graph(self, graph: Graph, operands: list, operand_types: list) -> list:
-        """``func.call`` of ``graph`` emitted as a private function of the module."""
+        """``func.call`` of ``graph`` emitted as a private function of the module; a
+        graph holding a host callback is passed this context's token and advances it."""
         fname = self.em.function(graph)
         outs = [aval_type(a) for a in graph.out_avals]
+        if self.em.needs_token(graph):
+            if self.chain is None:
+                raise PlaitError(f"the xla backend has no token to sequence the host "
+                                 f"callbacks of {graph.name or 'a sub-graph'} here; this is "
+                                 f"a plait bug, please report it")
+            res = self.op("func.call", self.chain.values() + list(operands),
+                          self.chain.types() + list(operand_types), [TOKEN_TYPE] + outs,
+                          f"callee = @{fname}")
+            self.chain.token = res[0]
+            return res[1:]
         if not outs:
             self.op("func.call", operands, operand_types, [], f"callee = @{fname}")
             return []
@@ -135,11 +201,33 @@ class Ctx:
 class Emitter:
     """Builds one module: ``main`` plus a private function per distinct sub-graph."""
 
-    def __init__(self):
+    def __init__(self, host_callbacks: list | None = None):
+        from plait.backends.xla import rules  # noqa: F401  (the rules and TOKEN_PRIMS)
         self.count = 0
         self.funcs: list[str] = []
         self.names: dict[int, str] = {}
         self.graphs: list[Graph] = []   # the sub-graphs named, kept alive: ids stay unique
+        self.host_callbacks = host_callbacks
+        self._token_needs: dict[int, bool] = {}
+
+    def needs_token(self, graph: Graph) -> bool:
+        """Whether ``graph`` holds a host callback, in itself or any sub-graph."""
+        key = id(graph)
+        if key not in self._token_needs:
+            self._token_needs[key] = any(
+                e.prim.name in TOKEN_PRIMS or any(self.needs_token(g)
+                                                  for g in subgraphs_of(e.params))
+                for e in graph.eqns)
+        return self._token_needs[key]
+
+    def host_callback(self, fn: Callable, what: str) -> int:
+        if self.host_callbacks is None:
+            raise PlaitValueError(
+                f"this StableHLO module cannot call the Python function {what}: a "
+                f"serialized module (plait.export) cannot carry Python code. Remove the "
+                f"callback from the exported function, or run it with plait.jit")
+        self.host_callbacks.append(fn)
+        return len(self.host_callbacks) - 1
 
     def fresh(self) -> str:
         self.count += 1
@@ -159,6 +247,15 @@ class Emitter:
         env: dict = {}
         params = []
         lines: list = []
+        chain = None
+        if self.needs_token(graph):
+            context = self.fresh() if self.host_callbacks is not None else None
+            if private:
+                chain = TokenChain(self.fresh(), context)
+                params += [f"{v}: {t}" for v, t in zip(chain.values(), chain.types())]
+            else:
+                chain = TokenChain(Ctx(self, lines, None, None).op1(
+                    "stablehlo.after_all", [], [], TOKEN_TYPE), context)
         if const_values is not None:     # constants embedded in the function body
             kept = []                    # (a None value stays a parameter)
             for v, c in zip(constvars, const_values):
@@ -171,8 +268,13 @@ class Emitter:
             a = self.fresh()
             env[v] = a
             params.append(f"{a}: {aval_type(v.aval)}")
-        self.emit_eqns(graph, env, lines)
+        if chain is not None and chain.context and not private:
+            params.append(f"{chain.context}: {CONTEXT_TYPE}")
+        self.emit_eqns(graph, env, lines, chain)
         outs, types = [], []
+        if chain is not None and private:
+            outs.append(chain.token)
+            types.append(TOKEN_TYPE)
         for v in graph.outvars:
             outs.append(self.read(v, env, lines))
             types.append(aval_type(v.aval))
@@ -187,11 +289,13 @@ class Emitter:
             return Ctx(self, lines, None, None).const(a.val, a.aval.dtype)
         return env[a]
 
-    def emit_eqns(self, graph: Graph, env: dict, lines: list) -> None:
+    def emit_eqns(self, graph: Graph, env: dict, lines: list,
+                  chain: TokenChain | None = None) -> None:
         from plait.backends.xla.rules import lowering_rule
         for eqn in graph.eqns:
             ins = [self.read(a, env, lines) for a in eqn.inputs]
-            ctx = Ctx(self, lines, [a.aval for a in eqn.inputs], [v.aval for v in eqn.outputs])
+            ctx = Ctx(self, lines, [a.aval for a in eqn.inputs], [v.aval for v in eqn.outputs],
+                      chain)
             rule = lowering_rule(eqn.prim)
             outs = rule(ctx, *ins, **eqn.params)
             if not eqn.prim.multiple_results:
@@ -201,12 +305,14 @@ class Emitter:
 
 
 def emit_module(closed: ClosedGraph, name: str = "plait", embed_consts: bool = False,
-                max_embed_bytes: int | None = None) -> str:
+                max_embed_bytes: int | None = None, host_callbacks: list | None = None) -> str:
     """The StableHLO module of ``closed``: ``main(consts..., args...)`` returns the outputs
     (``main(args...)`` with the constants inside the module when ``embed_consts``; with
     ``max_embed_bytes`` too, only those of at most that many bytes, the others staying
-    leading parameters in their order, see :func:`embedded_consts`)."""
-    em = Emitter()
+    leading parameters in their order, see :func:`embedded_consts`). The host functions
+    of its callbacks are appended to ``host_callbacks``; without that list a callback
+    raises ``PlaitValueError`` (a module to serialize)."""
+    em = Emitter(host_callbacks)
     consts = None
     if embed_consts:
         consts = [c if keep else None for c, keep in
@@ -215,6 +321,12 @@ def emit_module(closed: ClosedGraph, name: str = "plait", embed_consts: bool = F
                         const_values=consts)
     safe = "".join(c if c.isalnum() or c == "_" else "_" for c in (name or "plait"))
     return f"module @{safe} {{\n" + "\n".join([main] + em.funcs) + "\n}\n"
+
+
+def takes_context(closed: ClosedGraph) -> bool:
+    """Whether the ``main`` that :func:`emit_module` writes for ``closed`` with host
+    functions takes the run's context as its last parameter (it holds a callback)."""
+    return Emitter().needs_token(closed.graph)
 
 
 def const_values(closed: ClosedGraph) -> list:

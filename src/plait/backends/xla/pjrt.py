@@ -154,17 +154,22 @@ def _context():
     return ctx
 
 
+def _parse(text: str):
+    """The MLIR module of StableHLO ``text`` (inside :func:`_context`; raises
+    ``PlaitError`` with MLIR's diagnostics)."""
+    _, _, ir, _ = _jaxlib()
+    try:
+        return ir.Module.parse(text)
+    except Exception as e:   # MLIRError: report the text's problem as a plait error
+        raise PlaitError(f"the StableHLO module plait emitted does not parse; this is a "
+                         f"plait bug, please report it:\n{e}") from None
+
+
 def to_bytecode(text: str) -> bytes:
     """Parse StableHLO text (raises ``PlaitError`` with MLIR's diagnostics) to bytecode."""
-    _, _, ir, _ = _jaxlib()
     with _context():
-        try:
-            m = ir.Module.parse(text)
-        except Exception as e:   # MLIRError: report the text's problem as a plait error
-            raise PlaitError(f"the StableHLO module plait emitted does not parse; this is a "
-                             f"plait bug, please report it:\n{e}") from None
         buf = io.BytesIO()
-        m.operation.write_bytecode(buf)
+        _parse(text).operation.write_bytecode(buf)
         return buf.getvalue()
 
 
@@ -273,11 +278,13 @@ class Loaded:
         return jx.pjit("plait_xla", slow, first, [], [], "plait", registry, _no_fallback,
                        jx.PjitFunctionCache(4))
 
-    def call(self, consts: list, args, avals: list, host: bool = True) -> list:
+    def call(self, consts: list, args, avals: list, host: bool = True,
+             synced: bool = False) -> list:
         """Run on device ``consts`` then ``args`` (this device's arrays, or host arrays
         or values, converted to ``avals``' dtypes): host views of the results, or with
         ``host=False`` the device arrays (needs ``out_avals``). One loop, no
-        per-argument method call."""
+        per-argument method call. ``synced``: return once the whole program ran (its
+        host callbacks included; a failure raises here), not only its results."""
         bufs = list(consts)
         put, sh, devs, zc = self._put, self._sharding, self._devs, self._zero_copy
         array_type = _STATE["array_type"]
@@ -293,7 +300,12 @@ class Loaded:
                     bufs.append(buf)
                     continue
             bufs.append(put(av, sh, [x], devs, True, False, zc, True))
-        outs = self._execute(bufs).consume_with_handlers(self._handlers)
+        if synced:
+            res = self._execute(bufs, with_tokens=True)
+            res.consume_token().block_until_ready()
+            outs = res.consume_with_handlers(self._handlers)
+        else:
+            outs = self._execute(bufs).consume_with_handlers(self._handlers)
         return [np.asarray(r) for r in outs] if host else outs
 
 
@@ -346,20 +358,37 @@ def register_lapack() -> None:
         _STATE["lapack"] = True
 
 
-def compile_text(text: str, out_avals=None) -> Loaded:
+def compile_text(text: str, out_avals=None, host_callbacks: list | None = None) -> Loaded:
     """Compile a StableHLO module on the CPU client's first device (``out_avals``:
-    the results' shapes and dtypes, for the fast result path of :class:`Loaded`)."""
+    the results' shapes and dtypes, for the fast result path of :class:`Loaded`).
+    ``host_callbacks``: the Python functions the module's ``xla_ffi_python_cpu_callback``
+    custom calls run, by their ``index`` (the executable keeps them alive)."""
     xc, _, _, _ = _jaxlib()
     if f'"{LAPACK_TARGET_PREFIX}' in text:
         register_lapack()
-    bc = to_bytecode(text)
     c = client()
     dev = c.devices()[0]
+    if host_callbacks:
+        # jaxlib takes host callbacks only with a parsed module (not its bytecode)
+        with _context():
+            module = _parse(text)
+            try:
+                exe = c.compile_and_load(module, xc.DeviceList((dev,)), xc.CompileOptions(),
+                                         host_callbacks=list(host_callbacks))
+            except Exception as e:   # XlaRuntimeError
+                raise PlaitError(f"XLA could not compile the module: {e}") from None
+        return Loaded(exe, dev, out_avals)
+    bc = to_bytecode(text)
     try:
         exe = c.compile_and_load(bc, xc.DeviceList((dev,)), xc.CompileOptions())
     except Exception as e:   # XlaRuntimeError
         raise PlaitError(f"XLA could not compile the module: {e}") from None
     return Loaded(exe, dev, out_avals)
+
+
+def runtime_error() -> type:
+    """The exception class jaxlib raises for a failed compile or run."""
+    return _jaxlib()[1].JaxRuntimeError
 
 
 def _no_fallback(x, sharding, layout):

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from plait.backends.xla.emitter import Ctx, aval_type, elem_type, i64_array, tensor_type
+from plait.backends.xla.emitter import Ctx, aval_type, tensor_type
 from plait.core.primitive import Primitive
-from plait.errors import MissingRuleError
 
 RULE = "to_stablehlo"
 
@@ -22,15 +21,6 @@ RULE = "to_stablehlo"
 REFUSED: dict[str, str] = {
     "custom_lin": "an internal placeholder of forward-mode AD of custom_vjp functions; its "
                   "impl raises, so no executable graph contains it",
-    **{name: "a host callback: XLA's CPU client runs Python only through a host-callback "
-             "custom call that jaxlib registers inside jax's own (private) lowering; run "
-             "programs with callbacks on the native or interp backend"
-       for name in ("debug_callback", "pure_callback", "io_callback")},
-    **{name: "a collective of a pmap replica program: its impl calls the replica's "
-             "communicator (shared memory, MPI); pmap runs replicas on the native or "
-             "interp backend (under vmap(axis_name=) collectives become ordinary ops)"
-       for name in ("psum", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all",
-                    "ppermute", "axis_index")},
 }
 
 
@@ -96,6 +86,7 @@ def _reg(prims, fn):
 def _register_all():
     from plait.backends.xla import rules_elementwise, rules_structural, rules_control  # noqa
     from plait.backends.xla import rules_extra, rules_lapack, rules_tile  # noqa: F401
+    from plait.backends.xla import rules_callbacks  # noqa: F401
 
 
 _register_all()
