@@ -19,13 +19,14 @@ RM.optimization_barrier_p.def_rule(RULE, lambda ctx, *xs: ctx.op(
     [aval_type(a) for a in ctx.in_avals]) if xs else [])
 
 
-def _lower_mask(ctx, shape):
-    """``row >= col`` over the last two dims of ``shape``."""
+def _lower_mask(ctx, shape, direction: str = "GE"):
+    """``row <direction> col`` over the last two dims of ``shape`` (the default ``GE``:
+    the lower triangle; ``GT`` the strict one, ``EQ`` the diagonal)."""
     n = len(shape)
     i64 = np.dtype(np.int64)
     r = ctx.op1("stablehlo.iota", [], [], tensor_type(shape, i64), f"iota_dimension = {n - 2} : i64")
     c = ctx.op1("stablehlo.iota", [], [], tensor_type(shape, i64), f"iota_dimension = {n - 1} : i64")
-    return compare(ctx, r, c, shape, i64, "GE")
+    return compare(ctx, r, c, shape, i64, direction)
 
 
 def _cholesky(ctx, a):

@@ -16,8 +16,9 @@ import numpy as np
 from plait import lax
 from plait import numpy as pnp
 from plait.backends.xla.emitter import i64_array, tensor_type
-from plait.backends.xla.rules import REFUSED, RULE, binary, compare, convert, select
+from plait.backends.xla.rules import RULE, binary, compare, convert, select
 from plait.backends.xla.rules_control import call_traced
+from plait.backends.xla.rules_extra import _lower_mask
 from plait.core.aval import ShapedArray
 from plait.lax import linalg as LA
 
@@ -47,23 +48,31 @@ def _layouts(ranks_and_kinds) -> str:
     return "[" + ", ".join(out) + "]"
 
 
+def _lapack_call(ctx, target: str, operands: list, operand_specs: list, result_specs: list,
+                 config: str = "", alias: bool = True) -> list:
+    """``stablehlo.custom_call`` of jaxlib's LAPACK FFI ``target``: ``*_specs`` are
+    ``(shape, dtype, kind)`` per operand/result (``kind`` for :func:`_layouts`);
+    ``config`` the ``mhlo.backend_config`` entries; with ``alias`` result 0 reuses
+    operand 0's buffer (as LAPACK overwrites the matrix it factors)."""
+    index = "[0]" if len(result_specs) > 1 else "[]"
+    aliases = (", output_operand_aliases = [#stablehlo.output_operand_alias<"
+               f"output_tuple_indices = {index}, operand_index = 0, "
+               "operand_tuple_indices = []>]") if alias else ""
+    return ctx.op(
+        "stablehlo.custom_call", operands, [tensor_type(sh, dt) for sh, dt, _ in operand_specs],
+        [tensor_type(sh, dt) for sh, dt, _ in result_specs],
+        f'call_target_name = "{target}", mhlo.backend_config = {{{config}}}, '
+        f"operand_layouts = {_layouts([(len(sh), k) for sh, _, k in operand_specs])}, "
+        f"result_layouts = {_layouts([(len(sh), k) for sh, _, k in result_specs])}"
+        + aliases)
+
+
 def _lapack_custom_call(ctx, target: str, a: str, dtype, config: str, results,
                         aliased: bool) -> list:
-    """One ``stablehlo.custom_call`` of jaxlib's LAPACK FFI ``target`` on the matrix stack
-    ``a`` (``ctx.in_avals[0]``'s shape, ``dtype``); ``config`` is the
-    ``mhlo.backend_config`` dictionary's body, ``results`` ``(shape, dtype, kind)``
-    triples (kind as in :func:`_layouts`); with ``aliased`` the first result overwrites
-    the operand (as LAPACK overwrites the matrix it factors)."""
-    sh = tuple(ctx.in_avals[0].shape)
-    alias = (", output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices"
-             " = [0], operand_index = 0, operand_tuple_indices = []>]" if aliased else "")
-    return ctx.op(
-        "stablehlo.custom_call", [a], [tensor_type(sh, dtype)],
-        [tensor_type(shape, dtype) for shape, dtype, _ in results],
-        f'call_target_name = "{target}", mhlo.backend_config = {{{config}}}, '
-        f"operand_layouts = {_layouts([(len(sh), 'matrix')])}, "
-        f"result_layouts = {_layouts([(len(shape), kind) for shape, _, kind in results])}"
-        + alias)
+    """:func:`_lapack_call` on the one matrix stack ``a`` (``ctx.in_avals[0]``'s shape,
+    ``dtype``)."""
+    return _lapack_call(ctx, target, [a], [(tuple(ctx.in_avals[0].shape), dtype, "matrix")],
+                        results, config, alias=aliased)
 
 
 def _info_ok(ctx, info, batch):
@@ -79,16 +88,21 @@ def _nan_unless_ok(ctx, ok, x, shape, dtype, batch):
     return select(ctx, okb, x, ctx.full(np.nan, shape, dtype), shape, dtype)
 
 
+def _axis_slice(ctx, x, shape, dtype, axis: int, lo: int, hi: int):
+    """``x`` sliced to ``lo:hi`` along ``axis`` (``x`` itself for the whole axis)."""
+    if (lo, hi) == (0, shape[axis]):
+        return x
+    start, limit, out = [0] * len(shape), list(shape), list(shape)
+    start[axis], limit[axis], out[axis] = lo, hi, hi - lo
+    return ctx.op1("stablehlo.slice", [x], [tensor_type(shape, dtype)],
+                   tensor_type(tuple(out), dtype),
+                   f"start_indices = {i64_array(start)}, limit_indices = {i64_array(limit)}, "
+                   f"strides = {i64_array([1] * len(shape))}")
+
+
 def _last_axis_slice(ctx, x, shape, dtype, lo, hi):
     """``x[..., lo:hi]`` (``x`` itself for the whole axis)."""
-    if (lo, hi) == (0, shape[-1]):
-        return x
-    r = len(shape)
-    return ctx.op1("stablehlo.slice", [x], [tensor_type(shape, dtype)],
-                   tensor_type(tuple(shape[:-1]) + (hi - lo,), dtype),
-                   f"start_indices = {i64_array([0] * (r - 1) + [lo])}, "
-                   f"limit_indices = {i64_array(list(shape[:-1]) + [hi])}, "
-                   f"strides = {i64_array([1] * r)}")
+    return _axis_slice(ctx, x, shape, dtype, len(shape) - 1, lo, hi)
 
 
 def _eigh(ctx, a, *, lower, sort_eigenvalues, subset_by_index, compute_eigenvectors):
@@ -301,8 +315,76 @@ def _schur(ctx, a, *, compute_schur_vectors):
 
 LA.schur_p.def_rule(RULE, _schur)
 
-_LAPACK = ("needs a LAPACK routine: XLA's CPU client has no StableHLO op for it; its "
-           "lowering through jaxlib's LAPACK custom calls (as eigh's) is not written yet; "
-           "use the native backend")
-for _name in ("qr", "svd"):
-    REFUSED[_name] = _LAPACK
+
+def _eye(ctx, shape, dtype):
+    """Identity matrices of ``shape`` (ones on the leading diagonal), as the impls give
+    for the orthogonal factors of an empty matrix."""
+    return convert(ctx, _lower_mask(ctx, shape, "EQ"), shape, np.bool_, dtype)
+
+
+def _qr(ctx, a, *, full_matrices):
+    """LAPACK's geqrf, then orgqr/ungqr forming ``q`` from the Householder reflectors
+    (numpy.linalg.qr's routines, which the impl calls); ``r`` is the factored matrix's
+    upper triangle. ``q``'s input is the factored matrix cut (wide) or zero-padded (tall,
+    ``full_matrices``) to ``q``'s shape; geqrf cannot fail, so no ``info``."""
+    av = ctx.in_avals[0]
+    sh, dt = tuple(av.shape), np.dtype(av.dtype)
+    (m, n), batch = sh[-2:], sh[:-2]
+    qsh, rsh = (tuple(o.shape) for o in ctx.out_avals)
+    if 0 in sh:
+        return [_eye(ctx, qsh, dt), ctx.full(0, rsh, dt)]
+    k = min(m, n)
+    taus = (batch + (k,), dt, "vector")
+    f, tau = _lapack_call(ctx, _lapack_target(dt, "geqrf", "geqrf"), [a], [(sh, dt, "matrix")],
+                          [(sh, dt, "matrix"), taus])
+    if qsh[-1] > n:
+        pad = [0] * (len(sh) - 1) + [qsh[-1] - n]
+        v = ctx.op1("stablehlo.pad", [f, ctx.const(0, dt)], [tensor_type(sh, dt),
+                    tensor_type((), dt)], tensor_type(qsh, dt),
+                    f"edge_padding_low = {i64_array([0] * len(sh))}, "
+                    f"edge_padding_high = {i64_array(pad)}, "
+                    f"interior_padding = {i64_array([0] * len(sh))}")
+    else:
+        v = _last_axis_slice(ctx, f, sh, dt, 0, qsh[-1])
+    (q,) = _lapack_call(ctx, _lapack_target(dt, "orgqr", "ungqr"), [v, tau],
+                        [(qsh, dt, "matrix"), taus], [(qsh, dt, "matrix")])
+    r = _axis_slice(ctx, f, sh, dt, len(sh) - 2, 0, rsh[-2])
+    r = select(ctx, _lower_mask(ctx, rsh, "GT"), ctx.full(0, rsh, dt), r, rsh, dt)
+    return [q, r]
+
+
+LA.qr_p.def_rule(RULE, _qr)
+
+
+def _svd(ctx, a, *, full_matrices, compute_uv, subset_by_index):
+    """LAPACK's gesdd (the impl's routine; its ``mode``: ``A`` full, ``S`` reduced, ``N``
+    values only); a batch entry whose routine failed (no convergence, or a NaN input)
+    is NaN; ``subset_by_index`` slices the reduced result, as the impl does."""
+    av = ctx.in_avals[0]
+    sh, dt = tuple(av.shape), np.dtype(av.dtype)
+    (m, n), batch = sh[-2:], sh[:-2]
+    k, rd = min(m, n), np.dtype(np.finfo(dt).dtype)
+    if 0 in sh:
+        return [ctx.full(0, o.shape, o.dtype) if i == 0 else _eye(ctx, tuple(o.shape), dt)
+                for i, o in enumerate(ctx.out_avals)]
+    full_uv = compute_uv and full_matrices and subset_by_index is None
+    mode = "A" if full_uv else "S" if compute_uv else "N"
+    ku, kv = (m, n) if full_uv else (k, k)
+    ush, vsh, ssh = batch + (m, ku), batch + (kv, n), batch + (k,)
+    _, s, u, vt, info = _lapack_call(
+        ctx, _lapack_target(dt, "gesdd", "gesdd"), [a], [(sh, dt, "matrix")],
+        [(sh, dt, "matrix"), (ssh, rd, "vector"), (ush, dt, "matrix"), (vsh, dt, "matrix"),
+         (batch, np.int32, "vector")], f"mode = {ord(mode)} : ui8")
+    ok = _info_ok(ctx, info, batch)
+    lo, hi = subset_by_index or (0, k)
+    s = _last_axis_slice(ctx, _nan_unless_ok(ctx, ok, s, ssh, rd, batch), ssh, rd, lo, hi)
+    if not compute_uv:
+        return [s]
+    u, vt = _nan_unless_ok(ctx, ok, u, ush, dt, batch), _nan_unless_ok(ctx, ok, vt, vsh, dt, batch)
+    if subset_by_index is None:
+        return [s, u, vt]
+    return [s, _last_axis_slice(ctx, u, ush, dt, lo, hi),
+            _axis_slice(ctx, vt, vsh, dt, len(vsh) - 2, lo, hi)]
+
+
+LA.svd_p.def_rule(RULE, _svd)

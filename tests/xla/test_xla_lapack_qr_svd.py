@@ -1,0 +1,243 @@
+"""qr and svd on the xla backend: jaxlib's LAPACK custom calls (geqrf + orgqr/ungqr,
+gesdd) against the interp backend (NumPy/SciPy's LAPACK) and NumPy's own functions, for
+every dtype, batches, tall/wide/square and empty matrices, every parameter, failed
+entries, gradients and an export run in a fresh process."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("jaxlib")
+
+import plait  # noqa: E402
+import plait.numpy as pnp  # noqa: E402
+from plait.lax import linalg as la  # noqa: E402
+
+DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
+SHAPES = [(5, 3), (3, 5), (4, 4), (2, 6, 4), (3, 4, 6), (2, 1, 3, 3)]
+EMPTY = [(0, 3), (3, 0), (0, 0), (2, 0, 0), (0, 3, 3), (2, 3, 0)]
+LETTER = {np.float32: "s", np.float64: "d", np.complex64: "c", np.complex128: "z"}
+
+
+def _tol(dtype) -> float:
+    """Both backends run the same LAPACK routines: a few ulps apart at most."""
+    return 1e-5 if np.finfo(dtype).bits <= 32 else 1e-12
+
+
+def _rand(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.normal(size=shape)
+    return x.astype(dtype)
+
+
+def _both(f, x, tol):
+    """``f(x)`` on xla, checked against interp (dtypes, shapes, values, NaN places)."""
+    got = [np.asarray(v) for v in plait.tree_util.tree_leaves(plait.jit(f, backend="xla")(x))]
+    want = [np.asarray(v) for v in plait.tree_util.tree_leaves(plait.jit(f, backend="interp")(x))]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol, equal_nan=True)
+    return got
+
+
+def _H(x):
+    return np.conj(np.swapaxes(x, -1, -2))
+
+
+def _stablehlo(f, x) -> str:
+    return plait.jit(f, backend="xla").lower(x).as_text(stage="stablehlo")
+
+
+# --- qr ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_qr_lowers_to_geqrf_then_orgqr(dtype):
+    text = _stablehlo(lambda a: la.qr(a), _rand((5, 3), dtype))
+    c = LETTER[dtype]
+    assert f"lapack_{c}geqrf_ffi" in text
+    assert f"lapack_{c}{'ungqr' if c in 'cz' else 'orgqr'}_ffi" in text
+
+
+@pytest.mark.parametrize("full_matrices", [True, False])
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_qr_matches_interp_and_numpy(dtype, shape, full_matrices):
+    a = _rand(shape, dtype)
+    tol = _tol(dtype)
+    q, r = _both(lambda x: la.qr(x, full_matrices=full_matrices), a, tol)
+    nq, nr = np.linalg.qr(a, mode="complete" if full_matrices else "reduced")
+    np.testing.assert_allclose(q, nq, rtol=tol, atol=tol)
+    np.testing.assert_allclose(r, nr, rtol=tol, atol=tol)
+    np.testing.assert_array_equal(r, np.triu(r))
+    np.testing.assert_allclose(q @ r, a, rtol=10 * tol, atol=10 * tol)
+    eye = np.broadcast_to(np.eye(q.shape[-1]), q.shape[:-2] + (q.shape[-1],) * 2)
+    np.testing.assert_allclose(_H(q) @ q, eye, atol=10 * tol)
+
+
+@pytest.mark.parametrize("full_matrices", [True, False])
+@pytest.mark.parametrize("shape", EMPTY)
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128])
+def test_qr_of_empty_matrices(dtype, shape, full_matrices):
+    q, r = _both(lambda x: la.qr(x, full_matrices=full_matrices), _rand(shape, dtype), 0)
+    assert not r.any()
+    if q.size:
+        np.testing.assert_array_equal(q, np.broadcast_to(np.eye(q.shape[-2], q.shape[-1]),
+                                                         q.shape))
+
+
+def test_qr_of_nan_and_rank_deficient_inputs():
+    """geqrf has no failure: NaNs spread as in the reference; a rank-deficient matrix
+    still factors (a zero diagonal in r)."""
+    a = _rand((3, 5, 4), np.float64)
+    a[1, 2, 3] = np.nan
+    a[2, :, 1] = 2 * a[2, :, 0]
+    q, r = _both(lambda x: la.qr(x), a, 1e-12)
+    assert np.isnan(q[1]).any() and not np.isnan(q[[0, 2]]).any()
+    np.testing.assert_allclose(q[2] @ r[2], a[2], atol=1e-12)
+    assert abs(r[2, 1, 1]) < 1e-12
+
+
+@pytest.mark.parametrize("shape,full_matrices", [((5, 3), False), ((4, 4), True),
+                                                 ((2, 4, 4), False)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_qr_gradient_matches_interp(dtype, shape, full_matrices):
+    a = _rand(shape, dtype, seed=1)
+    w = _rand(shape, dtype, seed=2)
+
+    def loss(x):
+        q, r = la.qr(x, full_matrices=full_matrices)
+        return pnp.sum(q[..., :1] * r[..., :1, :].sum()) + pnp.sum(r * w[..., :r.shape[-2], :])
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    _both(plait.grad(loss), a, tol)
+
+
+# --- svd --------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_svd_lowers_to_gesdd_with_its_mode(dtype):
+    a = _rand((5, 3), dtype)
+    target = f"lapack_{LETTER[dtype]}gesdd_ffi"
+    for f, mode in [(lambda x: la.svd(x), "A"), (lambda x: la.svd(x, full_matrices=False), "S"),
+                    (lambda x: la.svd(x, compute_uv=False), "N"),
+                    (lambda x: la.svd(x, subset_by_index=(1, 3)), "S"),
+                    (lambda x: la.svd(x)[0], "N")]:      # only s read: no vectors (dce)
+        text = _stablehlo(f, a)
+        assert target in text and f"mode = {ord(mode)} : ui8" in text
+
+
+def _svd_all_params(k: int):
+    out = [dict(full_matrices=fm, compute_uv=cuv) for fm in (True, False) for cuv in (True, False)]
+    if k >= 2:
+        out += [dict(subset_by_index=(1, k)), dict(subset_by_index=(0, 1), compute_uv=False),
+                dict(subset_by_index=(1, 2), full_matrices=False)]
+    return out
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_svd_matches_interp_and_numpy(dtype, shape):
+    a = _rand(shape, dtype)
+    tol = _tol(dtype)
+    ns = np.linalg.svd(a, compute_uv=False)
+    for params in _svd_all_params(min(shape[-2:])):
+        outs = _both(lambda x: la.svd(x, **params), a, tol)
+        lo, hi = params.get("subset_by_index") or (0, ns.shape[-1])
+        np.testing.assert_allclose(outs[0], ns[..., lo:hi], rtol=tol, atol=tol)
+        if not params.get("compute_uv", True):
+            assert len(outs) == 1
+            continue
+        s, u, vt = outs
+        if params.get("full_matrices", True) and "subset_by_index" not in params:
+            nu, _, nvt = np.linalg.svd(a, full_matrices=True)
+            assert u.shape == nu.shape and vt.shape == nvt.shape
+            for x in (u, vt):
+                eye = np.broadcast_to(np.eye(x.shape[-1]), x.shape)
+                np.testing.assert_allclose(_H(x) @ x, eye, atol=10 * tol)
+        k = s.shape[-1]
+        recon = (u[..., :, :k] * s[..., None, :]) @ vt[..., :k, :]
+        if k == min(shape[-2:]):
+            np.testing.assert_allclose(recon, a, rtol=10 * tol, atol=10 * tol)
+        else:   # the partial SVD is the projection of a onto its singular vectors
+            np.testing.assert_allclose(recon, u @ (_H(u) @ a @ _H(vt)) @ vt, atol=10 * tol)
+
+
+@pytest.mark.parametrize("shape", EMPTY)
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64])
+def test_svd_of_empty_matrices(dtype, shape):
+    for params in _svd_all_params(0):
+        outs = _both(lambda x: la.svd(x, **params), _rand(shape, dtype), 0)
+        assert outs[0].size == 0
+        for x in outs[1:]:
+            np.testing.assert_array_equal(x, np.broadcast_to(np.eye(*x.shape[-2:]), x.shape))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_svd_of_failed_entries_is_nan_as_in_interp(dtype):
+    """gesdd refuses a NaN input (info = -4): that batch entry is NaN, the others are
+    untouched; an inf (info = 0) gives what LAPACK gives on both backends."""
+    a = _rand((3, 4, 3), dtype)
+    a[1, 2, 1] = np.nan
+    a[2, 1, 1] = np.inf
+    for params in _svd_all_params(3):
+        outs = _both(lambda x: la.svd(x, **params), a, _tol(dtype))
+        assert all(np.isnan(x[1]).all() and not np.isnan(x[0]).any() for x in outs)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_svd_of_failed_entries_is_nan(dtype):
+    """Complex inputs: xla gives NaN exactly where SciPy's LAPACK gesdd reports failure
+    (the interp impl raises numpy's LinAlgError there instead)."""
+    from scipy.linalg import lapack
+    a = _rand((3, 4, 3), dtype)
+    a[1, 2, 1] = np.nan
+    gesdd = lapack.get_lapack_funcs("gesdd", dtype=dtype)
+    assert [gesdd(x)[-1] != 0 for x in a] == [False, True, False]
+    s, u, vt = plait.jit(lambda x: la.svd(x), backend="xla")(a)
+    good = [0, 2]
+    for x in (s, u, vt):
+        x = np.asarray(x)
+        assert np.isnan(x[1]).all() and not np.isnan(x[good]).any()
+    np.testing.assert_allclose(np.asarray(s)[good], np.linalg.svd(a[good], compute_uv=False),
+                               rtol=_tol(dtype))
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 4, 4)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_svd_gradient_matches_interp(dtype, shape):
+    a = _rand(shape, dtype, seed=3)
+
+    def loss(x):
+        s, u, vt = la.svd(x, full_matrices=False)
+        # squares: independent of the singular vectors' signs
+        return pnp.sum(s ** 2) + pnp.sum(u[..., :, :1] ** 2 * s[..., :1, None]) + pnp.sum(vt ** 2)
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    _both(plait.grad(loss), a, tol)
+    _both(plait.grad(lambda x: pnp.sum(la.svd(x, compute_uv=False))), a, tol)
+
+
+# --- export -------------------------------------------------------------------------------
+def test_qr_and_svd_export_and_run_in_a_fresh_process(tmp_path):
+    a = _rand((5, 3), np.float64)
+
+    def f(x):
+        q, r = la.qr(x, full_matrices=False)
+        s, u, vt = la.svd(x, full_matrices=False)
+        return q @ r, s, (u * s[None, :]) @ vt
+    exp = plait.export(plait.jit(f, backend="xla"))(a)
+    path = tmp_path / "qrsvd.bin"
+    path.write_bytes(exp.serialize())
+    np.save(tmp_path / "a.npy", a)
+    code = ("import numpy as np, plait, sys; "
+            f"e = plait.export.deserialize(open({str(path)!r}, 'rb').read()); "
+            "print(repr([np.asarray(o).tolist() for o in e.call(np.load(sys.argv[1]))]))")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "a.npy")],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    qr_, s, usv = (np.array(v) for v in eval(out.stdout.strip().splitlines()[-1]))
+    np.testing.assert_allclose(qr_, a, atol=1e-12)
+    np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), rtol=1e-12)
+    np.testing.assert_allclose(usv, a, atol=1e-12)
