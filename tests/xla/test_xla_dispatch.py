@@ -72,6 +72,18 @@ def test_calls_never_look_for_jax():
     assert out == ["0", "0"], f"jax import attempts (first call, later calls): {out}"
 
 
+def test_the_first_call_writes_nothing_to_stderr():
+    """XLA's C++ INFO log lines (the client's device count) stay off the user's stderr."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(plait.__file__))
+    code = ("import numpy as np, plait; "
+            "print(plait.jit(lambda x: x + 1, backend='xla')(np.ones(3)).sum())")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.split() == ["6.0"], out.stderr[-2000:]
+    assert out.stderr == "", out.stderr[-2000:]
+
+
 def test_devices_lists_pjrt_and_names_the_missing_plugin():
     """``devices("cpu")`` is the host; the CPU client reports it too. Here no GPU or
     TPU plugin is installed: the error names the package to install."""

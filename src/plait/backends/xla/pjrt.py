@@ -20,6 +20,7 @@ it is.
 from __future__ import annotations
 
 import io
+import os
 import sys
 import threading
 from collections import namedtuple
@@ -33,6 +34,9 @@ _LOCK = threading.Lock()
 
 
 def _jaxlib():
+    # XLA's C++ logs INFO lines (the client's device count) to stderr unless told
+    # otherwise before it loads; jax sets the same default
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
     try:
         import jaxlib  # noqa: F401
         from jaxlib import xla_client
