@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.join(_HERE, "..", ".."))     # this checkout's plait
 sys.path.insert(0, os.path.join(_HERE, "..", "lax"))
 sys.path.insert(0, _HERE)
 
-from test_xla_sweep import CASES  # noqa: E402  (rows of refused primitives left out)
+from test_xla_sweep import CASES  # noqa: E402
 from test_xla_sweep import compare, run_cases  # noqa: E402
 
 
