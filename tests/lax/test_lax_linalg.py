@@ -1,5 +1,9 @@
 """plait.lax.linalg's shape and dtype errors name the user's line; jit stages the
 primitives with the shapes abstract_eval promises."""
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -79,3 +83,15 @@ def test_cholesky_backward_keeps_the_diagonal_elementwise():
     c = c @ c.conj().T + 4 * np.eye(4)
     check_grads(lambda x: L.cholesky(x, symmetrize_input=False), (c,), order=2)
     check_grads(lambda x: L.eigh(x)[1], (a,), order=1)
+
+
+def test_svd_of_nonfinite_matrices_is_nan_and_returns():
+    """svd on matrices holding inf/NaN, every dtype and mode, and the NumPy functions
+    built on it: NaN batch entries, the finite ones unchanged and NumPy's
+    (``svd_nonfinite_check.py``, in a child process with a timeout: LAPACK's gesdd
+    never returns on one of its matrices, Reference-LAPACK/lapack#1409)."""
+    pytest.importorskip("scipy")
+    out = subprocess.run([sys.executable, str(Path(__file__).with_name("svd_nonfinite_check.py")),
+                          "interp"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split()[-1] == "ok"

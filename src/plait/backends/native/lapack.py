@@ -93,6 +93,12 @@ static void NAME(const T *t, T *rhs, int64_t inc, int n, int lower, int trans, i
   for (int k = 0; k < n; ++k) rhs[k * inc] = z[k]; }}
 plait_def_trsub(plait_trsub_float, float)
 plait_def_trsub(plait_trsub_double, double)
+/* every element of x[0..n) is finite (LAPACK's gesdd may never return on an inf) */
+#define plait_def_allfinite(NAME, T) \
+static int NAME(const T *x, int64_t n) {{ \
+  for (int64_t i = 0; i < n; ++i) if (!isfinite(x[i])) return 0; return 1; }}
+plait_def_allfinite(plait_allfinite_float, float)
+plait_def_allfinite(plait_allfinite_double, double)
 """
 
 _POINTERS: list | None = None
@@ -414,10 +420,10 @@ def _svd(cp: CProgram, eqn, name: str) -> bool:
             else "{ct} *s = bufs[1];").format(ct=ct)
     back = f"""
     {ct} *ub = u + b * {m * ucols}, *vb = vt + b * {vrows * n};
-    plait_transpose_{ct}(uc, ub, {ucols}, {m}, {ucols});
-    plait_transpose_{ct}(vc, vb, {n}, {vrows}, {n});
     if (info != 0) {{ for (int t = 0; t < {m * ucols}; ++t) ub[t] = NAN;
-                      for (int t = 0; t < {vrows * n}; ++t) vb[t] = NAN; }}""" if uv else ""
+                      for (int t = 0; t < {vrows * n}; ++t) vb[t] = NAN; }}
+    else {{ plait_transpose_{ct}(uc, ub, {ucols}, {m}, {ucols});
+           plait_transpose_{ct}(vc, vb, {n}, {vrows}, {n}); }}""" if uv else ""
     isz = np.dtype(eqn.inputs[0].aval.dtype).itemsize
     nu, nvt = max(ldu * (ucols if uv else 1), 1), max(ldvt * (n if uv else 1), 1)
     gesdd = _fn(p, "gesdd")
@@ -427,9 +433,11 @@ def _svd(cp: CProgram, eqn, name: str) -> bool:
   int m = {m}, n = {n}, lda = {m}, ldu = {ldu}, ldvt = {ldvt}, info = 0, lwork = -1;
   {ct} q = 0;""", loop=f"""\
     const {ct} *ab = a + b * {m * n}; {ct} *sb = s + b * {k};
-    plait_transpose_{ct}(ab, w, m, n, m);
-    {gesdd}(&jobz, &m, &n, w, &lda, sb, uc, &ldu, vc, &ldvt, work, &lwork, iwork,
-        &info);
+    if (plait_allfinite_{ct}(ab, {m * n})) {{
+      plait_transpose_{ct}(ab, w, m, n, m);
+      {gesdd}(&jobz, &m, &n, w, &lda, sb, uc, &ldu, vc, &ldvt, work, &lwork, iwork,
+          &info);
+    }} else info = 1;   /* a non-finite entry: NaN, as the impl's */
     if (info != 0) for (int t = 0; t < {k}; ++t) sb[t] = NAN;{back}""",
         work=((ct, "w", m * n), (ct, "uc", nu), (ct, "vc", nvt), ("int", "iwork", 8 * max(k, 1))),
         query=f"""{gesdd}(&jobz, &m, &n, w, &lda, s, uc, &ldu, vc, &ldvt, &q, &lwork, iwork, &info);

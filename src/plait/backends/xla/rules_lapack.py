@@ -356,10 +356,19 @@ def _qr(ctx, a, *, full_matrices):
 LA.qr_p.def_rule(RULE, _qr)
 
 
+def _finite_or_zero(a):
+    """``[finite, a']``: whether each matrix of the stack ``a`` is all finite, and ``a``
+    with every other matrix replaced by zeros."""
+    finite = pnp.all(pnp.isfinite(a), axis=(-2, -1))
+    return [finite, pnp.where(finite[..., None, None], a, pnp.zeros((), a.dtype))]
+
+
 def _svd(ctx, a, *, full_matrices, compute_uv, subset_by_index):
     """LAPACK's gesdd (the impl's routine; its ``mode``: ``A`` full, ``S`` reduced, ``N``
-    values only); a batch entry whose routine failed (no convergence, or a NaN input)
-    is NaN; ``subset_by_index`` slices the reduced result, as the impl does."""
+    values only); a batch entry whose routine failed (no convergence) or whose matrix
+    holds inf/NaN is NaN (such a matrix reaches gesdd as zeros: it may never return on
+    an inf, Reference-LAPACK/lapack#1409); ``subset_by_index`` slices the reduced
+    result, as the impl does."""
     av = ctx.in_avals[0]
     sh, dt = tuple(av.shape), np.dtype(av.dtype)
     (m, n), batch = sh[-2:], sh[:-2]
@@ -371,11 +380,12 @@ def _svd(ctx, a, *, full_matrices, compute_uv, subset_by_index):
     mode = "A" if full_uv else "S" if compute_uv else "N"
     ku, kv = (m, n) if full_uv else (k, k)
     ush, vsh, ssh = batch + (m, ku), batch + (kv, n), batch + (k,)
+    finite, a = call_traced(ctx, _finite_or_zero, [a], "svd's finite matrices")
     _, s, u, vt, info = _lapack_call(
         ctx, _lapack_target(dt, "gesdd", "gesdd"), [a], [(sh, dt, "matrix")],
         [(sh, dt, "matrix"), (ssh, rd, "vector"), (ush, dt, "matrix"), (vsh, dt, "matrix"),
          (batch, np.int32, "vector")], f"mode = {ord(mode)} : ui8")
-    ok = _info_ok(ctx, info, batch)
+    ok = binary(ctx, "stablehlo.and", _info_ok(ctx, info, batch), finite, batch, np.bool_)
     lo, hi = subset_by_index or (0, k)
     s = _last_axis_slice(ctx, _nan_unless_ok(ctx, ok, s, ssh, rd, batch), ssh, rd, lo, hi)
     if not compute_uv:

@@ -79,13 +79,15 @@ def _each(batch: tuple):
     return _np.ndindex(*batch) if batch else [()]
 
 
-def _scipy_each(a, routine: str, kwargs: dict, picks: tuple, shapes: tuple) -> list:
+def _scipy_each(a, routine: str, kwargs: dict, picks: tuple, shapes: tuple,
+                dtypes: tuple | None = None) -> list:
     """SciPy's LAPACK ``routine(matrix, **kwargs)`` on each matrix of the stack ``a``
     (the library the native backend calls, so both backends agree bit for bit); the
-    results at positions ``picks`` are stacked into arrays of ``shapes``, NaN where
-    LAPACK reported failure (its last result, ``info``)."""
+    results at positions ``picks`` are stacked into arrays of ``shapes`` (and
+    ``dtypes``, by default ``a``'s), NaN where LAPACK reported failure (its last
+    result, ``info``)."""
     fn = _lapack_fn(routine, a.dtype)
-    outs = [_np.empty(sh, a.dtype) for sh in shapes]
+    outs = [_np.empty(sh, dt) for sh, dt in zip(shapes, dtypes or (a.dtype,) * len(shapes))]
     for i in _each(a.shape[:-2]):
         res = fn(a[i], **kwargs)
         for o, k in zip(outs, picks):

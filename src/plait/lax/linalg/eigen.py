@@ -231,24 +231,41 @@ def _svd_impl(a, *, full_matrices, compute_uv, subset_by_index):
                 e[..., _np.arange(d), _np.arange(d)] = 1
                 outs.append(e)
         return outs
-    if not compute_uv:
-        if _has_scipy() and a.dtype.kind == "f":
-            (s,) = _scipy_each(a, "gesdd", dict(compute_uv=0), (1,), (a.shape[:-2] + (k,),))
-        else:
-            s = _np.linalg.svd(a, compute_uv=False)
-        return [s[..., lo:hi].astype(rd, copy=False)]
-    full_uv = full_matrices and subset_by_index is None
-    if _has_scipy() and a.dtype.kind == "f":
-        ku, kv = (m, n) if full_uv else (k, k)
-        u, s, vt = _scipy_each(a, "gesdd", dict(compute_uv=1, full_matrices=int(full_uv)),
-                               (0, 1, 2), (a.shape[:-2] + (m, ku), a.shape[:-2] + (k,),
-                                           a.shape[:-2] + (kv, n)))
-    else:
-        u, s, vt = _np.linalg.svd(a, full_matrices=full_uv)
+    # gesdd may never return on a matrix holding inf (Reference-LAPACK/lapack#1409) and
+    # refuses NaN: such a batch entry runs as zeros and its results are NaN
+    finite = _np.isfinite(a).all(axis=(-2, -1))
+    if not finite.all():
+        a = _np.where(finite[..., None, None], a, _np.zeros((), a.dtype))
+    outs = _svd_finite(a, full_uv=full_matrices and subset_by_index is None,
+                       compute_uv=compute_uv)
+    if not finite.all():
+        outs = [_np.where(finite.reshape(finite.shape + (1,) * (o.ndim - finite.ndim)), o,
+                          _np.asarray(_np.nan, o.dtype)) for o in outs]
     if subset_by_index is not None:
-        u, s, vt = u[..., :, lo:hi], s[..., lo:hi], vt[..., lo:hi, :]
-    return [s.astype(rd, copy=False), u.astype(a.dtype, copy=False),
-            vt.astype(a.dtype, copy=False)]
+        outs = [outs[0][..., lo:hi]] + ([outs[1][..., :, lo:hi], outs[2][..., lo:hi, :]]
+                                        if compute_uv else [])
+    return [outs[0].astype(rd, copy=False)] + [x.astype(a.dtype, copy=False)
+                                               for x in outs[1:]]
+
+
+def _svd_finite(a, *, full_uv: bool, compute_uv: bool) -> list:
+    """``[s]`` or ``[s, u, vt]`` of the stack of finite matrices ``a``: SciPy's gesdd on
+    each (the routine the native and xla backends call; NaN where it fails), else
+    NumPy's."""
+    m, n = a.shape[-2:]
+    k, b, rd = min(m, n), a.shape[:-2], _real_dtype(a.dtype)
+    if not compute_uv:
+        if not _has_scipy():
+            return [_np.linalg.svd(a, compute_uv=False)]
+        return _scipy_each(a, "gesdd", dict(compute_uv=0), (1,), (b + (k,),), (rd,))
+    if not _has_scipy():
+        u, s, vt = _np.linalg.svd(a, full_matrices=full_uv)
+        return [s, u, vt]
+    ku, kv = (m, n) if full_uv else (k, k)
+    u, s, vt = _scipy_each(a, "gesdd", dict(compute_uv=1, full_matrices=int(full_uv)),
+                           (0, 1, 2), (b + (m, ku), b + (k,), b + (kv, n)),
+                           (a.dtype, rd, a.dtype))
+    return [s, u, vt]
 
 
 svd_p = _standard_primitive("svd", _svd_abstract, _svd_impl, multiple_results=True)
