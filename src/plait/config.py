@@ -333,3 +333,10 @@ def launched_by_mpirun() -> bool:
 def subprocess_env(**overrides: str) -> dict[str, str]:
     """The process environment with ``overrides``, for tools plait runs (the compiler)."""
     return dict(os.environ, **overrides)
+
+
+def quiet_xla_logs() -> None:
+    """Keep XLA's C++ INFO lines (a PJRT client's device count) off stderr: set
+    ``TF_CPP_MIN_LOG_LEVEL=1`` unless the user set it, before jaxlib loads (jax sets the
+    same default when it is imported)."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")

@@ -20,13 +20,13 @@ it is.
 from __future__ import annotations
 
 import io
-import os
 import sys
 import threading
 from collections import namedtuple
 
 import numpy as np
 
+from plait.config import quiet_xla_logs
 from plait.errors import PlaitError, XlaUnavailableError
 
 _STATE: dict = {}
@@ -34,9 +34,7 @@ _LOCK = threading.Lock()
 
 
 def _jaxlib():
-    # XLA's C++ logs INFO lines (the client's device count) to stderr unless told
-    # otherwise before it loads; jax sets the same default
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    quiet_xla_logs()
     try:
         import jaxlib  # noqa: F401
         from jaxlib import xla_client
