@@ -29,7 +29,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--programs", type=int, default=None, help="programs per mode (default: unbounded "
                     "with --minutes, else 200)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--backend", action="append", choices=("eager", "interp", "native"),
+    ap.add_argument("--backend", action="append", choices=("eager", "interp", "native", "xla"),
                     help="engines for values mode (repeatable; default all three); grad mode "
                     "runs jit(grad) natively unless native is left out")
     ap.add_argument("--batch", type=int, default=40, help="programs per jitted batch")

@@ -81,9 +81,8 @@ class Program:
                 f"        a = [np.array(v) for v in ({ins},)]; b = [np.array(v) for v in ({ins},)]",
                 "        a[i][idx] += h; b[i][idx] -= h",
                 "        print(i, idx, 'plait', np.asarray(g[i])[idx], 'FD', (loss_np(*a) - loss_np(*b)) / (2 * h))"]) + "\n"
-        call = {"eager": f"f(*plait.device_put(({ins},)))",
-                "interp": f"plait.jit(f, backend='interp')({ins})",
-                "native": f"plait.jit(f, backend='native')({ins})"}[engine]
+        call = (f"f(*plait.device_put(({ins},)))" if engine == "eager"
+                else f"plait.jit(f, backend={engine!r})({ins})")
         lines += ["", f"got = {call}", "with np.errstate(all='ignore'):",
                   f"    want = f_np({ins})",
                   "for g, w in zip(got, want):",
