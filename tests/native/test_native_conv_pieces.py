@@ -66,3 +66,41 @@ def test_forward_over_row_pieces_matches_numpy(shape):
     bound = 1e-5 * np.sqrt(9 * c) * np.abs(x).max() * np.abs(w).max()
     for _ in range(2):
         np.testing.assert_allclose(np.asarray(f(x, w)), want, rtol=0, atol=bound)
+
+
+@pytest.mark.parametrize("shape", [(1, 7, 7, 256, 256), (2, 6, 5, 160, 100)])
+def test_deep_channels_over_few_rows_match_numpy(shape):
+    """Few output rows and a deep kernel (VGG's and All-CNN-C's late layers): the kernel
+    is packed, and each chunk gathered, on every thread before the GEMM; an output
+    channel count that is not a panel multiple pads the last panel. Against NumPy."""
+    n, h, w_, c, o = shape
+    rng = np.random.default_rng(23)
+    x = rng.standard_normal((n, h, w_, c)).astype(np.float32)
+    w = rng.standard_normal((3, 3, c, o)).astype(np.float32)
+    f = plait.jit(_conv, backend="native")
+    assert "native conv_general_dilated" in f.lower(x, w).compile().as_text("kernels")
+    want = _np_conv(x, w)
+    bound = 1e-5 * np.sqrt(9 * c) * np.abs(x).max() * np.abs(w).max()
+    for _ in range(2):
+        np.testing.assert_allclose(np.asarray(f(x, w)), want, rtol=0, atol=bound)
+
+
+def test_input_gradient_of_a_deep_strided_convolution_matches_numpy():
+    """The input gradient of a stride-2 convolution (input-dilated phases, each packing
+    its taps of a deep kernel) against NumPy's transposed convolution in float64."""
+    rng = np.random.default_rng(24)
+    x = rng.standard_normal((1, 8, 8, 192)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 192, 160)).astype(np.float32)
+    conv = lambda x: lax.conv_general_dilated(x, w, (2, 2), ((1, 1), (1, 1)),  # noqa: E731
+                                              dimension_numbers=_DN)
+    g = rng.standard_normal((1, 4, 4, 160)).astype(np.float32)
+    f = plait.jit(lambda g: plait.vjp(conv, x)[1](g)[0], backend="native")
+    want = np.zeros((1, 10, 10, 192))      # padded input, then cropped
+    for i in range(4):
+        for j in range(4):
+            for kh in range(3):
+                for kw in range(3):
+                    want[0, 2 * i + kh, 2 * j + kw] += w[kh, kw].astype(np.float64) @ g[0, i, j]
+    want = want[:, 1:9, 1:9]
+    bound = 1e-5 * np.sqrt(9 * 160) * np.abs(w).max() * np.abs(g).max()
+    np.testing.assert_allclose(np.asarray(f(g)), want, rtol=0, atol=bound)

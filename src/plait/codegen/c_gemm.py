@@ -592,6 +592,12 @@ int64_t plait_gemm_{x}(int64_t batch, int64_t M, int64_t N, int64_t K,
 """
 
 
+# a convolution kernel of at least this many elements is packed on every thread: packing
+# 3x3x256x256 (2.4 MB) alone took a tenth of the layer's time at 14x14 while the other
+# thread waited
+KPACK_PARALLEL = 1 << 16
+
+
 def _conv_source(b: Blocking, im2col_bytes: int, oom_where: int) -> str:
     """``plait_conv_<s|d>``: a 2-d convolution as GEMMs over im2col row chunks."""
     x, t = b.suffix, b.ctype
@@ -628,25 +634,45 @@ static int64_t packed_kernel_bytes_{x}(int64_t K, int64_t O) {{
   return (O + w - 1) / w * w * K * (int64_t)sizeof({t});
 }}
 
-/* the kernel's taps (khs[a], kws[b]) (every tap when khs is NULL) as B[(a, b, ci), o],
-   packed once for one_packed_ (every im2col chunk's product reads it as it is), or NULL */
-static {t} *pack_kernel_{x}(const int64_t *d, const {t} *Wt, const int64_t *khs, int64_t nth,
-                            const int64_t *kws, int64_t ntw) {{
+/* the kernel's taps (khs[a], kws[b]) (every tap when khs is NULL) being packed as
+   B[(a, b, ci), o] into bpk, in pieces of its rows k = (a, b, ci) */
+typedef struct {{
+  const int64_t *d; const {t} *Wt; const int64_t *khs, *kws; int64_t ntw, K, pieces;
+  {t} *bpk;
+}} kpack_job_{x};
+
+static void kpack_piece_{x}(void *ctx, int64_t piece) {{
+  const kpack_job_{x} *j = ctx;
+  const int64_t *d = j->d;
   int64_t C = d[1], O = d[8], swo = d[11], swi = d[12], swh = d[13], sww = d[14];
-  int64_t K = nth * ntw * C, w = panel_width_{x}(O), np = (O + w - 1) / w;
+  int64_t K = j->K, w = panel_width_{x}(O), np = (O + w - 1) / w;
+  for (int64_t k = K * piece / j->pieces; k < K * (piece + 1) / j->pieces; ++k) {{
+    int64_t a = k / (j->ntw * C), b = (k / C) % j->ntw, ci = k % C;
+    const {t} *src = j->Wt + ci * swi + (j->khs ? j->khs[a] : a) * swh
+                     + (j->kws ? j->kws[b] : b) * sww;
+    for (int64_t p = 0; p < np; ++p) {{   /* panel p holds columns [p w, p w + w) */
+      {t} *dst = j->bpk + (p * K + k) * w;
+      int64_t o0 = p * w, n = min_{x}(w, O - o0);
+      for (int64_t i = 0; i < n; ++i) dst[i] = src[(o0 + i) * swo];
+      for (int64_t i = n; i < w; ++i) dst[i] = 0;
+    }}
+  }}
+}}
+
+/* the kernel's taps (khs[a], kws[b]) (every tap when khs is NULL) as B[(a, b, ci), o],
+   packed once for one_packed_ (every im2col chunk's product reads it as it is), on up to
+   `threads` threads when it is large, or NULL */
+static {t} *pack_kernel_{x}(const int64_t *d, const {t} *Wt, const int64_t *khs, int64_t nth,
+                            const int64_t *kws, int64_t ntw, int threads) {{
+  int64_t C = d[1], O = d[8];
+  int64_t K = nth * ntw * C;
   {t} *bpk = malloc((size_t)(K > 0 ? packed_kernel_bytes_{x}(K, O) : 1));
   if (!bpk) return NULL;
-  for (int64_t a = 0; a < nth; ++a) for (int64_t b = 0; b < ntw; ++b)
-    for (int64_t ci = 0; ci < C; ++ci) {{
-      int64_t k = (a * ntw + b) * C + ci;
-      const {t} *src = Wt + ci * swi + (khs ? khs[a] : a) * swh + (kws ? kws[b] : b) * sww;
-      for (int64_t p = 0; p < np; ++p) {{   /* panel p holds columns [p w, p w + w) */
-        {t} *dst = bpk + (p * K + k) * w;
-        int64_t o0 = p * w, n = min_{x}(w, O - o0);
-        for (int64_t i = 0; i < n; ++i) dst[i] = src[(o0 + i) * swo];
-        for (int64_t i = n; i < w; ++i) dst[i] = 0;
-      }}
-    }}
+  int64_t pieces = threads > 1 && K * O >= {KPACK_PARALLEL} ? 4 * (int64_t)threads : 1;
+  if (pieces > K) pieces = K > 0 ? K : 1;
+  kpack_job_{x} j = {{d, Wt, khs, kws, ntw, K, pieces, bpk}};
+  if (pieces > 1) pool_for(threads, pieces, kpack_piece_{x}, &j);
+  else kpack_piece_{x}(&j, 0);
   return bpk;
 }}
 
@@ -757,26 +783,15 @@ typedef struct {{
   _Atomic int64_t status;
 }} conv_job_{x};
 
-/* chunk c = (group, piece) of rows (b, oh, ow): gathered (im2col, columns (kh, kw, ci))
-   into this thread's buffer and multiplied by the kernel as one GEMM on j->th threads */
-static void conv_chunk_{x}(void *ctx, int64_t c) {{
-  conv_job_{x} *j = ctx;
+/* rows [r0 + ra, r0 + rb) of im2col (columns (kh, kw, ci)) into rows [ra, rb) of buf */
+static void conv_gather_{x}(const conv_job_{x} *j, {t} *buf, int64_t r0, int64_t ra,
+                            int64_t rb) {{
   const int64_t *d = j->d;
   int64_t C = d[1], H = d[2], W = d[3], sxb = d[4], sxc = d[5], sxh = d[6], sxw = d[7];
-  int64_t O = d[8], KH = d[9], KW = d[10];
-  int64_t OW = d[16], syb = d[17], syo = d[18], syh = d[19], syw = d[20];
+  int64_t KH = d[9], KW = d[10], OW = d[16];
   int64_t sh = d[21], sw = d[22], ph = d[23], pw = d[24], dh = d[25], dw = d[26];
-  int64_t K = j->K, P = j->P, chunk = j->chunk;
-  int64_t g0 = c / j->per * j->group, r0 = g0 + c % j->per * chunk;
-  int64_t rows = min_{x}(chunk, g0 + j->group - r0), st;
-  {t} *buf = conv_buffer_{x}(chunk * K + (j->scatter ? chunk * O : 0));
-  if (!buf) {{
-    atomic_store(&j->status, (int64_t)((chunk * K + (j->scatter ? chunk * O : 0)) * sizeof({t}))
-                             * {oom_where}LL);
-    return;
-  }}
-  {t} *ytmp = buf + chunk * K;
-  for (int64_t r = 0; r < rows; ++r) {{
+  int64_t K = j->K, P = j->P;
+  for (int64_t r = ra; r < rb; ++r) {{
     int64_t m = r0 + r, bi = m / P, oh = (m % P) / OW, ow = m % OW;
     {t} *row = buf + r * K;
     for (int64_t kh = 0; kh < KH; ++kh) {{
@@ -798,6 +813,38 @@ static void conv_chunk_{x}(void *ctx, int64_t c) {{
       }}
     }}
   }}
+}}
+
+/* one chunk's gather split over the pool's threads (a chunk whose GEMM uses them all) */
+typedef struct {{ const conv_job_{x} *j; {t} *buf; int64_t r0, rows, pieces; }} gather_job_{x};
+
+static void gather_piece_{x}(void *ctx, int64_t p) {{
+  const gather_job_{x} *g = ctx;
+  conv_gather_{x}(g->j, g->buf, g->r0, g->rows * p / g->pieces, g->rows * (p + 1) / g->pieces);
+}}
+
+/* chunk c = (group, piece) of rows (b, oh, ow): gathered (im2col, columns (kh, kw, ci))
+   into this thread's buffer and multiplied by the kernel as one GEMM on j->th threads
+   (which share the gather too) */
+static void conv_chunk_{x}(void *ctx, int64_t c) {{
+  conv_job_{x} *j = ctx;
+  const int64_t *d = j->d;
+  int64_t O = d[8], P = j->P;
+  int64_t OW = d[16], syb = d[17], syo = d[18], syh = d[19], syw = d[20];
+  int64_t K = j->K, chunk = j->chunk;
+  int64_t g0 = c / j->per * j->group, r0 = g0 + c % j->per * chunk;
+  int64_t rows = min_{x}(chunk, g0 + j->group - r0), st;
+  {t} *buf = conv_buffer_{x}(chunk * K + (j->scatter ? chunk * O : 0));
+  if (!buf) {{
+    atomic_store(&j->status, (int64_t)((chunk * K + (j->scatter ? chunk * O : 0)) * sizeof({t}))
+                             * {oom_where}LL);
+    return;
+  }}
+  {t} *ytmp = buf + chunk * K;
+  if (j->th > 1 && rows * K >= {KPACK_PARALLEL}) {{
+    gather_job_{x} g = {{j, buf, r0, rows, rows < 4 * j->th ? rows : 4 * j->th}};
+    pool_for(j->th, g.pieces, gather_piece_{x}, &g);
+  }} else conv_gather_{x}(j, buf, r0, 0, rows);
   if (j->scatter) {{
     st = one_packed_{x}(rows, O, K, buf, K, 1, j->bpk, ytmp, O, 1, j->th, 0);
     for (int64_t r = 0; r < rows; ++r) {{
@@ -827,7 +874,7 @@ static int64_t conv_one_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *
   int64_t K = KH * KW * C, P = OH * OW;
   if (sxb == 1 && NB > 1 && syh == OW * syw && syw == NB * syb)
     return conv_t_{x}(d, X, Wt, Y, threads);
-  {t} *bpk = pack_kernel_{x}(d, Wt, NULL, KH, NULL, KW);
+  {t} *bpk = pack_kernel_{x}(d, Wt, NULL, KH, NULL, KW, threads);
   if (!bpk) return packed_kernel_bytes_{x}(K, O) * {oom_where}LL;
   /* rows of one GEMM: all (b, oh, ow) when y's rows are one stride, else one image's
      when they are and the image has enough of them; otherwise the GEMM writes a
@@ -900,7 +947,7 @@ static void conv_phase_one_{x}(void *ctx, int64_t phase) {{
         }}
         goto done;
       }}
-      wp = pack_kernel_{x}(d, Wt, khs, nth, kws, ntw);
+      wp = pack_kernel_{x}(d, Wt, khs, nth, kws, ntw, nt);
       if (!wp) {{ st = packed_kernel_bytes_{x}(K, O) * {oom_where}LL; goto done; }}
       int64_t chunk = {im2col_bytes} / (int64_t)sizeof({t}) / K;
       if (chunk < {b.mr * 8}) chunk = {b.mr * 8};
