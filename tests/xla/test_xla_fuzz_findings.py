@@ -114,3 +114,20 @@ def test_scan_of_length_zero(shape, reverse):
         np.testing.assert_array_equal(g, r)
     np.testing.assert_array_equal(got[0], np.full(shape[1:], 2, np.float16))
     assert got[1].shape == shape
+
+
+@pytest.mark.parametrize("name", ["cumsum", "cumprod"])
+def test_float16_cumulative_rounds_every_running_value(name):
+    """float16 cumprod of [1311, 1, -266, -0.0, 1, 1] was [.., -inf, 0, 0, 0] on xla (the
+    running product was kept in float32, so it never overflowed); NumPy's running
+    float16 product overflows to -inf and -inf * -0.0 is NaN."""
+    x = np.array([1311.0, 1.0, -266.0, -0.0, 1.0, 1.0], np.float16)
+    if name == "cumsum":
+        x = np.array([65504.0, 65504.0, -65504.0, 1.0], np.float16)
+    fn = getattr(pnp, name)
+    (got,), (ref,) = _xla_interp(fn, x)
+    with np.errstate(all="ignore"):
+        want = getattr(np, name)(x)
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, ref)
+    np.testing.assert_array_equal(got, want)
