@@ -107,3 +107,14 @@ def test_bool_divided_by_a_false_scalar():
     b = np.array([False])
     assert known_label("divide", "xla", _case(np.divide, [b, False], np.array([0.0])))
     assert known_label("divide", "xla", _case(np.divide, [b, False], np.array([1.0]))) is None
+
+
+def test_log_of_a_power_and_arctanh_digits():
+    x = np.array([1.0224981398142539 ** 5])
+    got = np.array([5 * np.log(1.0224981398142539)])
+    assert known_label("log", "xla", _case(np.log, [x], got, "libm", upstream=(frozenset({"power"}),)))
+    assert known_label("log", "xla", _case(np.log, [x], got * (1 + 1e-12), "libm",
+                                           upstream=(frozenset({"power"}),))) is None
+    t = np.array([-0.385850281345151])
+    assert known_label("arctanh", "xla", _case(np.arctanh, [t], np.array([-0.4069152059587433]), "libm"))
+    assert known_label("arctanh", "xla", _case(np.arctanh, [t], np.array([-0.40691520]), "libm")) is None

@@ -1,7 +1,7 @@
 """Running programs under plait's engines and checking every node against NumPy.
 
-Engines: ``eager`` (op by op on ``plait.Array``), ``interp`` and ``native`` (``jit``
-with that backend). Jitted engines run a *batch*: many programs staged into one
+Engines: ``eager`` (op by op on ``plait.Array``), ``interp``, ``native`` and ``xla``
+(``jit`` with that backend). Jitted engines run a *batch*: many programs staged into one
 function returning every node of every program, so one native compile serves
 dozens of programs. A batch that raises is re-run program by program to find the
 culprit.
