@@ -118,3 +118,10 @@ def test_log_of_a_power_and_arctanh_digits():
     t = np.array([-0.385850281345151])
     assert known_label("arctanh", "xla", _case(np.arctanh, [t], np.array([-0.4069152059587433]), "libm"))
     assert known_label("arctanh", "xla", _case(np.arctanh, [t], np.array([-0.40691520]), "libm")) is None
+
+
+def test_log_of_an_underflowed_exp():
+    a = np.array(-2.5836348026217216e+228)
+    e = np.exp(a)                                        # 0.0: NumPy's log is -inf
+    assert known_label("log", "xla", _case(np.log, [e], a, "libm", upstream=(frozenset({"exp"}),)))
+    assert known_label("log", "xla", _case(np.log, [e], a, "libm", upstream=(frozenset({"sin"}),))) is None

@@ -140,14 +140,14 @@ def _plus_zero_is_identity(c: Case) -> bool:
     return False
 
 
-_POWERS = ("power", "float_power", "exp2", "lax.integer_pow", "square")
+_POWERS = ("power", "float_power", "exp", "exp2", "lax.integer_pow", "square")
 
 
 def _log_of_power(c: Case) -> bool:
-    """``log(pow(a, b))`` becomes ``b * log(|a|)``: where NumPy's log of the power is NaN
-    (a negative power, a NaN power of a negative base) or the power is infinite, the
-    value is finite; elsewhere it is within ``8 eps (1 + |log|)`` of NumPy's (which
-    rounds the power first). Only for an operand computed from a power (XLA sees
+    """``log(pow(a, b))`` becomes ``b * log(|a|)`` and ``log(exp(a))`` becomes ``a``:
+    where NumPy's log of the power is NaN (a negative power, a NaN power of a negative
+    base) or the power overflowed to inf or underflowed to 0, the value is finite;
+    elsewhere it is within ``8 eps (1 + |log|)`` of NumPy's (which rounds the power first). Only for an operand computed from a power (XLA sees
     through ops between them that it simplifies away, a one-row cummin say)."""
     if not c.upstream or not c.upstream[0] & set(_POWERS):
         return False
@@ -156,7 +156,7 @@ def _log_of_power(c: Case) -> bool:
         return False
     g, w = c.got.astype(np.float64), c.want.astype(np.float64)
     with np.errstate(all="ignore"):
-        free = np.broadcast_to(~np.isfinite(x) | (x < 0) | np.isnan(c.want), c.want.shape)
+        free = np.broadcast_to(~np.isfinite(x) | (x <= 0) | np.isnan(c.want), c.want.shape)
         near = np.abs(g - w) <= 8 * _eps(c.want.dtype) * (1 + np.abs(w))
     return c.agrees(np.where(free | near, c.got, c.want).astype(c.want.dtype))
 
@@ -298,7 +298,7 @@ KNOWN: list[tuple[str, Optional[tuple], Optional[tuple], Callable[[Case], bool]]
     ("XLA rewrites convert(bool) * x as select(bool, x, 0): False * x is +0.0",
      ("multiply", "divide", "outer", "einsum_outer"), _XLA, _bool_operand_is_select),
     ("XLA rewrites x + 0.0 as x: -0.0 + 0.0 is -0.0", ("add",), _XLA, _plus_zero_is_identity),
-    ("XLA rewrites log(pow(a, b)) as b * log(|a|) (finite where NumPy's is NaN or inf)",
+    ("XLA rewrites log(pow(a, b)) as b * log(|a|), log(exp(a)) as a (finite where NumPy's is not)",
      ("log", "log2", "log10", "arccosh", "arcsinh"), _XLA, _log_of_power),
     ("XLA divides by a constant as a multiplication by its reciprocal",
      ("divide", "round"), _XLA, _reciprocal_times),
