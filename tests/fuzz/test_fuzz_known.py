@@ -125,3 +125,9 @@ def test_log_of_an_underflowed_exp():
     e = np.exp(a)                                        # 0.0: NumPy's log is -inf
     assert known_label("log", "xla", _case(np.log, [e], a, "libm", upstream=(frozenset({"exp"}),)))
     assert known_label("log", "xla", _case(np.log, [e], a, "libm", upstream=(frozenset({"sin"}),))) is None
+
+
+def test_a_select_passes_a_subnormal_through():
+    x0, x1 = np.array([5e-324, 5e-324]), np.array([0.0, np.nan])
+    assert known_label("fmax", "xla", _case(np.fmax, [x0, x1], np.array([0.0, 5e-324])))
+    assert known_label("fmax", "xla", _case(np.fmax, [x0, x1], np.array([0.0, 1.0]))) is None
