@@ -131,3 +131,10 @@ def test_a_select_passes_a_subnormal_through():
     x0, x1 = np.array([5e-324, 5e-324]), np.array([0.0, np.nan])
     assert known_label("fmax", "xla", _case(np.fmax, [x0, x1], np.array([0.0, 5e-324])))
     assert known_label("fmax", "xla", _case(np.fmax, [x0, x1], np.array([0.0, 1.0]))) is None
+
+
+def test_sort_compares_subnormals_as_zeros():
+    x = np.array([[5e-324, -0.0, 0.0]])
+    sort = lambda v, axis: np.sort(v, axis=axis)              # noqa: E731
+    assert known_label("sort", "xla", _case(sort, [x], x.copy(), params={"axis": -1}))
+    assert known_label("sort", "xla", _case(sort, [x], x[:, ::-1].copy(), params={"axis": -1})) is None

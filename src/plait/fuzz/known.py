@@ -99,6 +99,20 @@ def _flushed_subnormals(c: Case) -> bool:
     return _intermediate_underflow(c)
 
 
+def _sorted_by_flushed_keys(c: Case) -> bool:
+    """XLA's sort compares subnormals as zeros (DAZ) but moves the values unflushed:
+    NumPy's stable sort by flushed keys, of the original values (or their positions)."""
+    x = np.asarray(c.operands[0])
+    if x.dtype.kind != "f" or not _has_subnormal(x):
+        return False
+    axis = c.params.get("axis", -1)
+    if axis is None:
+        x, axis = x.ravel(), 0
+    order = np.argsort(_flush(x), axis=axis, kind="stable")
+    model = order if c.want.dtype.kind in "iu" else np.take_along_axis(x, order, axis)
+    return c.agrees(model.astype(c.want.dtype))
+
+
 def _intermediate_underflow(c: Case) -> bool:
     """A result within 4x the smallest normal float is zero: a formula inside the op
     (``asin x = 2 atan2(x, ...)``) halved it to a subnormal, which was flushed."""
@@ -303,6 +317,8 @@ _COMPLEX_FUNCTIONS = ("exp", "exp2", "expm1", "sin", "cos", "tan", "sinh", "cosh
 KNOWN: list[tuple[str, Optional[tuple], Optional[tuple], Callable[[Case], bool]]] = [
     ("XLA:CPU flushes subnormal floats to zero (FTZ/DAZ, as jax.jit on CPU)", None, _XLA,
      _flushed_subnormals),
+    ("XLA:CPU sorts subnormals as zeros (DAZ comparisons), moving them unflushed",
+     ("sort", "argsort"), _XLA, _sorted_by_flushed_keys),
     ("XLA rewrites convert(bool) * x as select(bool, x, 0): False * x is +0.0",
      ("multiply", "divide", "outer", "einsum_outer"), _XLA, _bool_operand_is_select),
     ("XLA rewrites x + 0.0 as x: -0.0 + 0.0 is -0.0", ("add",), _XLA, _plus_zero_is_identity),
