@@ -138,3 +138,9 @@ def test_sort_compares_subnormals_as_zeros():
     sort = lambda v, axis: np.sort(v, axis=axis)              # noqa: E731
     assert known_label("sort", "xla", _case(sort, [x], x.copy(), params={"axis": -1}))
     assert known_label("sort", "xla", _case(sort, [x], x[:, ::-1].copy(), params={"axis": -1})) is None
+
+
+def test_arctan2_of_two_subnormals():
+    d = np.array([-4.203895392974451e-45, 1.0], np.float32)
+    assert known_label("arctan2", "xla", _case(np.arctan2, [d, d], np.array([np.nan, np.pi / 4], np.float32), "libm"))
+    assert known_label("arctan2", "xla", _case(np.arctan2, [d, d], np.array([np.nan, 0.5], np.float32), "libm")) is None

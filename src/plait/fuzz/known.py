@@ -113,6 +113,17 @@ def _sorted_by_flushed_keys(c: Case) -> bool:
     return c.agrees(model.astype(c.want.dtype))
 
 
+def _arctan2_of_flushed_zeros(c: Case) -> bool:
+    """XLA's arctan2 divides: where both operands flush to zero it is NaN (0/0) where
+    NumPy's ``atan2`` of the signed zeros (or of the subnormals) is a multiple of pi/4."""
+    y, x = (np.asarray(_flush(v)) for v in c.operands)
+    if not any(_has_subnormal(v) for v in c.operands):
+        return False
+    both = np.broadcast_to((y == 0) & (x == 0), c.want.shape)
+    model = np.where(both, np.nan, c.numpy([y, x])).astype(c.want.dtype)
+    return bool(both.any()) and c.agrees(model)
+
+
 def _intermediate_underflow(c: Case) -> bool:
     """A result within 4x the smallest normal float is zero: a formula inside the op
     (``asin x = 2 atan2(x, ...)``) halved it to a subnormal, which was flushed."""
@@ -317,6 +328,8 @@ _COMPLEX_FUNCTIONS = ("exp", "exp2", "expm1", "sin", "cos", "tan", "sinh", "cosh
 KNOWN: list[tuple[str, Optional[tuple], Optional[tuple], Callable[[Case], bool]]] = [
     ("XLA:CPU flushes subnormal floats to zero (FTZ/DAZ, as jax.jit on CPU)", None, _XLA,
      _flushed_subnormals),
+    ("XLA:CPU's arctan2 of two subnormals is NaN (0/0 once flushed)", ("arctan2",), _XLA,
+     _arctan2_of_flushed_zeros),
     ("XLA:CPU sorts subnormals as zeros (DAZ comparisons), moving them unflushed",
      ("sort", "argsort"), _XLA, _sorted_by_flushed_keys),
     ("XLA rewrites convert(bool) * x as select(bool, x, 0): False * x is +0.0",
