@@ -144,3 +144,13 @@ def test_arctan2_of_two_subnormals():
     d = np.array([-4.203895392974451e-45, 1.0], np.float32)
     assert known_label("arctan2", "xla", _case(np.arctan2, [d, d], np.array([np.nan, np.pi / 4], np.float32), "libm"))
     assert known_label("arctan2", "xla", _case(np.arctan2, [d, d], np.array([np.nan, 0.5], np.float32), "libm")) is None
+
+
+def test_tanh_digits_and_log_of_one_to_a_nan():
+    t = np.array([-18.322994324581646])
+    assert known_label("tanh", "xla", _case(np.tanh, [t], np.array([-0.9999999999999992]), "libm"))
+    assert known_label("tanh", "xla", _case(np.tanh, [t], np.array([-0.99999999]), "libm")) is None
+    one = np.array([1.0])                                 # float_power(1, nan): NumPy 1
+    assert known_label("log2", "xla", _case(np.log2, [one], np.array([np.nan]), "libm",
+                                            upstream=(frozenset({"float_power"}),)))
+    assert known_label("log2", "xla", _case(np.log2, [one], np.array([np.nan]), "libm")) is None
