@@ -1,7 +1,7 @@
 """Running programs under plait's engines and checking every node against NumPy.
 
-Engines: ``eager`` (op by op on ``plait.Array``), ``interp`` and ``native`` (``jit``
-with that backend). Jitted engines run a *batch*: many programs staged into one
+Engines: ``eager`` (op by op on ``plait.Array``), ``interp``, ``native`` and ``xla``
+(``jit`` with that backend). Jitted engines run a *batch*: many programs staged into one
 function returning every node of every program, so one native compile serves
 dozens of programs. A batch that raises is re-run program by program to find the
 culprit.
@@ -20,7 +20,7 @@ import plait.numpy as pnp
 from plait.fuzz import custom
 from plait.fuzz.compare import check_node, quiet
 from plait.fuzz.generate import eval_source, evaluate_numpy, reference_values
-from plait.fuzz.known import known_label
+from plait.fuzz.known import Case, known_label
 from plait.fuzz.ops import s_inputs
 from plait.fuzz.tolerance import ULPS
 from plait.fuzz.program import Node, Program
@@ -138,9 +138,31 @@ def check_values(program: Program, engine: str, result) -> Optional[Failure]:
         msg = check_node(node.spec, vals[n_in + k], want, operands, node.params)
         if msg is not None:
             kind = msg.split(" ", 1)[0] if msg.startswith(("dtype", "shape")) else "value"
-            return Failure(engine, k, node.op, kind, msg, known_label(node.op, engine, operands, want),
-                           operands, vals[n_in + k])
+            known = known_label(node.op, engine, _case(program, node, operands, want, vals[n_in + k])) \
+                if kind == "value" else None
+            return Failure(engine, k, node.op, kind, msg, known, operands, vals[n_in + k])
     return None
+
+
+def _case(program: Program, node: Node, operands: list, want, got) -> Case:
+    """The failing ``node`` as a known-difference predicate sees it."""
+    want = np.asarray(want)
+    return Case(operands, want, got,
+                numpy=lambda ops: np.asarray(evaluate_numpy(program, node, ops)),
+                agrees=lambda value: check_node(node.spec, got, value, operands, node.params) is None,
+                params=dict(node.params), upstream=tuple(_upstream(program, a) for a in node.args))
+
+
+def _upstream(program: Program, arg) -> frozenset:
+    """The ops that ``arg`` (a node argument) was computed by, directly or further up."""
+    n_in, ops, todo = len(program.inputs), set(), [arg]
+    while todo:
+        a = todo.pop()
+        if isinstance(a, int) and a >= n_in:
+            node = program.nodes[a - n_in]
+            ops.add(node.op)
+            todo.extend(node.args)
+    return frozenset(ops)
 
 
 def isolate(program: Program, failure: Failure) -> Program:

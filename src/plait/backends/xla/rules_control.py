@@ -154,6 +154,8 @@ def _scan(ctx, *args, graph, length, reverse, num_consts, num_carry, unroll):
     nc, nk = num_consts, num_carry
     xs_avals = avals[nc + nk:]
     ys_avals = ctx.out_avals[nk:]
+    if length == 0:     # no iteration: the carry as given, empty ys (a loop would slice 0 rows)
+        return list(args[nc:nc + nk]) + [ctx.full(0, a.shape, a.dtype) for a in ys_avals]
     # the position counter is plait's own (not a graph value): int32 as in jax's scans
     # (XLA's dynamic slices index in int32 anyway); int64 only past int32's range
     i64 = np.dtype(np.int32 if length < 2 ** 31 - 1 else np.int64)

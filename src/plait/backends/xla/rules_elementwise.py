@@ -65,12 +65,72 @@ def _sign(ctx, x):
             return x
         nz = compare(ctx, x, ctx.full(0, a.shape, a.dtype), a.shape, a.dtype, "NE")
         return convert(ctx, nz, a.shape, np.bool_, a.dtype)
-    return unary(ctx, "stablehlo.sign", x, a.shape, a.dtype)
+    s = unary(ctx, "stablehlo.sign", x, a.shape, a.dtype)
+    if np.dtype(a.dtype).kind != "f":
+        return s
+    # XLA's sign(-0.0) is -0.0; NumPy's (the impl's) is +0.0
+    zero = ctx.full(0, a.shape, a.dtype)
+    return select(ctx, compare(ctx, s, zero, a.shape, a.dtype, "EQ"), zero, s, a.shape, a.dtype)
 
 
 def _exp2(ctx, x):
+    """Real: ``2 ** x``. Complex: ``exp(x ln 2)``, each part scaled by the real ``ln 2``
+    (a complex product would make ``-inf * 0`` a NaN imaginary part), as NumPy computes
+    it; XLA's complex power loses digits of large results and overflows to NaN."""
     a = ctx.in_avals[0]
-    return binary(ctx, "stablehlo.power", ctx.full(2, a.shape, a.dtype), x, a.shape, a.dtype)
+    sh, dt = a.shape, np.dtype(a.dtype)
+    if dt.kind != "c":
+        return binary(ctx, "stablehlo.power", ctx.full(2, sh, dt), x, sh, dt)
+    rdt = np.float32 if dt == np.complex64 else np.float64
+    ln2 = ctx.full(np.log(2.0), sh, rdt)
+    re, im = (binary(ctx, "stablehlo.multiply", unary(ctx, f"stablehlo.{p}", x, sh, dt, rdt),
+                     ln2, sh, rdt) for p in ("real", "imag"))
+    return unary(ctx, "stablehlo.exponential",
+                 binary(ctx, "stablehlo.complex", re, im, sh, rdt, dt), sh, dt)
+
+
+def _complex_sin_cos(name: str):
+    """Complex sin or cos from real functions, as jax lowers them:
+    ``sin(a + bi) = sin a cosh b + i cos a sinh b``, ``cos(a + bi) = cos a cosh b -
+    i sin a sinh b``, with ``sinh b`` and ``cosh b`` from ``expm1(±b)`` (exact for tiny
+    ``b``, where XLA's own complex sine returns a zero imaginary part). The part that is
+    ``sin a`` times something is exactly 0 when ``a == 0`` (not NaN when ``b`` is inf)."""
+    spelled = "stablehlo.sine" if name == "sin" else "stablehlo.cosine"
+
+    def rule(ctx, x):
+        a = ctx.in_avals[0]
+        sh, dt = a.shape, np.dtype(a.dtype)
+        if dt.kind != "c":
+            return unary(ctx, spelled, x, sh, dt)
+        rdt = np.float32 if dt == np.complex64 else np.float64
+        re = unary(ctx, "stablehlo.real", x, sh, dt, rdt)
+        im = unary(ctx, "stablehlo.imag", x, sh, dt, rdt)
+        sin_a = unary(ctx, "stablehlo.sine", re, sh, rdt)
+        cos_a = unary(ctx, "stablehlo.cosine", re, sh, rdt)
+        ep = unary(ctx, "stablehlo.exponential_minus_one", im, sh, rdt)
+        em = unary(ctx, "stablehlo.exponential_minus_one",
+                   unary(ctx, "stablehlo.negate", im, sh, rdt), sh, rdt)
+        two = ctx.full(2, sh, rdt)
+        sinh_b = binary(ctx, "stablehlo.divide",
+                        binary(ctx, "stablehlo.subtract", ep, em, sh, rdt), two, sh, rdt)
+        cosh_b = binary(ctx, "stablehlo.divide", binary(
+            ctx, "stablehlo.add", binary(ctx, "stablehlo.add", ep, em, sh, rdt), two, sh, rdt),
+            two, sh, rdt)
+        if name == "sin":
+            real = binary(ctx, "stablehlo.multiply", sin_a, cosh_b, sh, rdt)
+            imag = binary(ctx, "stablehlo.multiply", cos_a, sinh_b, sh, rdt)
+        else:
+            real = binary(ctx, "stablehlo.multiply", cos_a, cosh_b, sh, rdt)
+            imag = binary(ctx, "stablehlo.multiply",
+                          unary(ctx, "stablehlo.negate", sin_a, sh, rdt), sinh_b, sh, rdt)
+        a_zero = compare(ctx, re, ctx.full(0, sh, rdt), sh, rdt, "EQ")
+        zero = ctx.full(0, sh, rdt)
+        if name == "sin":
+            real = select(ctx, a_zero, zero, real, sh, rdt)
+        else:
+            imag = select(ctx, a_zero, zero, imag, sh, rdt)
+        return binary(ctx, "stablehlo.complex", real, imag, sh, rdt, dt)
+    return rule
 
 
 def _conj(ctx, x):
@@ -85,6 +145,20 @@ def _conj(ctx, x):
 E.abs_p.def_rule(RULE, _abs)
 E.sign_p.def_rule(RULE, _sign)
 E.exp2_p.def_rule(RULE, _exp2)
+E.sin_p.def_rule(RULE, _complex_sin_cos("sin"))
+E.cos_p.def_rule(RULE, _complex_sin_cos("cos"))
+
+
+def _shift_right_arithmetic(ctx, x, y):
+    """Unsigned operands shift logically (zeros in, 0 past the width), as the NumPy impl
+    does; XLA's arithmetic shift copies the top bit of unsigned operands too."""
+    a = ctx.in_avals[0]
+    name = "stablehlo.shift_right_logical" if np.dtype(a.dtype).kind == "u" \
+        else "stablehlo.shift_right_arithmetic"
+    return binary(ctx, name, x, y, a.shape, a.dtype)
+
+
+E.shift_right_arithmetic_p.def_rule(RULE, _shift_right_arithmetic)
 E.conj_p.def_rule(RULE, _conj)
 E.stop_gradient_p.def_rule(RULE, lambda ctx, x: x)
 

@@ -219,14 +219,16 @@ W.reduce_window_max_p.def_rule(RULE, _rw("stablehlo.maximum", R.lowest))
 W.reduce_window_min_p.def_rule(RULE, _rw("stablehlo.minimum", R.highest))
 
 
-def _cum(op, init_of, accumulate=False):
+def _cum(op, init_of):
+    """A cumulative op as a reduce_window over the prefix, in the input's dtype: every
+    running float16 sum or product is rounded to float16, as the impl (NumPy's
+    ``accumulate``) rounds it; an accumulation in float32 missed overflows to inf."""
     def rule(ctx, x, *, axis, reverse):
         a = ctx.in_avals[0]
         n, nd = a.shape[axis], len(a.shape)
-        dt = _acc(a.dtype) if accumulate else np.dtype(a.dtype)
+        dt = np.dtype(a.dtype)
         if n == 0 or a.size == 0:
             return x
-        x = convert(ctx, x, a.shape, a.dtype, dt)
         t = tensor_type(a.shape, dt)
         if reverse:
             x = ctx.op1("stablehlo.reverse", [x], [t], t, f"dimensions = {i64_array([axis])}")
@@ -236,12 +238,12 @@ def _cum(op, init_of, accumulate=False):
                           [1] * nd, [1] * nd)
         if reverse:
             r = ctx.op1("stablehlo.reverse", [r], [t], t, f"dimensions = {i64_array([axis])}")
-        return convert(ctx, r, a.shape, dt, a.dtype)
+        return r
     return rule
 
 
-K.cumsum_p.def_rule(RULE, _cum("stablehlo.add", lambda dt: 0, True))
-K.cumprod_p.def_rule(RULE, _cum("stablehlo.multiply", lambda dt: 1, True))
+K.cumsum_p.def_rule(RULE, _cum("stablehlo.add", lambda dt: 0))
+K.cumprod_p.def_rule(RULE, _cum("stablehlo.multiply", lambda dt: 1))
 K.cummax_p.def_rule(RULE, _cum("stablehlo.maximum", R.lowest))
 K.cummin_p.def_rule(RULE, _cum("stablehlo.minimum", R.highest))
 
