@@ -11,6 +11,7 @@ import pytest
 pytest.importorskip("jaxlib")
 scipy_linalg = pytest.importorskip("scipy.linalg")
 
+from lapack_helpers import call_in_fresh_process, random_matrices  # noqa: E402
 import plait  # noqa: E402
 import plait.numpy as pnp  # noqa: E402
 from plait.errors import PlaitValueError  # noqa: E402
@@ -18,14 +19,6 @@ from plait.lax import linalg as la  # noqa: E402
 
 DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
 FLAGS = ((False, False), (False, True), (True, False), (True, True))
-
-
-def _matrices(shape, dtype, seed=0):
-    rng = np.random.default_rng(seed)
-    a = rng.normal(size=shape)
-    if np.dtype(dtype).kind == "c":
-        a = a + 1j * rng.normal(size=shape)
-    return a.astype(dtype)
 
 
 def _ulps(dtype) -> float:
@@ -72,7 +65,7 @@ def _H(x):
     # without left eigenvectors the impl is NumPy's eig, which runs LAPACK in double
     (np.float32, False, "lapack_dgeev_ffi"), (np.complex64, False, "lapack_zgeev_ffi")])
 def test_eig_lowers_to_the_geev_custom_call(dtype, left, target):
-    text = _stablehlo(_eig(left, True), _matrices((2, 4, 4), dtype))
+    text = _stablehlo(_eig(left, True), random_matrices((2, 4, 4), dtype))
     assert "stablehlo.custom_call" in text and target in text
 
 
@@ -80,7 +73,7 @@ def test_eig_lowers_to_the_geev_custom_call(dtype, left, target):
                                           (np.complex64, "c"), (np.complex128, "z")])
 def test_schur_lowers_to_the_gees_custom_call(dtype, letter):
     for vecs in (True, False):
-        assert f"lapack_{letter}gees_ffi" in _stablehlo(_schur(vecs), _matrices((3, 3), dtype))
+        assert f"lapack_{letter}gees_ffi" in _stablehlo(_schur(vecs), random_matrices((3, 3), dtype))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -91,7 +84,7 @@ def test_eig_matches_interp_numpy_and_reconstructs(dtype, left, right):
     in the input's precision; NumPy's otherwise, in double: a single-precision
     eigenvector's sign or phase depends on which), and ``a vr = vr diag(w)``,
     ``vlᴴ a = diag(w) vlᴴ`` with unit-norm eigenvectors."""
-    a = _matrices((2, 3, 5, 5), dtype, seed=1)
+    a = random_matrices((2, 3, 5, 5), dtype, seed=1)
     got, want = _run(_eig(left, right), a)
     _assert_same(got, want, dtype)
     c = np.result_type(dtype, np.complex64)
@@ -125,7 +118,7 @@ def test_schur_matches_interp_scipy_and_reconstructs(dtype, vecs):
     """A (2, 3) batch: the same values as interp (to a few ulps) and SciPy's schur;
     ``z t zᴴ = a`` with ``z`` unitary and ``t`` upper triangular (complex) or upper
     quasi-triangular with 2x2 blocks only for complex pairs (real)."""
-    a = _matrices((2, 3, 6, 6), dtype, seed=2)
+    a = random_matrices((2, 3, 6, 6), dtype, seed=2)
     got, want = _run(_schur(vecs), a)
     _assert_same(got, want, dtype)
     assert len(got) == (2 if vecs else 1) and all(g.dtype == np.dtype(dtype) for g in got)
@@ -151,7 +144,7 @@ def test_eig_of_real_input_pairs_conjugate_eigenvectors():
     """A real matrix with complex eigenvalues: jaxlib's kernel assembles LAPACK's real
     (re, im) column pairs into conjugate complex eigenvectors, as NumPy does."""
     rot = np.array([[0.0, -2.0, 0.0], [2.0, 0.0, 0.0], [0.0, 0.0, 3.0]])
-    q, _ = np.linalg.qr(_matrices((3, 3), np.float64, seed=3))
+    q, _ = np.linalg.qr(random_matrices((3, 3), np.float64, seed=3))
     a = q @ rot @ q.T
     got, want = _run(_eig(True, True), a)
     _assert_same(got, want, np.float64)
@@ -188,7 +181,7 @@ def test_empty_matrices_match_interp(shape):
 
 def _nonfinite_batch():
     """Three matrices: a finite one, one with a NaN, one with an infinity."""
-    a = _matrices((3, 4, 4), np.float64, seed=4)
+    a = random_matrices((3, 4, 4), np.float64, seed=4)
     a[1, 2, 0] = np.nan
     a[2, 0, 3] = np.inf
     return a
@@ -229,7 +222,7 @@ def test_schur_of_a_nonfinite_batch_entry_matches_lapack(vecs):
 
 
 def test_vmap_over_a_middle_axis_matches_interp():
-    a = _matrices((4, 2, 4), np.complex128, seed=5).transpose(1, 0, 2)   # (2, 4, 4)
+    a = random_matrices((4, 2, 4), np.complex128, seed=5).transpose(1, 0, 2)   # (2, 4, 4)
     b = np.stack([a, a + 1j]).transpose(1, 0, 2, 3)                       # batch axis 1
     for f in (_eig(True, True), _schur(True)):
         got, want = _run(plait.vmap(f, in_axes=1), b)
@@ -250,7 +243,7 @@ def _eigvals_loss(x):
 def test_eig_gradient_matches_interp(loss):
     """eig's jvp solves with the eigenvectors (the ``solve`` primitive, lowered through
     getrf and trsm): the gradient equals interp's."""
-    a = _matrices((2, 4, 4), np.float64, seed=6)
+    a = random_matrices((2, 4, 4), np.float64, seed=6)
     g = plait.grad(loss)
     got, want = _run(g, a)
     assert np.abs(want[0]).max() > 0.1
@@ -258,7 +251,7 @@ def test_eig_gradient_matches_interp(loss):
 
 
 def test_schur_gradient_is_refused_on_xla_as_on_interp():
-    a = _matrices((3, 3), np.float64, seed=7)
+    a = random_matrices((3, 3), np.float64, seed=7)
     g = plait.grad(lambda x: pnp.sum(la.schur(x)[0]))
     for backend in ("interp", "xla"):
         with pytest.raises(PlaitValueError, match="schur is not differentiable"):
@@ -268,28 +261,14 @@ def test_schur_gradient_is_refused_on_xla_as_on_interp():
 def test_eig_and_schur_export_and_run_in_a_fresh_process(tmp_path):
     """The exported module (geev and gees custom calls) deserializes and runs in a
     process that never traced it, with the results NumPy/SciPy give."""
-    import subprocess
-    import sys
-    a = _matrices((2, 5, 5), np.float64, seed=8)
+    a = random_matrices((2, 5, 5), np.float64, seed=8)
 
     def f(x):
         w, vr = la.eig(x, compute_left_eigenvectors=False)
         t, z = la.schur(x)
         return w, vr, t, z
-    exp = plait.export(plait.jit(f, backend="xla"))(a)
-    path = tmp_path / "eig_schur.bin"
-    path.write_bytes(exp.serialize())
-    np.save(tmp_path / "a.npy", a)
-    code = ("import numpy as np, plait, sys; "
-            f"e = plait.export.deserialize(open({str(path)!r}, 'rb').read()); "
-            "outs = e.call(np.load(sys.argv[1])); "
-            "np.savez(sys.argv[2], *[np.asarray(o) for o in outs])")
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "a.npy"),
-                          str(tmp_path / "outs.npz")], capture_output=True, text=True,
-                         timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    res = np.load(tmp_path / "outs.npz")
-    w, vr, t, z = (res[f"arr_{i}"] for i in range(4))
+    w, vr, t, z = call_in_fresh_process(plait.export(plait.jit(f, backend="xla"))(a), [a],
+                                        tmp_path)
     wn, vn = np.linalg.eig(a)
     np.testing.assert_allclose(w, wn, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(vr, vn, rtol=1e-13, atol=1e-13)

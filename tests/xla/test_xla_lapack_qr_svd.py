@@ -13,6 +13,7 @@ import pytest
 
 pytest.importorskip("jaxlib")
 
+from lapack_helpers import call_in_fresh_process, random_matrices  # noqa: E402
 import plait  # noqa: E402
 import plait.numpy as pnp  # noqa: E402
 from plait.lax import linalg as la  # noqa: E402
@@ -26,14 +27,6 @@ LETTER = {np.float32: "s", np.float64: "d", np.complex64: "c", np.complex128: "z
 def _tol(dtype) -> float:
     """Both backends run the same LAPACK routines: a few ulps apart at most."""
     return 1e-5 if np.finfo(dtype).bits <= 32 else 1e-12
-
-
-def _rand(shape, dtype, seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.normal(size=shape)
-    return x.astype(dtype)
 
 
 def _both(f, x, tol):
@@ -58,7 +51,7 @@ def _stablehlo(f, x) -> str:
 # --- qr ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_qr_lowers_to_geqrf_then_orgqr(dtype):
-    text = _stablehlo(lambda a: la.qr(a), _rand((5, 3), dtype))
+    text = _stablehlo(lambda a: la.qr(a), random_matrices((5, 3), dtype))
     c = LETTER[dtype]
     assert f"lapack_{c}geqrf_ffi" in text
     assert f"lapack_{c}{'ungqr' if c in 'cz' else 'orgqr'}_ffi" in text
@@ -68,7 +61,7 @@ def test_qr_lowers_to_geqrf_then_orgqr(dtype):
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_qr_matches_interp_and_numpy(dtype, shape, full_matrices):
-    a = _rand(shape, dtype)
+    a = random_matrices(shape, dtype)
     tol = _tol(dtype)
     q, r = _both(lambda x: la.qr(x, full_matrices=full_matrices), a, tol)
     nq, nr = np.linalg.qr(a, mode="complete" if full_matrices else "reduced")
@@ -84,7 +77,7 @@ def test_qr_matches_interp_and_numpy(dtype, shape, full_matrices):
 @pytest.mark.parametrize("shape", EMPTY)
 @pytest.mark.parametrize("dtype", [np.float32, np.complex128])
 def test_qr_of_empty_matrices(dtype, shape, full_matrices):
-    q, r = _both(lambda x: la.qr(x, full_matrices=full_matrices), _rand(shape, dtype), 0)
+    q, r = _both(lambda x: la.qr(x, full_matrices=full_matrices), random_matrices(shape, dtype), 0)
     assert not r.any()
     if q.size:
         np.testing.assert_array_equal(q, np.broadcast_to(np.eye(q.shape[-2], q.shape[-1]),
@@ -94,7 +87,7 @@ def test_qr_of_empty_matrices(dtype, shape, full_matrices):
 def test_qr_of_nan_and_rank_deficient_inputs():
     """geqrf has no failure: NaNs spread as in the reference; a rank-deficient matrix
     still factors (a zero diagonal in r)."""
-    a = _rand((3, 5, 4), np.float64)
+    a = random_matrices((3, 5, 4), np.float64)
     a[1, 2, 3] = np.nan
     a[2, :, 1] = 2 * a[2, :, 0]
     q, r = _both(lambda x: la.qr(x), a, 1e-12)
@@ -107,8 +100,8 @@ def test_qr_of_nan_and_rank_deficient_inputs():
                                                  ((2, 4, 4), False)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_qr_gradient_matches_interp(dtype, shape, full_matrices):
-    a = _rand(shape, dtype, seed=1)
-    w = _rand(shape, dtype, seed=2)
+    a = random_matrices(shape, dtype, seed=1)
+    w = random_matrices(shape, dtype, seed=2)
 
     def loss(x):
         q, r = la.qr(x, full_matrices=full_matrices)
@@ -120,7 +113,7 @@ def test_qr_gradient_matches_interp(dtype, shape, full_matrices):
 # --- svd --------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_svd_lowers_to_gesdd_with_its_mode(dtype):
-    a = _rand((5, 3), dtype)
+    a = random_matrices((5, 3), dtype)
     target = f"lapack_{LETTER[dtype]}gesdd_ffi"
     for f, mode in [(lambda x: la.svd(x), "A"), (lambda x: la.svd(x, full_matrices=False), "S"),
                     (lambda x: la.svd(x, compute_uv=False), "N"),
@@ -141,7 +134,7 @@ def _svd_all_params(k: int):
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_svd_matches_interp_and_numpy(dtype, shape):
-    a = _rand(shape, dtype)
+    a = random_matrices(shape, dtype)
     tol = _tol(dtype)
     ns = np.linalg.svd(a, compute_uv=False)
     for params in _svd_all_params(min(shape[-2:])):
@@ -170,7 +163,7 @@ def test_svd_matches_interp_and_numpy(dtype, shape):
 @pytest.mark.parametrize("dtype", [np.float64, np.complex64])
 def test_svd_of_empty_matrices(dtype, shape):
     for params in _svd_all_params(0):
-        outs = _both(lambda x: la.svd(x, **params), _rand(shape, dtype), 0)
+        outs = _both(lambda x: la.svd(x, **params), random_matrices(shape, dtype), 0)
         assert outs[0].size == 0
         for x in outs[1:]:
             np.testing.assert_array_equal(x, np.broadcast_to(np.eye(*x.shape[-2:]), x.shape))
@@ -181,7 +174,7 @@ def test_svd_of_nonfinite_entries_is_nan_as_in_interp(dtype):
     """A matrix holding NaN or inf never reaches gesdd (it may never return on an inf,
     Reference-LAPACK/lapack#1409): that batch entry is NaN on both backends, complex
     included; the others are untouched, bit for bit interp's and close to NumPy's."""
-    a = _rand((4, 4, 3), dtype)
+    a = random_matrices((4, 4, 3), dtype)
     a[1, 2, 1] = np.nan
     a[2, 1, 1] = np.inf
     a[3, 0, 2] = complex(1, -np.inf) if np.dtype(dtype).kind == "c" else -np.inf
@@ -208,7 +201,7 @@ def test_svd_that_gesdd_never_returns_on_is_nan():
 @pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 4, 4)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_svd_gradient_matches_interp(dtype, shape):
-    a = _rand(shape, dtype, seed=3)
+    a = random_matrices(shape, dtype, seed=3)
 
     def loss(x):
         s, u, vt = la.svd(x, full_matrices=False)
@@ -221,23 +214,14 @@ def test_svd_gradient_matches_interp(dtype, shape):
 
 # --- export -------------------------------------------------------------------------------
 def test_qr_and_svd_export_and_run_in_a_fresh_process(tmp_path):
-    a = _rand((5, 3), np.float64)
+    a = random_matrices((5, 3), np.float64)
 
     def f(x):
         q, r = la.qr(x, full_matrices=False)
         s, u, vt = la.svd(x, full_matrices=False)
         return q @ r, s, (u * s[None, :]) @ vt
-    exp = plait.export(plait.jit(f, backend="xla"))(a)
-    path = tmp_path / "qrsvd.bin"
-    path.write_bytes(exp.serialize())
-    np.save(tmp_path / "a.npy", a)
-    code = ("import numpy as np, plait, sys; "
-            f"e = plait.export.deserialize(open({str(path)!r}, 'rb').read()); "
-            "print(repr([np.asarray(o).tolist() for o in e.call(np.load(sys.argv[1]))]))")
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "a.npy")],
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    qr_, s, usv = (np.array(v) for v in eval(out.stdout.strip().splitlines()[-1]))
+    qr_, s, usv = call_in_fresh_process(plait.export(plait.jit(f, backend="xla"))(a), [a],
+                                        tmp_path)
     np.testing.assert_allclose(qr_, a, atol=1e-12)
     np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), rtol=1e-12)
     np.testing.assert_allclose(usv, a, atol=1e-12)
