@@ -223,7 +223,7 @@ def test_other_result_dtype_converted_as_on_interp():
 
 def test_export_refuses_naming_the_callback():
     def noisy(a):
-        pass
+        """Does nothing: the refusal is about its name."""
 
     def f(x):
         plait.debug.callback(noisy, x)

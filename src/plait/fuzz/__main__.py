@@ -43,12 +43,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run_mode(m: str, args, n: int, minutes: float, log):
+    from plait.fuzz.engines import ENGINES
     from plait.fuzz.grad import run_grad
     from plait.fuzz.threads import run_threads
     from plait.fuzz.values import run_values
     if m == "values":
         return run_values(args.seed, n, minutes, batch=args.batch,
-                          engines=tuple(args.backend or ("eager", "interp", "native")),
+                          engines=tuple(args.backend or ENGINES),
                           do_shrink=not args.no_shrink, log=log, skip=args.skip)
     if m == "grad":
         backend = "native" if not args.backend or "native" in args.backend else "interp"

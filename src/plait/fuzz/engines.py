@@ -25,6 +25,7 @@ from plait.fuzz.ops import s_inputs
 from plait.fuzz.tolerance import ULPS
 from plait.fuzz.program import Node, Program
 
+# the engines values mode runs by default (xla, which needs the xla extra, on request)
 ENGINES = ("eager", "interp", "native")
 # the names a generated program sees when it runs on plait (eager, interp, native)
 RUN_NAMESPACE = {"pnp": pnp, "lax": lax, "np": np, "nn": plait.nn, "plait": plait, "fzc": custom}

@@ -14,7 +14,7 @@ from typing import Optional
 
 import numpy as np
 
-from plait.fuzz.engines import Failure, check_values, confirm, run_eager, run_engine, run_jit
+from plait.fuzz.engines import ENGINES, Failure, check_values, confirm, run_eager, run_engine, run_jit
 from plait.fuzz.generate import random_program
 from plait.fuzz.program import Program
 from plait.fuzz.shrink import shrink
@@ -103,7 +103,7 @@ def same_failure(failure: Failure):
 
 
 def run_values(seed: int, programs: int, minutes: float, batch: int = 40,
-               engines=("eager", "interp", "native"), do_shrink: bool = True, log=None,
+               engines=ENGINES, do_shrink: bool = True, log=None,
                skip: int = 0) -> Report:
     """Run ``programs`` programs (or until ``minutes`` pass) from ``seed``, after skipping
     the first ``skip`` programs of that seed's sequence (so a crash can be bisected)."""
