@@ -26,8 +26,9 @@ over the batch. The packed panels live in the calling thread's buffer, kept betw
 calls.
 
 ``plait_conv_<s|d>(const int64_t *desc, x, w, y)`` computes a 2-d convolution
-(descriptor of sizes and strides: ``backends/native/conv.py``) as GEMMs over im2col
-chunks of rows; a weight gradient in NHWC (its "batch" the contiguous channel) instead
+(descriptor of sizes and strides: ``backends/native/conv.py``): with contiguous output
+channels directly (:func:`_direct_conv_source`: the register tile over output pixels,
+no im2col), else as GEMMs over im2col chunks of rows; a weight gradient in NHWC (its "batch" the contiguous channel) instead
 gathers im2col columns as contiguous runs and accumulates one GEMM per chunk of them.
 An input-dilated convolution (a strided one's input gradient) runs one GEMM per output
 phase over only the kernel taps that meet real input elements; feature groups (vmap's
@@ -598,6 +599,133 @@ int64_t plait_gemm_{x}(int64_t batch, int64_t M, int64_t N, int64_t K,
 KPACK_PARALLEL = 1 << 16
 
 
+def _direct_conv_source(b: Blocking, oom_where: int) -> str:
+    """``conv_direct_<suffix>``: a convolution whose output channels are contiguous, with
+    no im2col copy. Output pixels (over all images) are cut into tiles of ``MR`` pixels;
+    the micro-kernel holds ``MR x NR`` accumulators (the GEMM's register tile) and, for
+    each kernel tap and input channel, broadcasts each pixel's input element from its
+    window's corner plus the tap's offset and multiplies it by one row of the kernel
+    packed in the GEMM's column panels. The input is read in place when no padding is
+    needed and its channels and pixels are contiguous, else from a zero-padded copy
+    (about one input's size, against the kernel-area-times-larger im2col rows). Pieces of
+    the pool are runs of tiles, panel by panel, so the threads share a panel in the L3
+    and each output element is summed by one piece in one order (tap, then channel):
+    results do not depend on the thread count. Measured on one core (Sapphire Rapids, 3x3
+    SAME float32, GFLOP/s): 256 channels at 14x14 137 against 106 for im2col chunks and
+    148 for oneDNN; 64 channels at 56x56 160 against 99 and 160."""
+    t, x, mr, vl, nv = b.ctype, b.suffix, b.mr, b.vlen, b.vecs
+    nr = b.nr
+    vt = "VK" + x
+    ptrs = " ".join(f"const {t} *a{i} = px[{i}] + o;" for i in range(mr))
+    loads = " ".join(f"{vt} b{j} = *(const {vt} *)(wk + {j * vl});" for j in range(nv))
+    fmas = "\n".join(f"      {{ {t} s = a{i}[ci]; " + " ".join(f"c{i}_{j} += s * b{j};" for j in range(nv))
+                     + " }" for i in range(mr))
+    acc = ", ".join(f"c{i}_{j} = {{0}}" for i in range(mr) for j in range(nv))
+    rows = "\n".join(f"    case {i}: " + " ".join(f"*({vt} *)(o + {j * vl}) = c{i}_{j};" for j in range(nv))
+                     + " break;" for i in range(mr))
+    return f"""
+/* rows (<= MR) output pixels by the panel's NR columns (n of them real, stored at
+   yo[i][0..n)): sum over taps tp and channels ci of px[i][toff[tp] + ci] * wp[tp, ci, :];
+   a missing row repeats pixel 0 (its sums are dropped) */
+static void dtile_{x}(int64_t taps, const int64_t *toff, int64_t C, const {t} *const *px,
+                      const {t} *restrict wp, {t} *const *yo, int64_t rows, int64_t n) {{
+  {vt} {acc};
+  for (int64_t tp = 0; tp < taps; ++tp) {{
+    int64_t o = toff[tp];
+    {ptrs}
+    const {t} *wk = wp + tp * C * {nr};
+    #pragma GCC unroll 4
+    for (int64_t ci = 0; ci < C; ++ci, wk += {nr}) {{
+      {loads}
+{fmas}
+    }}
+  }}
+  for (int64_t i = 0; i < rows; ++i) {{
+    {t} tmp[{nr}] __attribute__((aligned(64)));
+    {t} *o = n == {nr} ? yo[i] : tmp;
+    switch (i) {{
+{rows}
+    }}
+    if (o == tmp) for (int64_t j = 0; j < n; ++j) yo[i][j] = tmp[j];
+  }}
+}}
+
+typedef struct {{
+  const int64_t *d; const {t} *xp, *wp; {t} *Y; const int64_t *toff;
+  int64_t sxb, sxh, sxw, tiles, per, pieces_per_panel;
+}} dconv_job_{x};
+
+/* tiles [q per, (q + 1) per) of panel p, for piece p * pieces_per_panel + q */
+static void dconv_piece_{x}(void *ctx, int64_t piece) {{
+  const dconv_job_{x} *j = ctx;
+  const int64_t *d = j->d;
+  int64_t C = d[1], O = d[8], OH = d[15], OW = d[16], syb = d[17], syh = d[19], syw = d[20];
+  int64_t sh = d[21], sw = d[22], P = OH * OW, all = d[0] * P, taps = d[9] * d[10];
+  int64_t p = piece / j->pieces_per_panel, q = piece % j->pieces_per_panel;
+  int64_t n = min_{x}({nr}, O - p * {nr});
+  const {t} *wp = j->wp + p * taps * C * {nr};
+  for (int64_t tile = q * j->per; tile < min_{x}((q + 1) * j->per, j->tiles); ++tile) {{
+    const {t} *px[{mr}]; {t} *yo[{mr}];
+    int64_t m0 = tile * {mr}, rows = min_{x}({mr}, all - m0);
+    for (int64_t i = 0; i < {mr}; ++i) {{
+      int64_t m = m0 + (i < rows ? i : 0), bi = m / P, oh = (m % P) / OW, ow = m % OW;
+      px[i] = j->xp + bi * j->sxb + oh * sh * j->sxh + ow * sw * j->sxw;
+      yo[i] = j->Y + bi * syb + oh * syh + ow * syw + p * {nr};
+    }}
+    dtile_{x}(taps, j->toff, C, px, wp, yo, rows, n);
+  }}
+}}
+
+typedef struct {{ const int64_t *d; const {t} *X; {t} *xp; int64_t HP, WP; }} dpad_job_{x};
+
+/* row r = (image, padded row) of the zero-padded input copy */
+static void dpad_piece_{x}(void *ctx, int64_t r) {{
+  const dpad_job_{x} *j = ctx;
+  const int64_t *d = j->d;
+  int64_t C = d[1], bi = r / j->HP, hp = r % j->HP;
+  for (int64_t wq = 0; wq < j->WP; ++wq)
+    pixel_{x}(j->xp + (r * j->WP + wq) * C, j->X + bi * d[4], hp - d[23], wq - d[24],
+              d[2], d[3], C, d[6], d[7], d[5]);
+}}
+
+/* plait_conv of one group without input dilation, output channels contiguous: see
+   _direct_conv_source in plait.codegen.c_gemm */
+static int64_t conv_direct_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y,
+                               int threads) {{
+  int64_t NB = d[0], C = d[1], H = d[2], W = d[3], O = d[8], KH = d[9], KW = d[10];
+  int64_t OH = d[15], OW = d[16], sh = d[21], sw = d[22], ph = d[23], pw = d[24];
+  int64_t dh = d[25], dw = d[26], taps = KH * KW, K = taps * C;
+  int64_t HP = (OH - 1) * sh + (KH - 1) * dh + 1, WP = (OW - 1) * sw + (KW - 1) * dw + 1;
+  int in_place = ph == 0 && pw == 0 && HP <= H && WP <= W && d[5] == 1 && d[7] == C;
+  int64_t toff[taps > 0 ? taps : 1];
+  {t} *xp = NULL;
+  int64_t sxb = d[4], sxh = d[6], sxw = C;
+  if (!in_place) {{
+    xp = malloc(sizeof({t}) * (size_t)(NB * HP * WP * C));
+    if (!xp) return (int64_t)(NB * HP * WP * C * (int64_t)sizeof({t})) * {oom_where}LL;
+    dpad_job_{x} pj = {{d, X, xp, HP, WP}};
+    if (threads > 1 && NB * HP * WP * C >= {KPACK_PARALLEL}) pool_for(threads, NB * HP, dpad_piece_{x}, &pj);
+    else for (int64_t r = 0; r < NB * HP; ++r) dpad_piece_{x}(&pj, r);
+    sxb = HP * WP * C; sxh = WP * C;
+  }}
+  for (int64_t kh = 0; kh < KH; ++kh)
+    for (int64_t kw = 0; kw < KW; ++kw) toff[kh * KW + kw] = kh * dh * sxh + kw * dw * sxw;
+  {t} *wp = pack_kernel_{x}(d, Wt, NULL, KH, NULL, KW, threads);
+  if (!wp) {{ free(xp); return packed_kernel_bytes_{x}(K, O) * {oom_where}LL; }}
+  int64_t tiles = (NB * OH * OW + {mr - 1}) / {mr}, panels = (O + {nr - 1}) / {nr};
+  /* a few pieces per thread, each of at least {_PIECE_MACS} multiply-adds */
+  int64_t per = {_PIECE_MACS} / ({mr * nr} * (K > 0 ? K : 1)) + 1;
+  int64_t even = (tiles * panels + 4 * threads - 1) / (4 * threads);
+  if (per > even) per = even > 0 ? even : 1;
+  int64_t ppp = (tiles + per - 1) / per;
+  dconv_job_{x} j = {{d, in_place ? X : xp, wp, Y, toff, sxb, sxh, sxw, tiles, per, ppp}};
+  pool_for(threads, panels * ppp, dconv_piece_{x}, &j);
+  free(wp); free(xp);
+  return 0;
+}}
+"""
+
+
 def _conv_source(b: Blocking, im2col_bytes: int, oom_where: int) -> str:
     """``plait_conv_<s|d>``: a 2-d convolution as GEMMs over im2col row chunks."""
     x, t = b.suffix, b.ctype
@@ -653,7 +781,8 @@ static void kpack_piece_{x}(void *ctx, int64_t piece) {{
     for (int64_t p = 0; p < np; ++p) {{   /* panel p holds columns [p w, p w + w) */
       {t} *dst = j->bpk + (p * K + k) * w;
       int64_t o0 = p * w, n = min_{x}(w, O - o0);
-      for (int64_t i = 0; i < n; ++i) dst[i] = src[(o0 + i) * swo];
+      if (swo == 1) memcpy(dst, src + o0, sizeof({t}) * (size_t)n);   /* HWIO: a run */
+      else for (int64_t i = 0; i < n; ++i) dst[i] = src[(o0 + i) * swo];
       for (int64_t i = n; i < w; ++i) dst[i] = 0;
     }}
   }}
@@ -860,6 +989,7 @@ static void conv_chunk_{x}(void *ctx, int64_t c) {{
   if (st) atomic_store(&j->status, st);
 }}
 
+""" + _direct_conv_source(b, oom_where) + f"""
 /* plait_conv of one group without input dilation: rows (b, oh, ow) are gathered
    (im2col, columns (kh, kw, ci)) in chunks of at most {im2col_bytes} bytes, each
    multiplied by the kernel (packed once for all chunks) as one GEMM. With enough rows
@@ -874,6 +1004,8 @@ static int64_t conv_one_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *
   int64_t K = KH * KW * C, P = OH * OW;
   if (sxb == 1 && NB > 1 && syh == OW * syw && syw == NB * syb)
     return conv_t_{x}(d, X, Wt, Y, threads);
+  if (d[18] == 1 && KH * KW > 1 && O > {b.nr // 2})   /* channels contiguous: no im2col */
+    return conv_direct_{x}(d, X, Wt, Y, threads);
   {t} *bpk = pack_kernel_{x}(d, Wt, NULL, KH, NULL, KW, threads);
   if (!bpk) return packed_kernel_bytes_{x}(K, O) * {oom_where}LL;
   /* rows of one GEMM: all (b, oh, ow) when y's rows are one stride, else one image's

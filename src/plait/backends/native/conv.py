@@ -1,10 +1,12 @@
-"""``conv_general_dilated`` as im2col chunks multiplied by plait's GEMM library.
+"""``conv_general_dilated`` as a call into plait's GEMM library.
 
 A convolution with one or two spatial dimensions and one batch group, in any layout,
-calls ``plait_conv_<s|d>`` (source: :mod:`plait.codegen.c_gemm`): rows
+calls ``plait_conv_<s|d>`` (source: :mod:`plait.codegen.c_gemm`). With output features
+contiguous (NHWC) it is direct: tiles of output pixels run the GEMM's register tile,
+reading the input in place (or from a zero-padded copy) at each kernel tap, against the
+kernel packed once per convolution into the GEMM's column panels. Otherwise rows
 ``(batch, out spatial)`` are gathered in L2-sized chunks with columns ``(kh, kw, in
-feature)`` and each chunk is one GEMM with the kernel, packed once per convolution into
-the GEMM's column panels. The descriptor of sizes and strides is a static array in the call step, so a
+feature)`` (im2col) and each chunk is one GEMM with the packed kernel. The descriptor of sizes and strides is a static array in the call step, so a
 new convolution shape compiles only its few-line call. The backward convolutions are
 convolutions too (``contractions.py``'s transpose rules) and take the same path: an
 input-dilated one (the input gradient of a strided convolution) runs by output phase
@@ -113,8 +115,11 @@ def _conv(cp, eqn, name: str) -> bool:
     # the kernel packed once in the GEMM's column panels (out features rounded up to them)
     width = narrow.nr if d[8] <= main.nr // 2 else main.nr
     packed = k * -(-d[8] // width) * width * isz
-    # im2col chunk, packed kernel, scattered output chunk
-    cp.scratch[name] = rows * k * isz + packed + rows * d[8] * isz
+    # im2col chunk, packed kernel, scattered output chunk; or (the direct path) the
+    # zero-padded input copy and the packed kernel
+    hp, wp = (d[15] - 1) * d[21] + (d[9] - 1) * d[25] + 1, (d[16] - 1) * d[22] + (d[10] - 1) * d[26] + 1
+    padded = d[0] * hp * wp * (d[1] // d[29]) * isz
+    cp.scratch[name] = max(rows * k * isz + rows * d[8] * isz, padded) + packed
     return True
 
 

@@ -1,0 +1,111 @@
+"""The native convolution library's direct path (output channels contiguous, no im2col):
+tiles of output pixels across rows and images, the input read in place or from a
+zero-padded copy, strides, kernel dilation, any padding and input layout, a last panel
+of output channels that is not full; against a float64 NumPy convolution."""
+import numpy as np
+import pytest
+
+import plait
+from plait import lax
+
+
+def _np_conv(x, w, strides, padding, dilation):
+    """NHWC x HWIO convolution in float64: taps of the padded input, each a product."""
+    (sh, sw), (dh, dw) = strides, dilation
+    (plo, phi), (qlo, qhi) = padding
+    xp = x.astype(np.float64)
+    # negative padding crops; positive pads with zeros
+    xp = xp[:, max(-plo, 0):xp.shape[1] - max(-phi, 0), max(-qlo, 0):xp.shape[2] - max(-qhi, 0)]
+    xp = np.pad(xp, ((0, 0), (max(plo, 0), max(phi, 0)), (max(qlo, 0), max(qhi, 0)), (0, 0)))
+    kh_, kw_ = w.shape[:2]
+    oh = (xp.shape[1] - (kh_ - 1) * dh - 1) // sh + 1
+    ow = (xp.shape[2] - (kw_ - 1) * dw - 1) // sw + 1
+    out = np.zeros((x.shape[0], oh, ow, w.shape[3]))
+    for kh in range(kh_):
+        for kw in range(kw_):
+            win = xp[:, kh * dh:kh * dh + (oh - 1) * sh + 1:sh, kw * dw:kw * dw + (ow - 1) * sw + 1:sw]
+            out += win @ w[kh, kw].astype(np.float64)
+    return out
+
+
+def _check(x, w, strides, padding, dilation=(1, 1), dn=("NHWC", "HWIO", "NHWC"),
+           dtype=np.float32):
+    """plait's native convolution (routed to the library) against the float64 oracle,
+    twice (the library's buffers are reused); x and w are given NHWC and HWIO."""
+    x, w = x.astype(dtype), w.astype(dtype)
+    xin = np.ascontiguousarray(np.transpose(x, ["NHWC".index(c) for c in dn[0]]))
+    win = np.ascontiguousarray(np.transpose(w, ["HWIO".index(c) for c in dn[1]]))
+    f = plait.jit(lambda a, b: lax.conv_general_dilated(
+        a, b, strides, padding, rhs_dilation=dilation, dimension_numbers=dn), backend="native")
+    assert "native conv_general_dilated" in f.lower(xin, win).compile().as_text("kernels")
+    want = _np_conv(x, w, strides, padding, dilation)
+    want = np.transpose(want, ["NHWC".index(c) for c in dn[2]])
+    eps = np.finfo(dtype).eps
+    k = w.shape[0] * w.shape[1] * w.shape[2]
+    bound = 8 * eps * np.sqrt(k) * np.abs(x).max() * np.abs(w).max()
+    for _ in range(2):
+        got = np.asarray(f(xin, win))
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=0, atol=bound)
+
+
+def _data(seed, n, h, w_, c, kh, kw, o):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((n, h, w_, c)), rng.standard_normal((kh, kw, c, o)))
+
+
+@pytest.mark.parametrize("shape", [
+    (1, 14, 14, 64, 64),      # whole panels, tiles across output rows
+    (3, 5, 9, 16, 100),       # tiles across images, a last panel of 36 of 64 columns
+    (2, 7, 7, 3, 33),         # three input channels, one real column in the last panel
+])
+def test_same_convolutions_match_numpy(shape):
+    n, h, w_, c, o = shape
+    x, w = _data(31, n, h, w_, c, 3, 3, o)
+    _check(x, w, (1, 1), ((1, 1), (1, 1)))
+
+
+def test_valid_convolution_reads_the_input_in_place():
+    """No padding and contiguous NHWC: the input is read where it is."""
+    x, w = _data(32, 2, 11, 10, 24, 3, 2, 72)
+    _check(x, w, (1, 1), ((0, 0), (0, 0)))
+
+
+@pytest.mark.parametrize("strides,padding,dilation", [
+    ((2, 2), ((1, 1), (1, 1)), (1, 1)),     # All-CNN-C's strided layers
+    ((2, 1), ((0, 2), (1, 0)), (1, 1)),     # uneven strides and padding
+    ((1, 1), ((2, 2), (2, 2)), (2, 2)),     # a dilated kernel
+    ((1, 2), ((-1, 1), (1, -1)), (1, 1)),   # negative padding crops the input
+    ((1, 1), ((1, -1), (1, -1)), (1, 1)),   # shifted: padded although no larger
+])
+def test_strides_padding_and_dilation_match_numpy(strides, padding, dilation):
+    x, w = _data(33, 2, 12, 13, 20, 3, 3, 48)
+    _check(x, w, strides, padding, dilation)
+
+
+def test_an_nchw_input_is_copied_into_the_padded_layout():
+    x, w = _data(34, 2, 9, 8, 40, 3, 3, 64)
+    _check(x, w, (1, 1), ((1, 1), (1, 1)), dn=("NCHW", "OIHW", "NHWC"))
+
+
+def test_float64_matches_numpy():
+    x, w = _data(35, 1, 10, 10, 32, 3, 3, 40)
+    _check(x, w, (1, 1), ((1, 1), (1, 1)), dtype=np.float64)
+
+
+def test_input_gradient_of_a_stride_one_convolution_matches_numpy():
+    """The input gradient of a SAME stride-1 convolution is a convolution with the
+    flipped, transposed kernel: the direct path with a kernel read through strides."""
+    rng = np.random.default_rng(36)
+    x = rng.standard_normal((2, 9, 9, 48)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 48, 80)).astype(np.float32)
+    g = rng.standard_normal((2, 9, 9, 80)).astype(np.float32)
+    dn = ("NHWC", "HWIO", "NHWC")
+    conv = lambda x: lax.conv_general_dilated(x, w, (1, 1), ((1, 1), (1, 1)),  # noqa: E731
+                                              dimension_numbers=dn)
+    f = plait.jit(lambda g: plait.vjp(conv, x)[1](g)[0], backend="native")
+    assert "native conv_general_dilated" in f.lower(g).compile().as_text("kernels")
+    wt = np.transpose(w[::-1, ::-1], (0, 1, 3, 2))      # flipped, in/out swapped
+    want = _np_conv(g, wt, (1, 1), ((1, 1), (1, 1)), (1, 1))
+    bound = 8 * np.finfo(np.float32).eps * np.sqrt(9 * 80) * np.abs(w).max() * np.abs(g).max()
+    np.testing.assert_allclose(np.asarray(f(g)), want, rtol=0, atol=bound)
