@@ -82,6 +82,18 @@ def col_sum_scaled(r: int, c: int):
     return b.build()
 
 
+def masked_col_sum_scaled(r: int, c: int):
+    """A relu backward's select, then :func:`col_sum_scaled`'s bias gradient of it (the
+    select and the sum fuse first; the scale must not fuse onto the sum)."""
+    b = TileBuilder("masked_col_sum_scaled")
+    X = b.input("X", "f32", (r, c))
+    i, j = variables("i j")
+    M = b.eltwise(b.temp("f32", (r, c)), call("max", X, constant(0.0, "f32")))
+    S = b.contract(b.temp("f32", (c,)), (j,), "add", M[i, j])
+    b.output(b.eltwise(b.tensor("Y", "f32", (c,)), call("mul", S, constant(2.0, "f32"))))
+    return b.build()
+
+
 def row_max(r: int, c: int):
     b = TileBuilder("row_max")
     X = b.input("X", "f32", (r, c))

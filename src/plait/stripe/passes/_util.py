@@ -42,6 +42,13 @@ def ref_vars(ref: Refinement) -> set[str]:
     return out
 
 
+def loops_within(block: Block) -> bool:
+    """Whether a statement of ``block`` is a block with loops of its own: without one,
+    ``block``'s indexes are the innermost loops (its child blocks, such as the bodies an
+    earlier fusion left, run once per iteration)."""
+    return any(isinstance(s, Block) and any(ix.range > 1 for ix in s.idxs) for s in block.stmts)
+
+
 def flat_coeff(ref: Refinement, name: str) -> int:
     """The element stride of index ``name`` in ``ref`` (sum of coeff * stride)."""
     return sum(a.coeff(name) * s for a, s in zip(ref.access, ref.strides))

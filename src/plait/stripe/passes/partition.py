@@ -13,8 +13,8 @@ block's innermost one, contiguous in the outputs, and the block reduces over oth
 indexes (a sum over the leading axes, as a bias gradient is), moving it to the front
 would leave a reduction striding through memory innermost; it is tiled instead, one
 tile per core, so the tiles run in parallel and each keeps the contiguous index
-innermost (a flat kernel whose innermost loop strides through every view first gets
-its contiguous loop innermost, whatever the cores). A kernel with no legal
+innermost (a kernel without inner loops whose innermost loop strides through every
+view gets its contiguous loop innermost, whatever the cores). A kernel with no legal
 index at the top is searched further down, through serial loops that run at most
 ``max_forks`` times (a matmul's K panels, a convolution's window rows): the threads
 are started once per serial iteration. A block is split only when the cost model
@@ -30,7 +30,7 @@ from dataclasses import replace
 from typing import Optional
 
 from plait.stripe.ir import Block, Program
-from plait.stripe.passes._util import flat_coeff, prune_unit_idxs, ref_vars
+from plait.stripe.passes._util import flat_coeff, loops_within, prune_unit_idxs, ref_vars
 from plait.stripe.passes.parallel_cost import worth_splitting
 from plait.stripe.tiling import apply_tile
 
@@ -73,8 +73,9 @@ def _best_index(block: Block, cores: int) -> Optional[str]:
 
 def _contiguous_under_reduction(block: Block, name: str) -> bool:
     """Whether ``name`` is ``block``'s innermost index, of stride 1 in every output, in a
-    flat block that also reduces over an index no output reads or that cannot be split."""
-    if block.idxs[-1].name != name or any(isinstance(s, Block) for s in block.stmts):
+    block without inner loops (:func:`loops_within`) that also reduces over an index no
+    output reads or that cannot be split."""
+    if block.idxs[-1].name != name or loops_within(block):
         return False
     outs = [r for r in block.refs if r.dir in ("out", "inout")]
     if any(flat_coeff(r, name) != 1 for r in outs):
@@ -87,12 +88,12 @@ def _contiguous_under_reduction(block: Block, name: str) -> bool:
 
 def contiguous_innermost(block: Block) -> Block:
     """``block`` with a contiguous index innermost when its innermost loop strides
-    through every view: in a flat block (a column sum fused with its producer runs the
-    summed rows innermost, each step a row apart, every access a new cache line in the
-    same cache set), the loop of stride 1 in the most views moves innermost. Iterations
-    are unordered, so the order of the loops is free."""
+    through every view: in a block without inner loops (a column sum fused with its
+    producer runs the summed rows innermost, each step a row apart, every access a new
+    cache line in the same cache set), the loop of stride 1 in the most views moves
+    innermost. Iterations are unordered, so the order of the loops is free."""
     loops = [ix for ix in block.idxs if ix.affine is None and ix.range > 1]
-    if len(loops) < 2 or any(isinstance(s, Block) for s in block.stmts):
+    if len(loops) < 2 or loops_within(block):
         return block
     refs = [r for r in block.refs if r.dir in ("in", "out", "inout")]
 
@@ -134,8 +135,8 @@ def partition_pass(program: Program, target, *, fork_ns: float, op_ns: float,
                    transcendental_ns: float, max_forks: int = 64,
                    exclude=("pack", "mac_regblock")) -> Program:
     """Tag the first (outermost, then earliest) parallel-safe block of each kernel
-    ``parallel`` when the cost model finds it worth a parallel region (a flat kernel
-    first gets a contiguous loop innermost: :func:`contiguous_innermost`).
+    ``parallel`` when the cost model finds it worth a parallel region (a kernel without
+    inner loops first gets a contiguous loop innermost: :func:`contiguous_innermost`).
 
     Inner blocks are considered when the serial loops around them run at most
     ``max_forks`` times (each run starts the threads again); blocks tagged ``exclude``
