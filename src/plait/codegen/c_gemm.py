@@ -75,10 +75,10 @@ def _micro_kernel(b: Blocking, rows: int, vecs: int | None = None, form: str = "
     """``uk<form>_<suffix>`` (``rows == MR``), ``uk<form>_<suffix>_<rows>`` (an edge of
     fewer rows) or ``uk<form>_<suffix>_v<vecs>`` (MR rows, an edge of fewer whole vectors
     of columns): ``rows x vecs`` vector accumulators in explicit GNU vectors. Form ""
-    reads A's rows of depth k at ``a + k * lda`` (a packed panel, ``lda = MR``, or A
-    read in place when its rows are its contiguous dimension, ``lda`` its k stride);
-    form "r" reads row i at ``a + i * lda``, its k elements contiguous (A read in place
-    by rows), one pointer per row stepping along k."""
+    reads the ``rows`` elements of depth k contiguous at ``a + k * lda`` (a packed
+    panel, ``lda = MR``, or A read in place when its columns are contiguous, ``lda``
+    its k stride); form "r" reads row i at ``a + i * lda``, its k elements contiguous
+    (A read in place by rows), one pointer per row stepping along k."""
     t, x, mr, vl = b.ctype, b.suffix, b.mr, b.vlen
     v = b.vecs if vecs is None else vecs
     vt = "VK" + x
@@ -199,31 +199,10 @@ def _variant_source(b: Blocking, vector_bytes: int, oom_where: int) -> str:
     t, x, mr, nr = b.ctype, b.suffix, b.mr, b.nr
     d = x[0]
     return _micro_kernels(b) + _transpose_source(b) + f"""
-/* rows [0, mr) of A (strides sam, sak), depth kc -> ap[k * MR + i], rows mr..MR zero */
+/* rows [0, mr) of A (strides sam, sak; neither 1, else A is read in place), depth kc
+   -> ap[k * MR + i], rows mr..MR zero */
 static void pack_a_{x}(int64_t mr, int64_t kc, const {t} *a, int64_t sam, int64_t sak,
                        {t} *restrict ap) {{
-  if (mr == {mr} && sam == 1) {{
-    for (int64_t k = 0; k < kc; ++k)
-      for (int64_t i = 0; i < {mr}; ++i) ap[k * {mr} + i] = a[k * sak + i];
-    return;
-  }}
-  if (mr == {mr} && sak == 1) {{     /* rows contiguous: a vector of each row at a time (one
-    scalar load per element took 1162 of 5855 us of CPU at 1024 x 256 x 1024 float32 on
-    one Zen 4 core; 471-579 so) */
-    int64_t k0 = 0;
-    for (; k0 + {b.vlen} <= kc; k0 += {b.vlen}) {{
-      VK{x} v[{mr}];
-      #pragma GCC unroll {mr}
-      for (int i = 0; i < {mr}; ++i) v[i] = *(const VK{x} *)(a + i * sam + k0);
-      #pragma GCC unroll {b.vlen}
-      for (int kk = 0; kk < {b.vlen}; ++kk)
-        #pragma GCC unroll {mr}
-        for (int i = 0; i < {mr}; ++i) ap[(k0 + kk) * {mr} + i] = v[i][kk];
-    }}
-    for (int64_t i = 0; i < {mr}; ++i)
-      for (int64_t k = k0; k < kc; ++k) ap[k * {mr} + i] = a[i * sam + k];
-    return;
-  }}
   for (int64_t i = 0; i < mr; ++i) {{
     const {t} *ai = a + i * sam;
     for (int64_t k = 0; k < kc; ++k) ap[k * {mr} + i] = ai[k * sak];
