@@ -100,12 +100,32 @@ def test_every_column_edge_of_whole_vectors(dt):
             if p[0].ctype == ("float" if dt == np.float32 else "double")][0][0]
     src = gemm.library_source(host_target(), main.suffix)
     for v in range(1, main.vecs):
-        assert f"uk_{main.suffix}_v{v}(kc, ap, b, ldb, c, ldc, first)" in src
+        for form in ("", "r"):     # A packed or read by columns; A read by rows
+            assert f"uk{form}_{main.suffix}_v{v}(kc, a, lda, b, ldb, c, ldc, first)" in src
         N = main.nr + v * main.vlen
         for M in (4 * main.mr, 4 * main.mr + 1):
             for ta, tb in ((0, 0), (1, 1)):
                 A = _operand(rng, (1, M, main.kc + 7), dt, ta, 1)
                 B = _operand(rng, (1, main.kc + 7, N), dt, tb, 1)
+                _check(_call(A, B), A, B, dt)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_small_m_every_way_a_is_read(dt):
+    """M = 1 .. 64 (the VAE's and MNIST's batch rows: one to ten row panels, so B is
+    read in place or packed) with odd N (a ragged column panel), K past one panel, in a
+    batch of two, for each way the library reads A: in place by rows (row-major), in
+    place by columns (transposed), and packed (every second column of a wider array),
+    against B row-major and transposed."""
+    rng = np.random.default_rng(5)
+    main = [p for p in gemm.blockings(host_target())
+            if p[0].ctype == ("float" if dt == np.float32 else "double")][0][0]
+    for M in (1, 2, 5, 6, 7, 13, 32, 47, 48, 49, 64):
+        N, K = (37, 2 * main.nr + 1, 3 * main.nr + 19)[M % 3], main.kc + 3 + M
+        for ta, step in ((0, 1), (1, 1), (0, 2)):
+            for tb in (0, 1):
+                A = _operand(rng, (2, M, K), dt, ta, step)
+                B = _operand(rng, (2, K, N), dt, tb, 1)
                 _check(_call(A, B), A, B, dt)
 
 

@@ -11,7 +11,9 @@ computes ``C[b] = A[b] @ B[b]`` for every batch ``b`` with element strides, so a
 transposed or otherwise strided operand costs nothing extra: the packing routines read
 it in place. Loops follow BLIS with the roles of the operands swapped for row-major
 output (``N`` is the vector dimension): a ``KC x N2`` block of B is packed once (the
-L3), an ``M3 x KC`` slab of A is packed (half the L2), and each ``KC x NR`` panel of B
+L3), an ``M3 x KC`` slab of A (half the L2) is read in place when A's rows or columns
+are contiguous (the micro-kernel broadcasts its elements from either layout) and packed
+otherwise, and each ``KC x NR`` panel of B
 (an eighth of the L2) is reused while every ``MR x KC`` panel of the slab passes it. The micro-kernel
 holds ``MR x NR`` accumulators in explicit GNU vectors (``NR`` a multiple of the vector
 length), and a ragged last row panel runs a kernel of its own height,
@@ -19,8 +21,8 @@ a last column panel of fewer whole vectors one of its own width; products with a
 vector wide, and with few row panels B is read in place. ``M`` or ``N`` of 1 runs a
 matrix-vector kernel (no packing). Threads share the packed panels: each block is two
 phases on plait's own pool (:mod:`plait.codegen.c_pool`: pieces claimed dynamically,
-the caller never waits for a thread the OS has not scheduled yet), one packing A's and
-B's panels, one computing rectangles of micro-tiles, as many threads as
+the caller never waits for a thread the OS has not scheduled yet), one packing the panels
+(skipped when there are none), one computing rectangles of micro-tiles, as many threads as
 ``omp_get_max_threads()`` allows the caller; a batch of small products is instead split
 over the batch. The packed panels live in the calling thread's buffer, kept between
 calls.
@@ -70,18 +72,32 @@ class Blocking:
         return self.vecs * self.vlen
 
 
-def _micro_kernel(b: Blocking, rows: int, vecs: int | None = None) -> str:
-    """``uk_<suffix>`` (``rows == MR``), ``uk_<suffix>_<rows>`` (an edge of fewer rows) or
-    ``uk_<suffix>_v<vecs>`` (MR rows, an edge of fewer whole vectors of columns):
-    ``rows x vecs`` vector accumulators in explicit GNU vectors over one packed A panel."""
+def _micro_kernel(b: Blocking, rows: int, vecs: int | None = None, form: str = "") -> str:
+    """``uk<form>_<suffix>`` (``rows == MR``), ``uk<form>_<suffix>_<rows>`` (an edge of
+    fewer rows) or ``uk<form>_<suffix>_v<vecs>`` (MR rows, an edge of fewer whole vectors
+    of columns): ``rows x vecs`` vector accumulators in explicit GNU vectors. Form ""
+    reads the ``rows`` elements of depth k contiguous at ``a + k * lda`` (a packed
+    panel, ``lda = MR``, or A read in place when its columns are contiguous, ``lda``
+    its k stride); form "r" reads row i at ``a + i * lda``, its k elements contiguous
+    (A read in place by rows), one pointer per row stepping along k."""
     t, x, mr, vl = b.ctype, b.suffix, b.mr, b.vlen
     v = b.vecs if vecs is None else vecs
     vt = "VK" + x
-    name = (f"uk_{x}_v{v}" if v != b.vecs else f"uk_{x}" if rows == mr else f"uk_{x}_{rows}")
+    base = f"uk{form}_{x}"
+    name = f"{base}_v{v}" if v != b.vecs else base if rows == mr else f"{base}_{rows}"
     acc = ", ".join(f"c{i}_{j} = {{0}}" for i in range(rows) for j in range(v))
     loads = " ".join(f"{vt} b{j} = *(const {vt} *)(bk + {j * vl});" for j in range(v))
+    if form == "r":
+        setup = " ".join(f"const {t} *a{i} = a + {i} * lda;" for i in range(rows))
+        step = " ".join(f"++a{i};" for i in range(rows))
+        scalar = [f"*a{i}" for i in range(rows)]
+        head = "const {t} *bk = b + k * ldb;".format(t=t)
+    else:
+        setup, step = "", ""
+        scalar = [f"ak[{i}]" for i in range(rows)]
+        head = f"const {t} *bk = b + k * ldb; const {t} *ak = a + k * lda;"
     fmas = "\n".join(
-        f"      {{ {t} s = ak[{i}]; " + " ".join(f"c{i}_{j} += s * b{j};" for j in range(v)) + " }"
+        f"      {{ {t} s = {scalar[i]}; " + " ".join(f"c{i}_{j} += s * b{j};" for j in range(v)) + " }"
         for i in range(rows))
     store_first = "\n".join(
         f"    *({vt} *)(c + {i} * ldc + {j * vl}) = c{i}_{j};"
@@ -90,19 +106,21 @@ def _micro_kernel(b: Blocking, rows: int, vecs: int | None = None) -> str:
         f"    *({vt} *)(c + {i} * ldc + {j * vl}) += c{i}_{j};"
         for i in range(rows) for j in range(v))
     return f"""
-/* C[0:{rows}, 0:{v * vl}] (=|+=) Ap[kc x MR] . B[kc x {v * vl}] (row stride ldb), C row stride ldc */
-static void {name}(int64_t kc, const {t} *restrict ap, const {t} *restrict b, int64_t ldb,
-                   {t} *restrict c, int64_t ldc, int first) {{
+/* C[0:{rows}, 0:{v * vl}] (=|+=) A[{rows} x kc] . B[kc x {v * vl}] (row stride ldb), C row stride ldc */
+static void {name}(int64_t kc, const {t} *restrict a, int64_t lda, const {t} *restrict b,
+                   int64_t ldb, {t} *restrict c, int64_t ldc, int first) {{
   {vt} {acc};
+  {setup}
   for (int i = 0; i < {rows}; ++i) {{             /* C's rows arrive while the loop runs */
     __builtin_prefetch(c + i * ldc, 1);
     __builtin_prefetch(c + i * ldc + {v * vl - 1}, 1);
   }}
   #pragma GCC unroll 4
   for (int64_t k = 0; k < kc; ++k) {{
-    const {t} *bk = b + k * ldb; const {t} *ak = ap + k * {mr};
+    {head}
     {loads}
 {fmas}
+    {step}
   }}
   if (first) {{
 {store_first}
@@ -114,34 +132,39 @@ static void {name}(int64_t kc, const {t} *restrict ap, const {t} *restrict b, in
 
 
 def _micro_kernels(b: Blocking) -> str:
-    """The full ``MR``-row micro-kernel, one per edge height ``1 .. MR-1`` (a ragged last
-    row panel computes only its rows: M = 128 over 6-row tiles wasted 4 of 132 rows,
-    M = 8 a third) and ``uk_edge_<suffix>`` choosing among them; one per edge width of
-    ``1 .. vecs-1`` whole vectors and ``uk_cols_<suffix>`` choosing among them (a last
-    column panel of whole vectors computes only its columns and writes C in place:
-    N = 96 over 64-column tiles computed 128 columns, a third of them into a temporary
-    added to C element by element)."""
+    """Per form (see :func:`_micro_kernel`): the full ``MR``-row micro-kernel, one per
+    edge height ``1 .. MR-1`` (a ragged last row panel computes only its rows: M = 128
+    over 6-row tiles wasted 4 of 132 rows, M = 8 a third) and ``uk<form>_edge_<suffix>``
+    choosing among them; one per edge width of ``1 .. vecs-1`` whole vectors and
+    ``uk<form>_cols_<suffix>`` choosing among them (a last column panel of whole vectors
+    computes only its columns and writes C in place: N = 96 over 64-column tiles
+    computed 128 columns, a third of them into a temporary added to C element by
+    element)."""
     t, x, mr = b.ctype, b.suffix, b.mr
-    cases = " ".join(f"case {r}: uk_{x}_{r}(kc, ap, b, ldb, c, ldc, first); return;"
-                     for r in range(1, mr))
-    col_cases = " ".join(f"case {v}: uk_{x}_v{v}(kc, ap, b, ldb, c, ldc, first); return;"
-                         for v in range(1, b.vecs))
-    return (f"\ntypedef {t} VK{x} __attribute__((vector_size({b.vlen * b.size}), "
-            f"aligned(sizeof({t})), may_alias));\n"
-            + "".join(_micro_kernel(b, r) for r in range(1, mr + 1))
-            + "".join(_micro_kernel(b, mr, v) for v in range(1, b.vecs)) + f"""
+    out = (f"\ntypedef {t} VK{x} __attribute__((vector_size({b.vlen * b.size}), "
+           f"aligned(sizeof({t})), may_alias));\n")
+    args = "kc, a, lda, b, ldb, c, ldc, first"
+    for f in ("", "r"):
+        u = f"uk{f}_{x}"
+        cases = " ".join(f"case {r}: {u}_{r}({args}); return;" for r in range(1, mr))
+        col_cases = " ".join(f"case {v}: {u}_v{v}({args}); return;" for v in range(1, b.vecs))
+        out += ("".join(_micro_kernel(b, r, None, f) for r in range(1, mr + 1))
+                + "".join(_micro_kernel(b, mr, v, f) for v in range(1, b.vecs)) + f"""
 /* the micro-kernel of rows (1 <= rows <= MR) rows */
-static void uk_edge_{x}(int64_t rows, int64_t kc, const {t} *restrict ap, const {t} *restrict b,
-                        int64_t ldb, {t} *restrict c, int64_t ldc, int first) {{
-  switch (rows) {{ {cases} default: uk_{x}(kc, ap, b, ldb, c, ldc, first); }}
+static void uk{f}_edge_{x}(int64_t rows, int64_t kc, const {t} *restrict a, int64_t lda,
+                           const {t} *restrict b, int64_t ldb, {t} *restrict c, int64_t ldc,
+                           int first) {{
+  switch (rows) {{ {cases} default: {u}({args}); }}
 }}
 
 /* the micro-kernel of MR rows and vecs (1 <= vecs <= {b.vecs}) vectors of columns */
-static void uk_cols_{x}(int64_t vecs, int64_t kc, const {t} *restrict ap, const {t} *restrict b,
-                        int64_t ldb, {t} *restrict c, int64_t ldc, int first) {{
-  switch (vecs) {{ {col_cases} default: uk_{x}(kc, ap, b, ldb, c, ldc, first); }}
+static void uk{f}_cols_{x}(int64_t vecs, int64_t kc, const {t} *restrict a, int64_t lda,
+                           const {t} *restrict b, int64_t ldb, {t} *restrict c, int64_t ldc,
+                           int first) {{
+  switch (vecs) {{ {col_cases} default: {u}({args}); }}
 }}
 """)
+    return out
 
 
 def _transpose_source(b: Blocking) -> str:
@@ -177,31 +200,10 @@ def _variant_source(b: Blocking, vector_bytes: int, oom_where: int) -> str:
     t, x, mr, nr = b.ctype, b.suffix, b.mr, b.nr
     d = x[0]
     return _micro_kernels(b) + _transpose_source(b) + f"""
-/* rows [0, mr) of A (strides sam, sak), depth kc -> ap[k * MR + i], rows mr..MR zero */
+/* rows [0, mr) of A (strides sam, sak; neither 1, else A is read in place), depth kc
+   -> ap[k * MR + i], rows mr..MR zero */
 static void pack_a_{x}(int64_t mr, int64_t kc, const {t} *a, int64_t sam, int64_t sak,
                        {t} *restrict ap) {{
-  if (mr == {mr} && sam == 1) {{
-    for (int64_t k = 0; k < kc; ++k)
-      for (int64_t i = 0; i < {mr}; ++i) ap[k * {mr} + i] = a[k * sak + i];
-    return;
-  }}
-  if (mr == {mr} && sak == 1) {{     /* rows contiguous: a vector of each row at a time (one
-    scalar load per element took 1162 of 5855 us of CPU at 1024 x 256 x 1024 float32 on
-    one Zen 4 core; 471-579 so) */
-    int64_t k0 = 0;
-    for (; k0 + {b.vlen} <= kc; k0 += {b.vlen}) {{
-      VK{x} v[{mr}];
-      #pragma GCC unroll {mr}
-      for (int i = 0; i < {mr}; ++i) v[i] = *(const VK{x} *)(a + i * sam + k0);
-      #pragma GCC unroll {b.vlen}
-      for (int kk = 0; kk < {b.vlen}; ++kk)
-        #pragma GCC unroll {mr}
-        for (int i = 0; i < {mr}; ++i) ap[(k0 + kk) * {mr} + i] = v[i][kk];
-    }}
-    for (int64_t i = 0; i < {mr}; ++i)
-      for (int64_t k = k0; k < kc; ++k) ap[k * {mr} + i] = a[i * sam + k];
-    return;
-  }}
   for (int64_t i = 0; i < mr; ++i) {{
     const {t} *ai = a + i * sam;
     for (int64_t k = 0; k < kc; ++k) ap[k * {mr} + i] = ai[k * sak];
@@ -250,15 +252,17 @@ static void pack_b_{x}(int64_t nr, int64_t kc, const {t} *b, int64_t sbk, int64_
    panels; the pieces of a phase read it and claim work from plait's pool */
 typedef struct {{
   int64_t M, N, K, sam, sak, sbk, sbn, scm, scn;
-  const {t} *A, *B; {t} *C; int acc, direct_b;
-  int64_t i3, m3, pc, kc, j2, n2, pack_b, step, rstep, cstep, rpieces;
+  const {t} *A, *B; {t} *C; int acc, direct_b, a_in;   /* a_in: A_PACKED, A_COLS, A_ROWS */
+  int64_t i3, m3, pc, kc, j2, n2, pack_b, bskip, step, rstep, cstep, rpieces;
   {t} *ap, *bp; const {t} *bpk;
 }} gemm_job_{x};
 
-/* pack piece p: a run of the slab's A micro-panels, then (pack_b) of the block's B ones */
+/* pack piece p: a run of the slab's A micro-panels (unless A is read in place), then
+   (pack_b) of the block's B ones after the first bskip (read in place) */
 static void pack_piece_{x}(void *ctx, int64_t p) {{
   const gemm_job_{x} *j = ctx;
-  int64_t na = (j->m3 + {mr - 1}) / {mr}, nb = j->pack_b ? (j->n2 + {nr - 1}) / {nr} : 0;
+  int64_t na = j->a_in == A_PACKED ? (j->m3 + {mr - 1}) / {mr} : 0;
+  int64_t nb = j->pack_b ? (j->n2 + {nr - 1}) / {nr} - j->bskip : 0;
   int64_t hi = min_{d}((p + 1) * j->step, na + nb);
   for (int64_t q = p * j->step; q < hi; ++q) {{
     if (q < na) {{
@@ -266,11 +270,51 @@ static void pack_piece_{x}(void *ctx, int64_t p) {{
       pack_a_{x}(min_{d}({mr}, j->m3 - ir), j->kc, j->A + (j->i3 + ir) * j->sam + j->pc * j->sak,
                  j->sam, j->sak, j->ap + ir * j->kc);
     }} else {{
-      int64_t jr = (q - na) * {nr}, nr = min_{d}({nr}, j->n2 - jr);
-      if (!(j->direct_b && nr == {nr}))
-        pack_b_{x}(nr, j->kc, j->B + j->pc * j->sbk + (j->j2 + jr) * j->sbn, j->sbk, j->sbn,
+      int64_t jr = (q - na + j->bskip) * {nr}, nr = min_{d}({nr}, j->n2 - jr);
+      pack_b_{x}(nr, j->kc, j->B + j->pc * j->sbk + (j->j2 + jr) * j->sbn, j->sbk, j->sbn,
                    j->bp + jr * j->kc);
     }}
+  }}
+}}
+
+
+/* one micro-tile of mr x nr (mr <= MR, nr <= NR) of C (=|+=) A . B, A's rows of depth k
+   at a + k * lda (form "") or row i at a + i * lda (form "r"); a tile of C not of whole
+   contiguous vectors goes through the buffer tile */
+static inline void tile_{x}(int64_t mr, int64_t nr, int64_t kc, const {t} *a, int64_t lda,
+                    const {t} *bb, int64_t ldb, {t} *c, int64_t scm, int64_t scn,
+                    int first, {t} *tile) {{
+  if (mr == {mr} && nr == {nr} && scn == 1) {{
+    uk_{x}(kc, a, lda, bb, ldb, c, scm, first);
+  }} else if (nr == {nr} && scn == 1) {{
+    uk_edge_{x}(mr, kc, a, lda, bb, ldb, c, scm, first);
+  }} else if (mr == {mr} && nr % {b.vlen} == 0 && scn == 1) {{
+    uk_cols_{x}(nr / {b.vlen}, kc, a, lda, bb, ldb, c, scm, first);
+  }} else {{
+    uk_edge_{x}(mr, kc, a, lda, bb, ldb, tile, {nr}, 1);
+    for (int64_t i = 0; i < mr; ++i)
+      for (int64_t jj = 0; jj < nr; ++jj) {{
+        {t} *o = c + i * scm + jj * scn;
+        *o = first ? tile[i * {nr} + jj] : *o + tile[i * {nr} + jj];
+      }}
+  }}
+}}
+static inline void tile_rows_{x}(int64_t mr, int64_t nr, int64_t kc, const {t} *a, int64_t lda,
+                    const {t} *bb, int64_t ldb, {t} *c, int64_t scm, int64_t scn,
+                    int first, {t} *tile) {{
+  if (mr == {mr} && nr == {nr} && scn == 1) {{
+    ukr_{x}(kc, a, lda, bb, ldb, c, scm, first);
+  }} else if (nr == {nr} && scn == 1) {{
+    ukr_edge_{x}(mr, kc, a, lda, bb, ldb, c, scm, first);
+  }} else if (mr == {mr} && nr % {b.vlen} == 0 && scn == 1) {{
+    ukr_cols_{x}(nr / {b.vlen}, kc, a, lda, bb, ldb, c, scm, first);
+  }} else {{
+    ukr_edge_{x}(mr, kc, a, lda, bb, ldb, tile, {nr}, 1);
+    for (int64_t i = 0; i < mr; ++i)
+      for (int64_t jj = 0; jj < nr; ++jj) {{
+        {t} *o = c + i * scm + jj * scn;
+        *o = first ? tile[i * {nr} + jj] : *o + tile[i * {nr} + jj];
+      }}
   }}
 }}
 
@@ -290,24 +334,24 @@ static void tile_piece_{x}(void *ctx, int64_t p) {{
     else {{ bb = j->bp + jr * kc; ldb = {nr}; }}
     for (int64_t ir = r0; ir < r1; ir += {mr}) {{
       int64_t mr = min_{d}({mr}, r1 - ir);
-      const {t} *a = j->ap + ir * kc;
       {t} *c = j->C + (j->i3 + ir) * j->scm + (j->j2 + jr) * j->scn;
-      if (mr == {mr} && nr == {nr} && j->scn == 1) {{
-        uk_{x}(kc, a, bb, ldb, c, j->scm, first);
-      }} else if (nr == {nr} && j->scn == 1) {{
-        uk_edge_{x}(mr, kc, a, bb, ldb, c, j->scm, first);
-      }} else if (mr == {mr} && nr % {b.vlen} == 0 && j->scn == 1) {{
-        uk_cols_{x}(nr / {b.vlen}, kc, a, bb, ldb, c, j->scm, first);
-      }} else {{
-        uk_{x}(kc, a, bb, ldb, tile, {nr}, 1);
-        for (int64_t i = 0; i < mr; ++i)
-          for (int64_t jj = 0; jj < nr; ++jj) {{
-            {t} *o = c + i * j->scm + jj * j->scn;
-            *o = first ? tile[i * {nr} + jj] : *o + tile[i * {nr} + jj];
-          }}
-      }}
+      const {t} *a = j->A + (j->i3 + ir) * j->sam + j->pc * j->sak;
+      if (j->a_in == A_ROWS)
+        tile_rows_{x}(mr, nr, kc, a, j->sam, bb, ldb, c, j->scm, j->scn, first, tile);
+      else if (j->a_in == A_COLS)
+        tile_{x}(mr, nr, kc, a, j->sak, bb, ldb, c, j->scm, j->scn, first, tile);
+      else
+        tile_{x}(mr, nr, kc, j->ap + ir * kc, {mr}, bb, ldb, c, j->scm, j->scn, first, tile);
     }}
   }}
+}}
+
+
+/* how block_ reads A: in place when its rows or its columns are contiguous (packing
+   it cost more than its contiguous panels saved: 256^3 float32 on 2 cores ran at 210
+   GFLOP/s packed, 233 in place; 2048^3 alike), else packed */
+static int a_form_{x}(int64_t sam, int64_t sak) {{
+  return sam == 1 ? A_COLS : sak == 1 ? A_ROWS : A_PACKED;
 }}
 
 /* C (=|+=) A @ B on up to threads threads (BLIS loop order): for each KC x N2 block of
@@ -338,7 +382,7 @@ static int64_t block_{x}(int64_t M, int64_t N, int64_t K,
                      /* few row panels: B is read in place (packing it cost more than it
                         saved up to 8 panels: the VAE's 32 x 784 x 512 products in its
                         step, 223 -> 184 us; 32 x 512 x 512, 163 -> 119 us) */
-                     !bpk && M <= {8 * mr} && sbn == 1}};
+                     !bpk && M <= {8 * mr} && sbn == 1, a_form_{x}(sam, sak)}};
   j.ap = ap; j.bp = ap + m3max * kcmax; j.bpk = bpk;
   for (j.j2 = 0; j.j2 < N; j.j2 += n2max) {{
     j.n2 = min_{d}(n2max, N - j.j2);
@@ -348,10 +392,11 @@ static int64_t block_{x}(int64_t M, int64_t N, int64_t K,
         j.m3 = min_{d}(m3max, M - j.i3);
         j.pack_b = j.i3 == 0 && !bpk;
         int64_t rp = (j.m3 + {mr - 1}) / {mr}, cp = (j.n2 + {nr - 1}) / {nr};
-        int64_t tasks = rp + (j.pack_b ? cp : 0);
+        j.bskip = j.direct_b ? j.n2 / {nr} : 0;     /* whole panels read in place */
+        int64_t tasks = (j.a_in == A_PACKED ? rp : 0) + (j.pack_b ? cp - j.bskip : 0);
         int64_t parts = threads > 1 ? threads * 4 : 1;
-        j.step = (tasks + parts - 1) / parts;
-        pool_for(threads, (tasks + j.step - 1) / j.step, pack_piece_{x}, &j);
+        j.step = max_{d}((tasks + parts - 1) / parts, 1);
+        if (tasks) pool_for(threads, (tasks + j.step - 1) / j.step, pack_piece_{x}, &j);
         /* a few rectangles per thread, each of at least {_PIECE_MACS} multiply-adds:
            whole column panels first, rows split only when the panels run out */
         double macs = (double)j.m3 * j.n2 * j.kc;
@@ -1176,7 +1221,8 @@ def gemm_source(blockings: tuple[tuple[Blocking, Blocking], ...], vector_bytes: 
     """The library's C source: one ``plait_gemm_<suffix>`` and ``plait_conv_<suffix>``
     per dtype's (main, narrow) blocking pair."""
     head = ("#define _GNU_SOURCE\n#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n"
-            "#ifdef _OPENMP\n#include <omp.h>\n#endif\n" + POOL_SOURCE)
+            "#ifdef _OPENMP\n#include <omp.h>\n#endif\n" + POOL_SOURCE
+            + "enum { A_PACKED, A_COLS, A_ROWS };   /* how a GEMM reads A */\n")
     return head + "".join(_dtype_source(b, nb, vector_bytes, oom_where)
                           + _conv_source(b, im2col_bytes, oom_where)
                           for b, nb in blockings)
