@@ -195,6 +195,34 @@ static inline void transpose_{x}(VK{x} *v) {{
 """
 
 
+def _tile_source(b: Blocking, name: str, form: str) -> str:
+    """``<name>_<suffix>``: one micro-tile of ``mr x nr`` (``mr <= MR``, ``nr <= NR``) of C
+    (=|+=) A . B with the micro-kernels of ``form`` (see :func:`_micro_kernel`); a tile
+    of C not of whole contiguous vectors goes through the buffer ``tile``."""
+    t, x, mr, nr = b.ctype, b.suffix, b.mr, b.nr
+    full, edge, cols = (f"uk{form}{part}_{x}" for part in ("", "_edge", "_cols"))
+    return f"""
+static inline void {name}_{x}(int64_t mr, int64_t nr, int64_t kc, const {t} *a, int64_t lda,
+                    const {t} *bb, int64_t ldb, {t} *c, int64_t scm, int64_t scn,
+                    int first, {t} *tile) {{
+  if (mr == {mr} && nr == {nr} && scn == 1) {{
+    {full}(kc, a, lda, bb, ldb, c, scm, first);
+  }} else if (nr == {nr} && scn == 1) {{
+    {edge}(mr, kc, a, lda, bb, ldb, c, scm, first);
+  }} else if (mr == {mr} && nr % {b.vlen} == 0 && scn == 1) {{
+    {cols}(nr / {b.vlen}, kc, a, lda, bb, ldb, c, scm, first);
+  }} else {{
+    {edge}(mr, kc, a, lda, bb, ldb, tile, {nr}, 1);
+    for (int64_t i = 0; i < mr; ++i)
+      for (int64_t jj = 0; jj < nr; ++jj) {{
+        {t} *o = c + i * scm + jj * scn;
+        *o = first ? tile[i * {nr} + jj] : *o + tile[i * {nr} + jj];
+      }}
+  }}
+}}
+"""
+
+
 def _variant_source(b: Blocking, vector_bytes: int, oom_where: int) -> str:
     """Micro-kernel, packing and the blocked loops of one register tile."""
     t, x, mr, nr = b.ctype, b.suffix, b.mr, b.nr
@@ -278,46 +306,8 @@ static void pack_piece_{x}(void *ctx, int64_t p) {{
 }}
 
 
-/* one micro-tile of mr x nr (mr <= MR, nr <= NR) of C (=|+=) A . B, A's rows of depth k
-   at a + k * lda (form "") or row i at a + i * lda (form "r"); a tile of C not of whole
-   contiguous vectors goes through the buffer tile */
-static inline void tile_{x}(int64_t mr, int64_t nr, int64_t kc, const {t} *a, int64_t lda,
-                    const {t} *bb, int64_t ldb, {t} *c, int64_t scm, int64_t scn,
-                    int first, {t} *tile) {{
-  if (mr == {mr} && nr == {nr} && scn == 1) {{
-    uk_{x}(kc, a, lda, bb, ldb, c, scm, first);
-  }} else if (nr == {nr} && scn == 1) {{
-    uk_edge_{x}(mr, kc, a, lda, bb, ldb, c, scm, first);
-  }} else if (mr == {mr} && nr % {b.vlen} == 0 && scn == 1) {{
-    uk_cols_{x}(nr / {b.vlen}, kc, a, lda, bb, ldb, c, scm, first);
-  }} else {{
-    uk_edge_{x}(mr, kc, a, lda, bb, ldb, tile, {nr}, 1);
-    for (int64_t i = 0; i < mr; ++i)
-      for (int64_t jj = 0; jj < nr; ++jj) {{
-        {t} *o = c + i * scm + jj * scn;
-        *o = first ? tile[i * {nr} + jj] : *o + tile[i * {nr} + jj];
-      }}
-  }}
-}}
-static inline void tile_rows_{x}(int64_t mr, int64_t nr, int64_t kc, const {t} *a, int64_t lda,
-                    const {t} *bb, int64_t ldb, {t} *c, int64_t scm, int64_t scn,
-                    int first, {t} *tile) {{
-  if (mr == {mr} && nr == {nr} && scn == 1) {{
-    ukr_{x}(kc, a, lda, bb, ldb, c, scm, first);
-  }} else if (nr == {nr} && scn == 1) {{
-    ukr_edge_{x}(mr, kc, a, lda, bb, ldb, c, scm, first);
-  }} else if (mr == {mr} && nr % {b.vlen} == 0 && scn == 1) {{
-    ukr_cols_{x}(nr / {b.vlen}, kc, a, lda, bb, ldb, c, scm, first);
-  }} else {{
-    ukr_edge_{x}(mr, kc, a, lda, bb, ldb, tile, {nr}, 1);
-    for (int64_t i = 0; i < mr; ++i)
-      for (int64_t jj = 0; jj < nr; ++jj) {{
-        {t} *o = c + i * scm + jj * scn;
-        *o = first ? tile[i * {nr} + jj] : *o + tile[i * {nr} + jj];
-      }}
-  }}
-}}
-
+""" + "".join(_tile_source(b, name, form) for name, form in (("tile", ""), ("tile_rows", "r"))) \
+        + f"""
 /* tile piece p: a rectangle of micro-tiles, column panel by column panel (its KC x NR
    B panel is reused while the slab's A panels stream past it) */
 static void tile_piece_{x}(void *ctx, int64_t p) {{
