@@ -109,3 +109,49 @@ def test_input_gradient_of_a_stride_one_convolution_matches_numpy():
     want = _np_conv(g, wt, (1, 1), ((1, 1), (1, 1)), (1, 1))
     bound = 8 * np.finfo(np.float32).eps * np.sqrt(9 * 80) * np.abs(w).max() * np.abs(g).max()
     np.testing.assert_allclose(np.asarray(f(g)), want, rtol=0, atol=bound)
+
+
+def _np_input_grad(x_shape, w, g, strides, padding, dilation):
+    """d(sum(conv(x, w) * g))/dx in float64: every output pixel's kernel product scattered
+    back onto the input pixels its taps read."""
+    n, h, w_, c = x_shape
+    (sh, sw), (dh, dw) = strides, dilation
+    (plo, _), (qlo, _) = padding
+    out = np.zeros(x_shape)
+    w64, g64 = w.astype(np.float64), g.astype(np.float64)
+    for oh in range(g.shape[1]):
+        for ow in range(g.shape[2]):
+            for kh in range(w.shape[0]):
+                for kw in range(w.shape[1]):
+                    ih, iw = oh * sh - plo + kh * dh, ow * sw - qlo + kw * dw
+                    if 0 <= ih < h and 0 <= iw < w_:
+                        out[:, ih, iw] += g64[:, oh, ow] @ w64[kh, kw].T
+    return out
+
+
+@pytest.mark.parametrize("shape,kernel,strides,padding,dilation", [
+    ((2, 8, 8, 96), (3, 3, 96, 48), (2, 2), ((1, 1), (1, 1)), (1, 1)),   # All-CNN-C's
+    ((1, 11, 9, 40), (3, 2, 40, 48), (3, 2), ((1, 0), (0, 1)), (1, 1)),  # uneven
+    ((1, 10, 10, 64), (3, 3, 64, 48), (2, 2), ((2, 2), (2, 2)), (2, 2)),  # dilated kernel
+    ((2, 9, 9, 48), (1, 1, 48, 64), (2, 2), ((0, 0), (0, 0)), (1, 1)),   # phases without taps
+])
+def test_input_gradient_of_a_strided_convolution_matches_numpy(shape, kernel, strides,
+                                                              padding, dilation):
+    """A strided convolution's input gradient is an input-dilated convolution: with more
+    than half a panel of input channels its output phases run direct over one padded copy
+    of the gradient; against a float64 scatter."""
+    rng = np.random.default_rng(37)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal(kernel).astype(np.float32)
+    dn = ("NHWC", "HWIO", "NHWC")
+    conv = lambda x: lax.conv_general_dilated(x, w, strides, padding,  # noqa: E731
+                                              rhs_dilation=dilation, dimension_numbers=dn)
+    y = np.asarray(plait.jit(conv, backend="interp")(x))
+    g = rng.standard_normal(y.shape).astype(np.float32)
+    f = plait.jit(lambda g: plait.vjp(conv, x)[1](g)[0], backend="native")
+    assert "native conv_general_dilated" in f.lower(g).compile().as_text("kernels")
+    want = _np_input_grad(shape, w, g, strides, padding, dilation)
+    k = kernel[0] * kernel[1] * kernel[3]
+    bound = 8 * np.finfo(np.float32).eps * np.sqrt(k) * np.abs(w).max() * np.abs(g).max()
+    for _ in range(2):
+        np.testing.assert_allclose(np.asarray(f(g)), want, rtol=0, atol=bound)

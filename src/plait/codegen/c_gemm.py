@@ -32,8 +32,9 @@ calls.
 channels directly (:func:`_direct_conv_source`: the register tile over output pixels,
 no im2col), else as GEMMs over im2col chunks of rows; a weight gradient in NHWC (its "batch" the contiguous channel) instead
 gathers im2col columns as contiguous runs and accumulates one GEMM per chunk of them.
-An input-dilated convolution (a strided one's input gradient) runs one GEMM per output
-phase over only the kernel taps that meet real input elements; feature groups (vmap's
+An input-dilated convolution (a strided one's input gradient) runs by output phase, each
+over only the kernel taps that meet real input elements (direct with contiguous output
+channels, else one GEMM per phase); feature groups (vmap's
 per-example kernels) are a loop of such convolutions, over threads when small.
 Their parallel loops (row chunks, a weight gradient's column ranges, phases, groups)
 are pieces of the same pool; a piece gathers into its thread's im2col buffer, kept
@@ -647,7 +648,10 @@ def _direct_conv_source(b: Blocking, oom_where: int) -> str:
     and each output element is summed by one piece in one order (tap, then channel):
     results do not depend on the thread count. Measured on one core (Sapphire Rapids, 3x3
     SAME float32, GFLOP/s): 256 channels at 14x14 137 against 106 for im2col chunks and
-    148 for oneDNN; 64 channels at 56x56 160 against 99 and 160."""
+    148 for oneDNN; 64 channels at 56x56 160 against 99 and 160. An input-dilated
+    convolution's output phases (``conv_phase_direct_``) run the same tiles over tables of
+    pixel corners and tap offsets: All-CNN-C's 32x32x96 stride-2 input gradient took
+    13.6-14.0 ms of one core's time against 15.6-15.9 as im2col phases."""
     t, x, mr, vl, nv = b.ctype, b.suffix, b.mr, b.vlen, b.vecs
     nr = b.nr
     vt = "VK" + x
@@ -685,42 +689,69 @@ static void dtile_{x}(int64_t taps, const int64_t *toff, int64_t C, const {t} *c
   }}
 }}
 
+/* output pixels (image, hi, wi) on an nh x nw grid: input corner xp + image * sxb + xr[hi]
+   + xc[wi], output row Y + image * syb + yr[hi] + yc[wi]; the kernel's taps at toff */
 typedef struct {{
-  const int64_t *d; const {t} *xp, *wp; {t} *Y; const int64_t *toff;
-  int64_t sxb, sxh, sxw, tiles, per, pieces_per_panel;
+  const {t} *xp, *wp; {t} *Y; const int64_t *toff, *xr, *xc, *yr, *yc;
+  int64_t C, O, taps, nh, nw, all, sxb, syb, tiles, per, pieces_per_panel;
 }} dconv_job_{x};
 
 /* tiles [q per, (q + 1) per) of panel p, for piece p * pieces_per_panel + q */
 static void dconv_piece_{x}(void *ctx, int64_t piece) {{
   const dconv_job_{x} *j = ctx;
-  const int64_t *d = j->d;
-  int64_t C = d[1], O = d[8], OH = d[15], OW = d[16], syb = d[17], syh = d[19], syw = d[20];
-  int64_t sh = d[21], sw = d[22], P = OH * OW, all = d[0] * P, taps = d[9] * d[10];
+  int64_t P = j->nh * j->nw;
   int64_t p = piece / j->pieces_per_panel, q = piece % j->pieces_per_panel;
-  int64_t n = min_{x}({nr}, O - p * {nr});
-  const {t} *wp = j->wp + p * taps * C * {nr};
+  int64_t n = min_{x}({nr}, j->O - p * {nr});
+  const {t} *wp = j->wp + p * j->taps * j->C * {nr};
   for (int64_t tile = q * j->per; tile < min_{x}((q + 1) * j->per, j->tiles); ++tile) {{
     const {t} *px[{mr}]; {t} *yo[{mr}];
-    int64_t m0 = tile * {mr}, rows = min_{x}({mr}, all - m0);
+    int64_t m0 = tile * {mr}, rows = min_{x}({mr}, j->all - m0);
     for (int64_t i = 0; i < {mr}; ++i) {{
-      int64_t m = m0 + (i < rows ? i : 0), bi = m / P, oh = (m % P) / OW, ow = m % OW;
-      px[i] = j->xp + bi * j->sxb + oh * sh * j->sxh + ow * sw * j->sxw;
-      yo[i] = j->Y + bi * syb + oh * syh + ow * syw + p * {nr};
+      int64_t m = m0 + (i < rows ? i : 0), bi = m / P, hi = (m % P) / j->nw, wi = m % j->nw;
+      px[i] = j->xp + bi * j->sxb + j->xr[hi] + j->xc[wi];
+      yo[i] = j->Y + bi * j->syb + j->yr[hi] + j->yc[wi] + p * {nr};
     }}
-    dtile_{x}(taps, j->toff, C, px, wp, yo, rows, n);
+    dtile_{x}(j->taps, j->toff, j->C, px, wp, yo, rows, n);
   }}
 }}
 
-typedef struct {{ const int64_t *d; const {t} *X; {t} *xp; int64_t HP, WP; }} dpad_job_{x};
+/* every tile of j's NB images in pieces of the pool: a few per thread, each of at least
+   {_PIECE_MACS} multiply-adds */
+static void dconv_run_{x}(dconv_job_{x} *j, int64_t NB, int threads) {{
+  int64_t K = j->taps * j->C, panels = (j->O + {nr - 1}) / {nr};
+  j->all = NB * j->nh * j->nw;
+  j->tiles = (j->all + {mr - 1}) / {mr};
+  j->per = {_PIECE_MACS} / ({mr * nr} * (K > 0 ? K : 1)) + 1;
+  int64_t even = (j->tiles * panels + 4 * threads - 1) / (4 * threads);
+  if (j->per > even) j->per = even > 0 ? even : 1;
+  j->pieces_per_panel = (j->tiles + j->per - 1) / j->per;
+  pool_for(threads, panels * j->pieces_per_panel, dconv_piece_{x}, j);
+}}
 
-/* row r = (image, padded row) of the zero-padded input copy */
+typedef struct {{
+  const int64_t *d; const {t} *X; {t} *xp; int64_t HP, WP, ph, pw;
+}} dpad_job_{x};
+
+/* row r = (image, padded row) of the zero-padded input copy (x's (0, 0) at (ph, pw)) */
 static void dpad_piece_{x}(void *ctx, int64_t r) {{
   const dpad_job_{x} *j = ctx;
   const int64_t *d = j->d;
   int64_t C = d[1], bi = r / j->HP, hp = r % j->HP;
   for (int64_t wq = 0; wq < j->WP; ++wq)
-    pixel_{x}(j->xp + (r * j->WP + wq) * C, j->X + bi * d[4], hp - d[23], wq - d[24],
+    pixel_{x}(j->xp + (r * j->WP + wq) * C, j->X + bi * d[4], hp - j->ph, wq - j->pw,
               d[2], d[3], C, d[6], d[7], d[5]);
+}}
+
+/* x zero-padded to HP x WP pixels of contiguous channels, x's (0, 0) at (ph, pw), or NULL */
+static {t} *dpad_{x}(const int64_t *d, const {t} *X, int64_t HP, int64_t WP, int64_t ph,
+                     int64_t pw, int threads) {{
+  int64_t rows = d[0] * HP, n = rows * WP * d[1];
+  {t} *xp = malloc(sizeof({t}) * (size_t)(n > 0 ? n : 1));
+  if (!xp) return NULL;
+  dpad_job_{x} pj = {{d, X, xp, HP, WP, ph, pw}};
+  if (threads > 1 && n >= {KPACK_PARALLEL}) pool_for(threads, rows, dpad_piece_{x}, &pj);
+  else for (int64_t r = 0; r < rows; ++r) dpad_piece_{x}(&pj, r);
+  return xp;
 }}
 
 /* plait_conv of one group without input dilation, output channels contiguous: see
@@ -732,31 +763,99 @@ static int64_t conv_direct_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t
   int64_t dh = d[25], dw = d[26], taps = KH * KW, K = taps * C;
   int64_t HP = (OH - 1) * sh + (KH - 1) * dh + 1, WP = (OW - 1) * sw + (KW - 1) * dw + 1;
   int in_place = ph == 0 && pw == 0 && HP <= H && WP <= W && d[5] == 1 && d[7] == C;
-  int64_t toff[taps > 0 ? taps : 1];
-  {t} *xp = NULL;
   int64_t sxb = d[4], sxh = d[6], sxw = C;
+  int64_t *idx = malloc(sizeof(int64_t) * (size_t)(taps + 2 * (OH + OW)));
+  if (!idx) return (int64_t)((taps + 2 * (OH + OW)) * sizeof(int64_t)) * {oom_where}LL;
+  {t} *xp = NULL, *wp = NULL;
+  int64_t st = 0;
   if (!in_place) {{
-    xp = malloc(sizeof({t}) * (size_t)(NB * HP * WP * C));
-    if (!xp) return (int64_t)(NB * HP * WP * C * (int64_t)sizeof({t})) * {oom_where}LL;
-    dpad_job_{x} pj = {{d, X, xp, HP, WP}};
-    if (threads > 1 && NB * HP * WP * C >= {KPACK_PARALLEL}) pool_for(threads, NB * HP, dpad_piece_{x}, &pj);
-    else for (int64_t r = 0; r < NB * HP; ++r) dpad_piece_{x}(&pj, r);
+    xp = dpad_{x}(d, X, HP, WP, ph, pw, threads);
+    if (!xp) {{ st = (int64_t)(NB * HP * WP * C * (int64_t)sizeof({t})) * {oom_where}LL; goto done; }}
     sxb = HP * WP * C; sxh = WP * C;
   }}
+  int64_t *toff = idx, *xr = idx + taps, *xc = xr + OH, *yr = xc + OW, *yc = yr + OH;
   for (int64_t kh = 0; kh < KH; ++kh)
     for (int64_t kw = 0; kw < KW; ++kw) toff[kh * KW + kw] = kh * dh * sxh + kw * dw * sxw;
-  {t} *wp = pack_kernel_{x}(d, Wt, NULL, KH, NULL, KW, threads);
-  if (!wp) {{ free(xp); return packed_kernel_bytes_{x}(K, O) * {oom_where}LL; }}
-  int64_t tiles = (NB * OH * OW + {mr - 1}) / {mr}, panels = (O + {nr - 1}) / {nr};
-  /* a few pieces per thread, each of at least {_PIECE_MACS} multiply-adds */
-  int64_t per = {_PIECE_MACS} / ({mr * nr} * (K > 0 ? K : 1)) + 1;
-  int64_t even = (tiles * panels + 4 * threads - 1) / (4 * threads);
-  if (per > even) per = even > 0 ? even : 1;
-  int64_t ppp = (tiles + per - 1) / per;
-  dconv_job_{x} j = {{d, in_place ? X : xp, wp, Y, toff, sxb, sxh, sxw, tiles, per, ppp}};
-  pool_for(threads, panels * ppp, dconv_piece_{x}, &j);
-  free(wp); free(xp);
-  return 0;
+  for (int64_t oh = 0; oh < OH; ++oh) {{ xr[oh] = oh * sh * sxh; yr[oh] = oh * d[19]; }}
+  for (int64_t ow = 0; ow < OW; ++ow) {{ xc[ow] = ow * sw * sxw; yc[ow] = ow * d[20]; }}
+  wp = pack_kernel_{x}(d, Wt, NULL, KH, NULL, KW, threads);
+  if (!wp) {{ st = packed_kernel_bytes_{x}(K, O) * {oom_where}LL; goto done; }}
+  {{
+    dconv_job_{x} j = {{in_place ? X : xp, wp, Y, toff, xr, xc, yr, yc, C, O, taps, OH, OW,
+                       0, sxb, d[17], 0, 0, 0}};
+    dconv_run_{x}(&j, NB, threads);
+  }}
+done:
+  free(wp); free(xp); free(idx);
+  return st;
+}}
+
+/* plait_conv of one group with input dilation (lh, lw) and contiguous output channels:
+   the phases of conv_phase_one_ as direct convolutions over one zero-padded copy of x.
+   In phase (rh, rw) an output row oh reads input row (oh*sh - ph - rh)/lh + (rh + kh*dh)/lh
+   at each of the phase's taps kh (both divisions exact), so its pixels' corners and its
+   taps' offsets are tables; a phase without taps writes zeros. */
+static int64_t conv_phase_direct_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y,
+                                     int threads) {{
+  int64_t NB = d[0], C = d[1], H = d[2], W = d[3], O = d[8], KH = d[9], KW = d[10];
+  int64_t OH = d[15], OW = d[16], sh = d[21], sw = d[22], ph = d[23], pw = d[24];
+  int64_t dh = d[25], dw = d[26], lh = d[27], lw = d[28];
+  /* the padded copy spans every pixel corner (row (oh*sh - ph - rh)/lh, rounded down)
+     and every input row a tap reads, and x */
+  int64_t h0 = 0, h1 = H - 1, w0 = 0, w1 = W - 1;
+  for (int64_t oh = 0; oh < OH; ++oh) {{
+    int64_t a = oh * sh - ph, q = (a - mod_{x}(a, lh)) / lh;
+    h0 = q < h0 ? q : h0;
+    for (int64_t kh = 0; kh < KH; ++kh)
+      if (mod_{x}(a + kh * dh, lh) == 0 && (a + kh * dh) / lh > h1) h1 = (a + kh * dh) / lh;
+  }}
+  for (int64_t ow = 0; ow < OW; ++ow) {{
+    int64_t a = ow * sw - pw, q = (a - mod_{x}(a, lw)) / lw;
+    w0 = q < w0 ? q : w0;
+    for (int64_t kw = 0; kw < KW; ++kw)
+      if (mod_{x}(a + kw * dw, lw) == 0 && (a + kw * dw) / lw > w1) w1 = (a + kw * dw) / lw;
+  }}
+  int64_t HP = h1 - h0 + 1, WP = w1 - w0 + 1, sxh = WP * C, st = 0;
+  int64_t ni = KH * KW + 3 * (OH + OW) + KH + KW;
+  int64_t *idx = malloc(sizeof(int64_t) * (size_t)ni);
+  {t} *xp = idx ? dpad_{x}(d, X, HP, WP, -h0, -w0, threads) : NULL, *wp = NULL;
+  if (!idx) {{ st = ni * (int64_t)sizeof(int64_t) * {oom_where}LL; goto done; }}
+  if (!xp) {{ st = (int64_t)(NB * HP * WP * C * (int64_t)sizeof({t})) * {oom_where}LL; goto done; }}
+  int64_t *toff = idx, *xr = toff + KH * KW, *xc = xr + OH, *yr = xc + OW, *yc = yr + OH;
+  int64_t *ohs = yc + OW, *ows = ohs + OH, *khs = ows + OW, *kws = khs + KH;
+  for (int64_t phase = 0; phase < lh * lw && !st; ++phase) {{
+    int64_t rh = phase / lw, rw = phase % lw, noh = 0, now = 0, nth = 0, ntw = 0;
+    for (int64_t oh = 0; oh < OH; ++oh) if (mod_{x}(oh * sh - ph, lh) == rh) ohs[noh++] = oh;
+    for (int64_t ow = 0; ow < OW; ++ow) if (mod_{x}(ow * sw - pw, lw) == rw) ows[now++] = ow;
+    if (noh == 0 || now == 0) continue;
+    for (int64_t kh = 0; kh < KH; ++kh) if (mod_{x}(rh + kh * dh, lh) == 0) khs[nth++] = kh;
+    for (int64_t kw = 0; kw < KW; ++kw) if (mod_{x}(rw + kw * dw, lw) == 0) kws[ntw++] = kw;
+    for (int64_t a = 0; a < noh; ++a) {{
+      xr[a] = ((ohs[a] * sh - ph - rh) / lh - h0) * sxh; yr[a] = ohs[a] * d[19];
+    }}
+    for (int64_t b = 0; b < now; ++b) {{
+      xc[b] = ((ows[b] * sw - pw - rw) / lw - w0) * C; yc[b] = ows[b] * d[20];
+    }}
+    if (nth * ntw == 0) {{
+      for (int64_t bi = 0; bi < NB; ++bi)
+        for (int64_t a = 0; a < noh; ++a)
+          for (int64_t b = 0; b < now; ++b)
+            memset(Y + bi * d[17] + yr[a] + yc[b], 0, sizeof({t}) * (size_t)O);
+      continue;
+    }}
+    for (int64_t a = 0; a < nth; ++a)
+      for (int64_t b = 0; b < ntw; ++b)
+        toff[a * ntw + b] = (rh + khs[a] * dh) / lh * sxh + (rw + kws[b] * dw) / lw * C;
+    wp = pack_kernel_{x}(d, Wt, khs, nth, kws, ntw, threads);
+    if (!wp) {{ st = packed_kernel_bytes_{x}(nth * ntw * C, O) * {oom_where}LL; break; }}
+    dconv_job_{x} j = {{xp, wp, Y, toff, xr, xc, yr, yc, C, O, nth * ntw, noh, now,
+                       0, HP * WP * C, d[17], 0, 0, 0}};
+    dconv_run_{x}(&j, NB, threads);
+    free(wp); wp = NULL;
+  }}
+done:
+  free(wp); free(xp); free(idx);
+  return st;
 }}
 """
 
@@ -776,6 +875,8 @@ static inline void pixel_{x}({t} *o, const {t} *xb, int64_t ih, int64_t iw, int6
     else for (int64_t ci = 0; ci < C; ++ci) o[ci] = src[ci * sxc];
   }}
 }}
+
+static int64_t mod_{x}(int64_t a, int64_t m) {{ return ((a % m) + m) % m; }}
 
 /* this thread's im2col buffer of at least n elements (kept between calls), or NULL */
 static __thread {t} *cbuf_{x};
@@ -1068,8 +1169,6 @@ static int64_t conv_one_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *
   return atomic_load(&j.status);
 }}
 
-static int64_t mod_{x}(int64_t a, int64_t m) {{ return ((a % m) + m) % m; }}
-
 /* plait_conv of one group with input dilation (lh, lw) -- the input gradient of a strided
    convolution -- without the zero-interleaved copy of x. An output row oh reads dilated
    position oh*sh - ph + kh*dh, a real input element only when that is a multiple of lh,
@@ -1153,6 +1252,8 @@ static void conv_phase_one_{x}(void *ctx, int64_t phase) {{
 
 static int64_t conv_phase_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y,
                               int threads) {{
+  if (d[18] == 1 && d[8] > {b.nr // 2})       /* channels contiguous: no im2col */
+    return conv_phase_direct_{x}(d, X, Wt, Y, threads);
   /* with a few phases per thread, each phase runs on one thread (pieces of the pool) */
   int outer = threads > 1 && d[27] * d[28] >= 2 * threads;
   phase_job_{x} j = {{d, X, Wt, Y, outer ? 1 : threads, 0}};
