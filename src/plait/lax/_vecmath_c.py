@@ -14,12 +14,14 @@ instructions (AVX2) it cannot if-convert back, so the loop would stay scalar
 (``tests/native/test_native_vecmath.py`` checks x86-64-v3 and -v4). Kernel loops
 calling them are bound by vector instruction throughput, not memory (a
 ``tanh(x*a + b) * (1 / (1 + exp(-x))) + x**2`` kernel over 8M float32 on 2 threads ran as
-fast per element as in L2), so the helpers save instructions where results stay bit for
-bit the same: the exp reduction's rounding shifter carries a bias so that its bits
-shift straight into a power of two, exp's two-power split takes both halves from those
-bits with shifts, and tanh folds its argument's factor 2 into the constants. That chain
-went from 57 to 52 vector instructions per 16 elements (AVX-512), 0.707 -> 0.644 ns per
-element in L2 on one Sapphire Rapids core (15 interleaved rounds, medians). The
+fast per element as in L2), so the helpers spend few instructions: the exp reduction's
+rounding shifter carries a bias so that its bits shift straight into a power of two,
+exp's two-power split takes both halves from those bits with shifts, and tanh folds its
+argument's factor 2 into the constants (all bit for bit the same results over all 2^32
+inputs) and reduces in one fma (``TANH_C``). That chain went from 57 to 51 vector
+instructions per 16 elements (AVX-512), 0.701 -> 0.621 ns per element in L2 on one
+Sapphire Rapids core (15 interleaved rounds, medians); its loop is then port-bound (an
+Estrin polynomial, shorter in latency, ran no faster). The
 polynomial coefficients are near-minimax fits derived by ``benchmarks/vecmath_fit.py``;
 the maximum ulp error of each function is measured over all 2^32 float32 inputs by
 ``benchmarks/vecmath_sweep.py`` and documented in ``docs/numpy-differences.md``. NaN,
