@@ -7,6 +7,7 @@ keeps OpenCL's builtins."""
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import os
 import re
 import subprocess
@@ -100,6 +101,19 @@ def test_helper_within_documented_ulp_and_numpy_specials(helpers_lib, name):
     fn(x.ctypes.data_as(ctypes.c_void_p), y.ctypes.data_as(ctypes.c_void_p),
        ctypes.c_long(x.size))
     _check(name, x, y)
+
+
+def test_tanh_without_fma_within_documented_ulp(x86_gcc, tmp_path):
+    """tanh built for x86-64-v2 (SSE4.2, no fused multiply-add): it keeps Cody-Waite's
+    two-step reduction there (a lone ``n * ln2/2`` would round), within its bound too."""
+    flags = tuple(f for f in x86_gcc.flags if not f.startswith("-march=")) + ("-march=x86-64-v2",)
+    so = str(tmp_path / "vecmath.so")
+    toolchain.build_shared_object(_helpers_source(), so, dataclasses.replace(x86_gcc, flags=flags))
+    x = _sample()
+    y = np.empty_like(x)
+    ctypes.CDLL(so).plait_vm_tanh(x.ctypes.data_as(ctypes.c_void_p),
+                                  y.ctypes.data_as(ctypes.c_void_p), ctypes.c_long(x.size))
+    _check("tanh", x, y)
 
 
 def test_routed_functions_in_kernels():

@@ -52,7 +52,8 @@ static inline void plait_oom(int64_t *status, int64_t code) { __atomic_store_n(s
    target's full width. Kernels that are only elementwise maps (PLAIT_KERNEL_WIDE: no
    reduction, padding, contraction or special step) use the full width: a float32
    tanh/exp/sigmoid chain took 2.35 TSC cycles per element at 256 bits, 1.76 at 512
-   (one Zen 4 core, in cache) */
+   (one Zen 4 core, in cache), and 0.77 ns against 0.63 on one Sapphire Rapids core
+   (in L2, 11 interleaved rounds, medians) */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define PLAIT_KERNEL __attribute__((target("prefer-vector-width=256")))
 #define PLAIT_KERNEL_WIDE __attribute__((target("prefer-vector-width=512")))
