@@ -22,7 +22,9 @@ vector wide, and with few row panels B is read in place. ``M`` or ``N`` of 1 run
 matrix-vector kernel (no packing). Threads share the packed panels: each block is two
 phases on plait's own pool (:mod:`plait.codegen.c_pool`: pieces claimed dynamically,
 the caller never waits for a thread the OS has not scheduled yet), one packing the panels
-(skipped when there are none), one computing rectangles of micro-tiles, as many threads as
+(skipped when there are none, or when A is read in place and each column panel's tiles
+are one piece, which then packs its B panels itself just before reading them), one
+computing rectangles of micro-tiles, as many threads as
 ``omp_get_max_threads()`` allows the caller; a batch of small products is instead split
 over the batch. The packed panels live in the calling thread's buffer, kept between
 calls.
@@ -282,6 +284,7 @@ static void pack_b_{x}(int64_t nr, int64_t kc, const {t} *b, int64_t sbk, int64_
 typedef struct {{
   int64_t M, N, K, sam, sak, sbk, sbn, scm, scn;
   const {t} *A, *B; {t} *C; int acc, direct_b, a_in;   /* a_in: A_PACKED, A_COLS, A_ROWS */
+  int pack_in_tile;   /* the tile pieces pack their own B panels (no packing phase) */
   int64_t i3, m3, pc, kc, j2, n2, pack_b, bskip, step, rstep, cstep, rpieces;
   {t} *ap, *bp; const {t} *bpk;
 }} gemm_job_{x};
@@ -322,7 +325,11 @@ static void tile_piece_{x}(void *ctx, int64_t p) {{
     const {t} *bb; int64_t ldb;
     if (j->bpk) {{ bb = j->bpk + (j->j2 + jr) * j->K + j->pc * {nr}; ldb = {nr}; }}
     else if (j->direct_b && nr == {nr}) {{ bb = j->B + j->pc * j->sbk + j->j2 + jr; ldb = j->sbk; }}
-    else {{ bb = j->bp + jr * kc; ldb = {nr}; }}
+    else {{
+      bb = j->bp + jr * kc; ldb = {nr};
+      if (j->pack_in_tile)
+        pack_b_{x}(nr, kc, j->B + j->pc * j->sbk + (j->j2 + jr) * j->sbn, j->sbk, j->sbn, j->bp + jr * kc);
+    }}
     for (int64_t ir = r0; ir < r1; ir += {mr}) {{
       int64_t mr = min_{d}({mr}, r1 - ir);
       {t} *c = j->C + (j->i3 + ir) * j->scm + (j->j2 + jr) * j->scn;
@@ -384,19 +391,22 @@ static int64_t block_{x}(int64_t M, int64_t N, int64_t K,
         j.pack_b = j.i3 == 0 && !bpk;
         int64_t rp = (j.m3 + {mr - 1}) / {mr}, cp = (j.n2 + {nr - 1}) / {nr};
         j.bskip = j.direct_b ? j.n2 / {nr} : 0;     /* whole panels read in place */
-        int64_t tasks = (j.a_in == A_PACKED ? rp : 0) + (j.pack_b ? cp - j.bskip : 0);
-        int64_t parts = threads > 1 ? threads * 4 : 1;
-        j.step = max_{d}((tasks + parts - 1) / parts, 1);
-        if (tasks) pool_for(threads, (tasks + j.step - 1) / j.step, pack_piece_{x}, &j);
         /* a few rectangles per thread, each of at least {_PIECE_MACS} multiply-adds:
            whole column panels first, rows split only when the panels run out */
+        int64_t parts = threads > 1 ? threads * 4 : 1;
         double macs = (double)j.m3 * j.n2 * j.kc;
-        if (macs / parts < {_PIECE_MACS}.0) parts = max_{d}((int64_t)(macs / {_PIECE_MACS}.0), 1);
-        int64_t cpieces = min_{d}(parts, cp);
-        int64_t rpieces = min_{d}((parts + cpieces - 1) / cpieces, rp);
+        int64_t tparts = macs / parts < {_PIECE_MACS}.0 ? max_{d}((int64_t)(macs / {_PIECE_MACS}.0), 1) : parts;
+        int64_t cpieces = min_{d}(tparts, cp);
+        int64_t rpieces = min_{d}((tparts + cpieces - 1) / cpieces, rp);
         j.cstep = (cp + cpieces - 1) / cpieces * {nr};
         j.rstep = (rp + rpieces - 1) / rpieces * {mr};
         j.rpieces = (j.m3 + j.rstep - 1) / j.rstep;
+        /* A read in place and each column panel in one piece: that piece packs it just
+           before its tiles read it (no packing phase, the panel hot in its core's L2) */
+        j.pack_in_tile = j.pack_b && j.a_in != A_PACKED && j.rpieces == 1;
+        int64_t tasks = (j.a_in == A_PACKED ? rp : 0) + (j.pack_b && !j.pack_in_tile ? cp - j.bskip : 0);
+        j.step = max_{d}((tasks + parts - 1) / parts, 1);
+        if (tasks) pool_for(threads, (tasks + j.step - 1) / j.step, pack_piece_{x}, &j);
         pool_for(threads, j.rpieces * ((j.n2 + j.cstep - 1) / j.cstep), tile_piece_{x}, &j);
       }}
     }}
