@@ -62,8 +62,9 @@ def _blocking(target: Target, dt, name: str, mr: int, vecs: int,
 
 def blockings(target: Target) -> tuple[tuple[Blocking, Blocking], ...]:
     """``(main, narrow)`` blockings of float32 and float64 for ``target`` (see the module
-    docstring); the narrow tile is one half-width vector wide, for products with few
-    columns (N = 8 float32 columns fill it exactly).
+    docstring); the narrow tile is one vector wide, for products with few columns
+    (a half-width one ran N = 10 float32 columns as two panels: 128 x 1024 x 10 on one
+    Sapphire Rapids core at 36 GFLOP/s, 53 with one full-width panel).
 
     The main tile's panel of B is deep (an eighth of the L2) rather than L1-resident:
     measured single-threaded on Zen 4 (32 KiB L1, 1 MiB L2), the 6x4-vector tile with
@@ -75,7 +76,7 @@ def blockings(target: Target) -> tuple[tuple[Blocking, Blocking], ...]:
     regs = 32 if vb >= 64 else 16
     narrow_rows = min(12, regs - 2)
     return tuple((_blocking(target, dt, sfx, mr, vecs, vb, target.l2_bytes // 8),
-                  _blocking(target, dt, sfx + "n", narrow_rows, 1, max(vb // 2, 16),
+                  _blocking(target, dt, sfx + "n", narrow_rows, 1, vb,
                             target.l1_bytes // 2))
                  for dt, sfx in ((np.float32, "s"), (np.float64, "d")))
 
