@@ -82,7 +82,7 @@ def test_every_ragged_row_panel_height(dt):
                     if p[0].ctype == ("float" if dt == np.float32 else "double")][0]
     for b, N in ((main, 2 * main.nr + 3), (narrow, narrow.nr - 1)):
         for r in range(1, b.mr):
-            M, K = 2 * b.mr + r, main.kc + 5
+            M, K = 2 * b.mr + r, b.kc + 5
             for ta, tb in ((0, 0), (1, 1)):
                 A = _operand(rng, (1, M, K), dt, ta, 1)
                 B = _operand(rng, (1, K, N), dt, tb, 1)
@@ -149,7 +149,7 @@ def test_blocking_follows_the_target_caches():
     assert s_small.m3 % s_small.mr == 0 and s_small.m3 * s_small.kc * 4 <= (1 << 18) // 2
     assert s_small.n2 % s_small.nr == 0
     narrow = gemm.blockings(small)[0][1]
-    assert narrow.kc * narrow.nr * 4 <= 8192 // 2                     # narrow: L1 / 2
+    assert narrow.kc * narrow.nr * 4 <= (1 << 18) // 8                # narrow: L2 / 8 too
 
 
 _EINSUMS = [  # (spec, lhs shape, rhs shape)
