@@ -51,6 +51,9 @@ from plait.codegen.c_pool import POOL_SOURCE
 # multiply-adds of the smallest piece a GEMM phase is cut into (a few microseconds: far
 # above the cost of claiming it, small enough that the threads end together)
 _PIECE_MACS = 1 << 18
+# rows an A-by-rows micro-kernel gives a pointer each: x86-64's 16 general registers hold
+# these beside the kernel's own (B, C, strides, counters) without spilling
+_ROW_POINTERS = 8
 
 
 @dataclass(frozen=True)
@@ -90,10 +93,11 @@ def _micro_kernel(b: Blocking, rows: int, vecs: int | None = None, form: str = "
     reads the ``rows`` elements of depth k contiguous at ``a + k * lda`` (a packed
     panel, ``lda = MR``, or A read in place when its columns are contiguous, ``lda``
     its k stride); form "r" reads row i at ``a + i * lda``, its k elements contiguous
-    (A read in place by rows), one pointer per three rows stepping along k (rows
-    ``+lda`` and ``+2 lda`` are indexed addresses: a pointer per row spilled the narrow
-    tile's twelve to the stack, 32 x 512 x 20 float32 ran at 44 GFLOP/s on one core,
-    53 with the shared pointers)."""
+    (A read in place by rows), one pointer per row stepping along k, or with more than
+    :data:`_ROW_POINTERS` rows one per three rows (rows ``+lda`` and ``+2 lda`` are
+    indexed addresses: a pointer per row spilled the narrow tile's twelve to the stack,
+    32 x 512 x 20 float32 ran at 44 GFLOP/s on one core, 53 with the shared pointers;
+    the main tile's six rows do not spill and keep a pointer each)."""
     t, x, mr, vl = b.ctype, b.suffix, b.mr, b.vlen
     v = b.vecs if vecs is None else vecs
     vt = "VK" + x
@@ -104,11 +108,13 @@ def _micro_kernel(b: Blocking, rows: int, vecs: int | None = None, form: str = "
     if masked:
         name = f"ukm{form}_{x}_{rows}"
         loads = f"{vt} b0 = loadn_{x}(bk, n);"
-    if form == "r":     # a pointer per three rows (row i + 1, i + 2: an indexed address)
-        groups = range((rows + 2) // 3)
-        setup = " ".join(f"const {t} *a{g} = a + {3 * g} * lda;" for g in groups)
+    if form == "r":     # a pointer per `per` rows (row i + 1, i + 2: an indexed address)
+        per = 3 if rows > _ROW_POINTERS else 1
+        groups = range((rows + per - 1) // per)
+        setup = " ".join(f"const {t} *a{g} = a + {per * g} * lda;" for g in groups)
         step = " ".join(f"++a{g};" for g in groups)
-        scalar = [f"a{i // 3}[{i % 3} * lda]" for i in range(rows)]
+        scalar = [f"a{i // per}[{i % per} * lda]" if i % per else f"*a{i // per}"
+                  for i in range(rows)]
         head = "const {t} *bk = b + k * ldb;".format(t=t)
     else:
         setup, step = "", ""
