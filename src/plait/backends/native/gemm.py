@@ -15,7 +15,7 @@ The blocking is the cost model's, from the target's facts: the register tile is 
 target's register block with the fewest loads per multiply-add, ``KC`` keeps a
 ``KC x NR`` panel of B in an eighth of the L2 (the micro-kernel streams it from the L2
 while the accumulators stay in registers: the deeper the panel, the fewer passes over
-C's tiles; a narrow tile's small panel stays in half the L1), ``M3`` keeps an
+C's tiles), ``M3`` keeps an
 ``M3 x KC`` slab of A in half the L2, ``N2`` keeps a
 ``KC x N2`` block of B in a quarter of the L3, and products under the target's
 ``gemm_parallel_macs`` (4M multiply-adds: two threads' pieces of tens of microseconds
@@ -49,12 +49,12 @@ def _round_down(x: int, m: int) -> int:
 
 
 def _blocking(target: Target, dt, name: str, mr: int, vecs: int,
-              vector_bytes: int, panel_bytes: int) -> Blocking:
+              vector_bytes: int) -> Blocking:
     ct = _CTYPES[np.dtype(dt)][0]
     sz = np.dtype(dt).itemsize
     vlen = vector_bytes // sz
     nr = vecs * vlen
-    kc = _round_down(panel_bytes // (nr * sz), 8)
+    kc = _round_down(target.l2_bytes // 8 // (nr * sz), 8)
     m3 = _round_down(target.l2_bytes // 2 // (kc * sz), mr)
     n2 = _round_down(target.l3_bytes // 4 // (kc * sz), nr)
     return Blocking(ct, name, vlen, mr, vecs, kc, n2, m3, target.gemm_parallel_macs, sz)
@@ -62,21 +62,24 @@ def _blocking(target: Target, dt, name: str, mr: int, vecs: int,
 
 def blockings(target: Target) -> tuple[tuple[Blocking, Blocking], ...]:
     """``(main, narrow)`` blockings of float32 and float64 for ``target`` (see the module
-    docstring); the narrow tile is one half-width vector wide, for products with few
-    columns (N = 8 float32 columns fill it exactly).
+    docstring); the narrow tile is one vector wide, for products with few columns
+    (a half-width one ran N = 10 float32 columns as two panels: 128 x 1024 x 10 on one
+    Sapphire Rapids core at 36 GFLOP/s, 53 with one full-width panel).
 
     The main tile's panel of B is deep (an eighth of the L2) rather than L1-resident:
     measured single-threaded on Zen 4 (32 KiB L1, 1 MiB L2), the 6x4-vector tile with
     KC = 512 ran 1024^3 at 99 GFLOP/s against 74 for the 9x3 tile with the L1's KC = 80,
     and W1's shapes (M = 128) at 96-102 against 82-94; KC from 384 to 1024 measured
-    alike."""
+    alike. The narrow tile's panel is as deep (it was half the L1: on one Sapphire Rapids
+    core 128 x 1024 x 10 float32 ran at 69 GFLOP/s with KC = 384, 79 with 4096; 1024 x
+    1024 x 10 at 56 and 70; a single column panel reuses no A, so a shallow panel only
+    adds passes over C)."""
     vb = target.vector_bytes
     mr, vecs = register_blocks(vb)[0]           # the fewest loads per multiply-add
     regs = 32 if vb >= 64 else 16
     narrow_rows = min(12, regs - 2)
-    return tuple((_blocking(target, dt, sfx, mr, vecs, vb, target.l2_bytes // 8),
-                  _blocking(target, dt, sfx + "n", narrow_rows, 1, max(vb // 2, 16),
-                            target.l1_bytes // 2))
+    return tuple((_blocking(target, dt, sfx, mr, vecs, vb),
+                  _blocking(target, dt, sfx + "n", narrow_rows, 1, vb))
                  for dt, sfx in ((np.float32, "s"), (np.float64, "d")))
 
 
