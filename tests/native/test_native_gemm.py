@@ -455,3 +455,21 @@ def test_convolution_over_many_im2col_chunks_matches_interp():
     want = np.asarray(plait.jit(f, backend="interp")(x, w))
     np.testing.assert_allclose(np.asarray(jn(x, w)), want, rtol=0,
                                atol=1e-5 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("L", [1, 15, 16, 17, 100, 128, 129])
+def test_matrix_vector_products_split_over_the_threads(dt, L):
+    """Both orientations of a matrix-vector product large enough to split over threads:
+    ``X @ v`` (dot products along rows) and ``X.T @ u`` (L contiguous outputs; at most
+    eight vectors of them summed by row ranges in registers), each called three times
+    (the threads claim their blocks by affinity), against float64."""
+    rng = np.random.default_rng(L)
+    X = rng.standard_normal((1, 5000, L)).astype(dt)
+    u = rng.standard_normal((1, 5000, 1)).astype(dt)
+    v = rng.standard_normal((1, L, 1)).astype(dt)
+    XT = X.transpose(0, 2, 1)
+    for _ in range(3):
+        _check(_call(X, v), X, v, dt)
+        _check(_call(XT, u), XT, u, dt)
+        _check(_call(u.transpose(0, 2, 1), X), u.transpose(0, 2, 1), X, dt)   # M = 1

@@ -73,6 +73,7 @@ class Blocking:
     m3: int           # rows of a packed A slab (multiple of MR)
     par_macs: int     # products of fewer multiply-adds run on one thread
     size: int         # bytes per element
+    gemv_par_macs: int = 0   # matrix-vector products of fewer run on one thread
 
     @property
     def nr(self) -> int:
@@ -562,6 +563,84 @@ static void dot_rows_{x}(int64_t lo, int64_t hi, int64_t K, const {t} *mat, int6
 """
 
 
+#: most vectors of outputs a matrix-vector product over contiguous columns keeps in
+#: registers (:func:`_gemv_cols_source`)
+GEMV_COLS_VECS = 8
+#: most row ranges such a product is cut into (their partial sums live on the stack)
+GEMV_COLS_PARTS = 64
+
+
+def _gemv_cols_source(b: Blocking, vector_bytes: int) -> str:
+    """``gemv_cols_<suffix>``: ``y = v . Mat`` for a ``K x L`` matrix whose ``L`` outputs
+    (at most :data:`GEMV_COLS_VECS` vectors) are contiguous in each row: its rows are cut
+    into ranges of about ``_PIECE_MACS`` multiply-adds (at most
+    :data:`GEMV_COLS_PARTS`), each summing its rows into vector accumulators held in
+    registers (one chain per vector), one block of consecutive ranges per thread (each
+    thread's own block from call to call, as ``gemv_``'s); the ranges' partial sums are
+    then added in range order, so the result does not depend on the thread count."""
+    t, x = b.ctype, b.suffix
+    vl = vector_bytes // b.size
+    kernels, cases = [], []
+    for nv in range(GEMV_COLS_VECS + 1):
+        acc = "".join(f" V{x} a{j} = {{0}};" for j in range(nv))
+        fma = " ".join(f"a{j} += s * *(const V{x} *)(r + {j * vl});" for j in range(nv))
+        store = " ".join(f"*(V{x} *)(part + {j * vl}) = a{j};" for j in range(nv))
+        kernels.append(f"""
+static void gemv_cols_{x}_{nv}(int64_t L, int64_t k0, int64_t k1, const {t} *mat, int64_t sk,
+                               const {t} *v, int64_t sv, {t} *part) {{{acc}
+  {t} tail[{vl}] = {{0}};
+  for (int64_t k = k0; k < k1; ++k) {{
+    {t} s = v[k * sv]; const {t} *r = mat + k * sk;
+    {fma}
+    for (int64_t i = {nv * vl}; i < L; ++i) tail[i - {nv * vl}] += s * r[i];
+  }}
+  {store}
+  for (int64_t i = {nv * vl}; i < L; ++i) part[i] = tail[i - {nv * vl}];
+}}""")
+        cases.append(f"case {nv}: gemv_cols_{x}_{nv}(j->L, k0, k1, j->mat, j->sk, j->v, j->sv, "
+                     f"part); return;")
+    return "".join(kernels) + f"""
+
+typedef struct {{
+  int64_t L, K, sk, sv, rows, ranges, blocks; const {t} *mat, *v; {t} *parts;
+  _Atomic int taken[POOL_MAX];
+}} gemv_cols_job_{x};
+
+/* rows [r * rows, (r + 1) * rows) of the product into partial sum r */
+static void gemv_cols_range_{x}(const gemv_cols_job_{x} *j, int64_t r) {{
+  int64_t k0 = r * j->rows, k1 = k0 + j->rows < j->K ? k0 + j->rows : j->K;
+  {t} *part = j->parts + r * j->L;
+  switch (j->L / {vl}) {{ {" ".join(cases)} }}
+}}
+
+/* one block of consecutive ranges, claimed by affinity (pool_claim_block) */
+static void gemv_cols_piece_{x}(void *ctx, int64_t p) {{
+  gemv_cols_job_{x} *j = ctx;
+  int b = pool_claim_block(j->taken, (int)j->blocks);
+  for (int64_t r = j->ranges * b / j->blocks; b >= 0 && r < j->ranges * (b + 1) / j->blocks; ++r)
+    gemv_cols_range_{x}(j, r);
+}}
+
+/* y[i * so] = sum_k mat[k * sk + i] * v[k * sv] for i < L, 1 <= L <= {GEMV_COLS_VECS * vl} */
+static void gemv_cols_{x}(int64_t L, int64_t K, const {t} *mat, int64_t sk, const {t} *v,
+                          int64_t sv, {t} *y, int64_t so, int threads) {{
+  int64_t rows = {_PIECE_MACS // 4} / L + 1;
+  if (rows * {GEMV_COLS_PARTS} < K) rows = (K + {GEMV_COLS_PARTS - 1}) / {GEMV_COLS_PARTS};
+  int64_t pieces = K > 0 ? (K + rows - 1) / rows : 0;
+  {t} parts[{GEMV_COLS_PARTS * GEMV_COLS_VECS * vl}];
+  gemv_cols_job_{x} j = {{L, K, sk, sv, rows, pieces, min_{x}(min_{x}(threads, POOL_MAX), pieces),
+                         mat, v, parts}};
+  for (int i = 0; i < POOL_MAX; ++i) atomic_init(&j.taken[i], 0);
+  if (pieces) pool_for(threads, j.blocks, gemv_cols_piece_{x}, &j);
+  for (int64_t i = 0; i < L; ++i) {{
+    {t} s = pieces ? parts[i] : 0;
+    for (int64_t p = 1; p < pieces; ++p) s += parts[p * L + i];
+    y[i * so] = s;
+  }}
+}}
+"""
+
+
 def _dtype_source(b: Blocking, nb: Blocking, vector_bytes: int, oom_where: int) -> str:
     """One dtype's functions: ``b`` the main tile, ``nb`` the narrow one (N <= half the
     main tile's width)."""
@@ -589,7 +668,8 @@ static int64_t min_{x}(int64_t a, int64_t b) {{ return a < b ? a : b; }}
 static int64_t max_{x}(int64_t a, int64_t b) {{ return a > b ? a : b; }}
 
 """ + _variant_source(b, vector_bytes, oom_where) + \
-        _variant_source(nb, vector_bytes, oom_where) + _dot_rows_source(b, vector_bytes) + f"""
+        _variant_source(nb, vector_bytes, oom_where) + _dot_rows_source(b, vector_bytes) + \
+        _gemv_cols_source(b, vector_bytes) + f"""
 /* y[i] = sum_k Mat[i * si + k * sk] * v[k * sv] for lo <= i < hi, y stride so */
 static void gemv_rows_{x}(int64_t lo, int64_t hi, int64_t K, const {b.ctype} *mat, int64_t si,
                           int64_t sk, const {b.ctype} *v, int64_t sv, {b.ctype} *y, int64_t so) {{
@@ -635,24 +715,35 @@ static void gemv_rows_{x}(int64_t lo, int64_t hi, int64_t K, const {b.ctype} *ma
 }}
 
 typedef struct {{
-  int64_t L, K, si, sk, sv, so, step; const {b.ctype} *mat, *v; {b.ctype} *y;
+  int64_t L, K, si, sk, sv, so, unit, units, blocks; const {b.ctype} *mat, *v; {b.ctype} *y;
+  _Atomic int taken[POOL_MAX];
 }} gemv_job_{x};
 
+/* one of the job's blocks of whole row groups, claimed by affinity (pool_claim_block) */
 static void gemv_piece_{x}(void *ctx, int64_t p) {{
-  const gemv_job_{x} *j = ctx;
-  int64_t lo = p * j->step;
-  gemv_rows_{x}(lo, min_{x}(lo + j->step, j->L), j->K, j->mat, j->si, j->sk, j->v, j->sv,
-                j->y, j->so);
+  gemv_job_{x} *j = ctx;
+  int b = pool_claim_block(j->taken, (int)j->blocks);
+  if (b < 0) return;
+  int64_t lo = j->units * b / j->blocks * j->unit;
+  int64_t hi = min_{x}(j->units * (b + 1) / j->blocks * j->unit, j->L);
+  gemv_rows_{x}(lo, hi, j->K, j->mat, j->si, j->sk, j->v, j->sv, j->y, j->so);
 }}
 
-/* the matrix-vector product of all L rows, in pieces of whole row groups over up to
-   threads threads (a group: 4 dot products, one axpy block, or one row) */
+/* the matrix-vector product of all L rows, one block of whole row groups per thread (a
+   group: 4 dot products, one axpy block, or one row), each thread's own block from call
+   to call, so a matrix multiplied in a loop stays split across the cores' caches (W3
+   logistic's 5000 x 100 X, 2 MB, read twice per CG iteration) */
 static int64_t gemv_{x}(int64_t L, int64_t K, const {b.ctype} *mat, int64_t si, int64_t sk,
                         const {b.ctype} *v, int64_t sv, {b.ctype} *y, int64_t so, int threads) {{
-  int64_t unit = sk == 1 && sv == 1 ? 4 : si == 1 ? {axpy} : 1;
-  int64_t units = (L + unit - 1) / unit, per = (units + threads * 4 - 1) / (threads * 4);
-  gemv_job_{x} j = {{L, K, si, sk, sv, so, per * unit, mat, v, y}};
-  pool_for(threads, (L + j.step - 1) / j.step, gemv_piece_{x}, &j);
+  if (si == 1 && L >= 1 && L <= {GEMV_COLS_VECS * vector_bytes // b.size}) {{
+    gemv_cols_{x}(L, K, mat, sk, v, sv, y, so, threads);     /* few outputs: split the rows */
+    return 0;
+  }}
+  int64_t unit = sk == 1 && sv == 1 ? 4 : si == 1 ? {axpy} : 1, units = (L + unit - 1) / unit;
+  int64_t blocks = min_{x}(min_{x}(threads, POOL_MAX), units);
+  gemv_job_{x} j = {{L, K, si, sk, sv, so, unit, units, blocks, mat, v, y}};
+  for (int i = 0; i < POOL_MAX; ++i) atomic_init(&j.taken[i], 0);
+  pool_for(threads, blocks, gemv_piece_{x}, &j);
   return 0;
 }}
 
@@ -703,7 +794,7 @@ int64_t plait_gemm_{x}(int64_t batch, int64_t M, int64_t N, int64_t K,
   threads = omp_get_max_threads();
 #endif
   double macs = (double)M * N * K;
-  if (macs * batch < {b.par_macs}.0) threads = 1;
+  if (macs * batch < (M == 1 || N == 1 ? {b.gemv_par_macs}.0 : {b.par_macs}.0)) threads = 1;
   if (threads > 1 && batch >= threads && macs < {b.par_macs * 64}.0) {{
     batch_job_{x} j = {{M, N, K, sab, sam, sak, sbb, sbk, sbn, scb, scm, scn, A, B, C, 0}};
     pool_for(threads, batch, batch_piece_{x}, &j);   /* many small products: split the batch */

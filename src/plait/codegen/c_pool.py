@@ -68,9 +68,25 @@ static void pool_work(uint32_t gen) {
   }
 }
 
+/* this thread's place in the pool: 0 for a caller, i for helper i */
+static __thread int pool_self;
+
+/* for a job of n blocks, each of its n pieces claiming one: this thread's own block
+   (pool_self mod n) while it is free, else the first free one. A block's data then
+   stays with the same core's cache from call to call (a matrix-vector product in a
+   loop), whichever thread the scheduler lets claim first */
+static int pool_claim_block(_Atomic int *taken, int n) {
+  int w = pool_self % n;
+  if (!atomic_exchange(&taken[w], 1)) return w;
+  for (int b = 0; b < n; ++b)
+    if (!atomic_exchange(&taken[b], 1)) return b;
+  return -1;
+}
+
 static void *pool_helper(void *arg) {
   uint64_t a = (uint64_t)(uintptr_t)arg;
   int64_t index = (int64_t)(a >> 32);            /* 1, 2, ...: the caller is 0 */
+  pool_self = (int)index;
   uint32_t seen = (uint32_t)a;                   /* the generation at its creation */
   for (;;) {
     uint32_t g;

@@ -57,7 +57,10 @@ def _blocking(target: Target, dt, name: str, mr: int, vecs: int,
     kc = _round_down(target.l2_bytes // 8 // (nr * sz), 8)
     m3 = _round_down(target.l2_bytes // 2 // (kc * sz), mr)
     n2 = _round_down(target.l3_bytes // 4 // (kc * sz), nr)
-    return Blocking(ct, name, vlen, mr, vecs, kc, n2, m3, target.gemm_parallel_macs, sz)
+    # a matrix-vector product streams its matrix once: split when it is an eighth of an
+    # L2 (each core then keeps its share cached across calls in a loop: see gemv_)
+    return Blocking(ct, name, vlen, mr, vecs, kc, n2, m3, target.gemm_parallel_macs, sz,
+                    target.l2_bytes // 8 // sz)
 
 
 def blockings(target: Target) -> tuple[tuple[Blocking, Blocking], ...]:
