@@ -11,7 +11,10 @@ calling thread and up to ``width - 1`` helper threads, and never waits for a hel
 arrive: the pieces are claimed one at a time from a shared counter, the caller claims
 too, and it waits only for pieces a helper has already claimed (running ones). A helper
 the scheduler wakes late finds nothing left and goes back to sleep; at worst the caller
-computes everything alone, at one thread's speed. Helpers spin for a few microseconds
+computes everything alone, at one thread's speed. A job whose data should stay with a
+core across calls (a matrix-vector product in a loop) cuts its work into one block per
+thread instead, and each piece claims a block with ``pool_claim_block``: the claiming
+thread's own block while it is free, else any free one. Helpers spin for a few microseconds
 after a job, then sleep on a condition variable. One job runs at a time: a call made
 while another thread's job runs (or from inside a piece) runs its pieces serially on
 its own thread. A forked child starts without helpers and makes new ones on first use.
