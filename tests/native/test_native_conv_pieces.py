@@ -37,6 +37,13 @@ def _conv(x, w):
     return lax.conv_general_dilated(x, w, (1, 1), ((1, 1), (1, 1)), dimension_numbers=_DN)
 
 
+def _conv_nchw_out(x, w):
+    """:func:`_conv` writing NCHW: output channels not contiguous, so im2col chunks
+    (contiguous ones run the direct path: tests/native/test_native_conv_direct.py)."""
+    return lax.conv_general_dilated(x, w, (1, 1), ((1, 1), (1, 1)),
+                                    dimension_numbers=("NHWC", "HWIO", "NCHW"))
+
+
 @pytest.mark.parametrize("shape", [(8, 16, 16, 64, 48), (2, 9, 7, 24, 40)])
 def test_weight_gradient_matches_numpy(shape):
     """Weight gradients large enough to split their columns over threads (and a small
@@ -61,8 +68,8 @@ def test_forward_over_row_pieces_matches_numpy(shape):
     rng = np.random.default_rng(22)
     x = rng.standard_normal((n, h, w_, c)).astype(np.float32)
     w = rng.standard_normal((3, 3, c, o)).astype(np.float32)
-    f = plait.jit(_conv, backend="native")
-    want = _np_conv(x, w)
+    f = plait.jit(_conv_nchw_out, backend="native")
+    want = _np_conv(x, w).transpose(0, 3, 1, 2)
     bound = 1e-5 * np.sqrt(9 * c) * np.abs(x).max() * np.abs(w).max()
     for _ in range(2):
         np.testing.assert_allclose(np.asarray(f(x, w)), want, rtol=0, atol=bound)
@@ -77,9 +84,9 @@ def test_deep_channels_over_few_rows_match_numpy(shape):
     rng = np.random.default_rng(23)
     x = rng.standard_normal((n, h, w_, c)).astype(np.float32)
     w = rng.standard_normal((3, 3, c, o)).astype(np.float32)
-    f = plait.jit(_conv, backend="native")
+    f = plait.jit(_conv_nchw_out, backend="native")
     assert "native conv_general_dilated" in f.lower(x, w).compile().as_text("kernels")
-    want = _np_conv(x, w)
+    want = _np_conv(x, w).transpose(0, 3, 1, 2)
     bound = 1e-5 * np.sqrt(9 * c) * np.abs(x).max() * np.abs(w).max()
     for _ in range(2):
         np.testing.assert_allclose(np.asarray(f(x, w)), want, rtol=0, atol=bound)
