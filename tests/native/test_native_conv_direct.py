@@ -2,11 +2,16 @@
 tiles of output pixels across rows and images, the input read in place or from a
 zero-padded copy, strides, kernel dilation, any padding and input layout, a last panel
 of output channels that is not full; against a float64 NumPy convolution."""
+import ctypes
+import dataclasses
+
 import numpy as np
 import pytest
 
 import plait
 from plait import lax
+from plait.backends.native import conv, gemm
+from plait.backends.native.target import host_target
 
 
 def _np_conv(x, w, strides, padding, dilation):
@@ -155,3 +160,37 @@ def test_input_gradient_of_a_strided_convolution_matches_numpy(shape, kernel, st
     bound = 8 * np.finfo(np.float32).eps * np.sqrt(k) * np.abs(w).max() * np.abs(g).max()
     for _ in range(2):
         np.testing.assert_allclose(np.asarray(f(g)), want, rtol=0, atol=bound)
+
+
+def _library_conv(target, d, x, w, shape):
+    """``plait_conv_s`` of the library built for ``target``, on descriptor ``d``."""
+    fn = gemm.library("s", target).plait_conv_s
+    fn.restype = ctypes.c_int64
+    fn.argtypes = [ctypes.c_void_p] * 4
+    desc = np.asarray(d, np.int64)
+    y = np.full(shape, np.nan, np.float32)
+    assert fn(desc.ctypes.data, x.ctypes.data, w.ctypes.data, y.ctypes.data) == 0
+    return y
+
+
+@pytest.mark.parametrize("lhs_dilation", [(1, 1), (2, 2)])
+def test_a_large_batch_is_padded_a_few_images_at_a_time(lhs_dilation):
+    """With an L3 of 1 MiB the padded copy holds two of the five images, so the direct
+    path (and, input-dilated, its phases) pads and runs them in three runs: the same
+    sums in the same order as one copy of all five (bitwise), and interp's values."""
+    rng = np.random.default_rng(38)
+    x = rng.standard_normal((5, 40, 40, 64)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 64, 48)).astype(np.float32)
+
+    def f(x, w):
+        return lax.conv_general_dilated(x, w, (1, 1), ((1, 1), (1, 1)), lhs_dilation=lhs_dilation,
+                                        dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    (eqn,) = [e for e in plait.make_graph(f)(x, w).graph.eqns
+              if e.prim.name == "conv_general_dilated"]
+    _, d, _ = conv.conv_view(eqn)
+    small = dataclasses.replace(host_target(), l3_bytes=1 << 20)
+    assert 42 * 42 * 64 * 4 * 2 <= gemm.direct_pad_bytes(small) < 42 * 42 * 64 * 4 * 3
+    want = np.asarray(plait.jit(f, backend="interp")(x, w))
+    got = _library_conv(small, d, x, w, want.shape)
+    np.testing.assert_array_equal(got, _library_conv(host_target(), d, x, w, want.shape))
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * np.abs(want).max())

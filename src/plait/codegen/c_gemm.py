@@ -816,7 +816,7 @@ int64_t plait_gemm_{x}(int64_t batch, int64_t M, int64_t N, int64_t K,
 KPACK_PARALLEL = 1 << 16
 
 
-def _direct_conv_source(b: Blocking, oom_where: int) -> str:
+def _direct_conv_source(b: Blocking, oom_where: int, pad_bytes: int) -> str:
     """``conv_direct_<suffix>``: a convolution whose output channels are contiguous, with
     no im2col copy. Output pixels (over all images) are cut into tiles of ``MR`` pixels;
     the micro-kernel holds ``MR x NR`` accumulators (the GEMM's register tile) and, for
@@ -824,7 +824,8 @@ def _direct_conv_source(b: Blocking, oom_where: int) -> str:
     window's corner plus the tap's offset and multiplies it by one row of the kernel
     packed in the GEMM's column panels. The input is read in place when no padding is
     needed and its channels and pixels are contiguous, else from a zero-padded copy
-    (about one input's size, against the kernel-area-times-larger im2col rows). Pieces of
+    (about one input's size, against the kernel-area-times-larger im2col rows; at most
+    ``pad_bytes`` of it at a time, a run of whole images each). Pieces of
     the pool are runs of tiles, panel by panel, so the threads share a panel in the L3
     and each output element is summed by one piece in one order (tap, then channel):
     results do not depend on the thread count. Measured on one core (Sapphire Rapids, 3x3
@@ -911,7 +912,7 @@ static void dconv_run_{x}(dconv_job_{x} *j, int64_t NB, int threads) {{
 
 typedef struct {{
   const int64_t *d; const {t} *X; {t} *xp; int64_t HP, WP, ph, pw;
-}} dpad_job_{x};
+}} dpad_job_{x};   /* X: the first image to copy */
 
 /* row r = (image, padded row) of the zero-padded input copy (x's (0, 0) at (ph, pw)) */
 static void dpad_piece_{x}(void *ctx, int64_t r) {{
@@ -923,16 +924,21 @@ static void dpad_piece_{x}(void *ctx, int64_t r) {{
               d[2], d[3], C, d[6], d[7], d[5]);
 }}
 
-/* x zero-padded to HP x WP pixels of contiguous channels, x's (0, 0) at (ph, pw), or NULL */
-static {t} *dpad_{x}(const int64_t *d, const {t} *X, int64_t HP, int64_t WP, int64_t ph,
-                     int64_t pw, int threads) {{
-  int64_t rows = d[0] * HP, n = rows * WP * d[1];
-  {t} *xp = malloc(sizeof({t}) * (size_t)(n > 0 ? n : 1));
-  if (!xp) return NULL;
+/* images X[0 .. nb) zero-padded into xp, HP x WP pixels of contiguous channels each,
+   x's (0, 0) at (ph, pw) */
+static void dpad_{x}({t} *xp, const int64_t *d, const {t} *X, int64_t nb, int64_t HP,
+                     int64_t WP, int64_t ph, int64_t pw, int threads) {{
+  int64_t rows = nb * HP;
   dpad_job_{x} pj = {{d, X, xp, HP, WP, ph, pw}};
-  if (threads > 1 && n >= {KPACK_PARALLEL}) pool_for(threads, rows, dpad_piece_{x}, &pj);
+  if (threads > 1 && rows * WP * d[1] >= {KPACK_PARALLEL}) pool_for(threads, rows, dpad_piece_{x}, &pj);
   else for (int64_t r = 0; r < rows; ++r) dpad_piece_{x}(&pj, r);
-  return xp;
+}}
+
+/* images per zero-padded copy of HP x WP x C elements: as many as {pad_bytes} bytes hold,
+   at least one, at most NB (a whole batch copied at once doubled a large input's memory) */
+static int64_t dpad_images_{x}(int64_t NB, int64_t HP, int64_t WP, int64_t C) {{
+  int64_t per = HP * WP * C * (int64_t)sizeof({t}), n = per > 0 ? {pad_bytes}LL / per : NB;
+  return n < 1 ? 1 : n > NB ? NB : n;
 }}
 
 /* plait_conv of one group without input dilation, output channels contiguous: see
@@ -948,10 +954,10 @@ static int64_t conv_direct_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t
   int64_t *idx = malloc(sizeof(int64_t) * (size_t)(taps + 2 * (OH + OW)));
   if (!idx) return (int64_t)((taps + 2 * (OH + OW)) * sizeof(int64_t)) * {oom_where}LL;
   {t} *xp = NULL, *wp = NULL;
-  int64_t st = 0;
+  int64_t st = 0, nb = in_place ? NB : dpad_images_{x}(NB, HP, WP, C);
   if (!in_place) {{
-    xp = dpad_{x}(d, X, HP, WP, ph, pw, threads);
-    if (!xp) {{ st = (int64_t)(NB * HP * WP * C * (int64_t)sizeof({t})) * {oom_where}LL; goto done; }}
+    xp = malloc(sizeof({t}) * (size_t)(nb * HP * WP * C));
+    if (!xp) {{ st = (int64_t)(nb * HP * WP * C * (int64_t)sizeof({t})) * {oom_where}LL; goto done; }}
     sxb = HP * WP * C; sxh = WP * C;
   }}
   int64_t *toff = idx, *xr = idx + taps, *xc = xr + OH, *yr = xc + OW, *yc = yr + OH;
@@ -961,10 +967,12 @@ static int64_t conv_direct_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t
   for (int64_t ow = 0; ow < OW; ++ow) {{ xc[ow] = ow * sw * sxw; yc[ow] = ow * d[20]; }}
   wp = pack_kernel_{x}(d, Wt, NULL, KH, NULL, KW, threads);
   if (!wp) {{ st = packed_kernel_bytes_{x}(K, O) * {oom_where}LL; goto done; }}
-  {{
-    dconv_job_{x} j = {{in_place ? X : xp, wp, Y, toff, xr, xc, yr, yc, C, O, taps, OH, OW,
-                       0, sxb, d[17], 0, 0, 0}};
-    dconv_run_{x}(&j, NB, threads);
+  for (int64_t b0 = 0; b0 < NB; b0 += nb) {{    /* a padded copy of nb images at a time */
+    int64_t n = min_{x}(nb, NB - b0);
+    if (!in_place) dpad_{x}(xp, d, X + b0 * d[4], n, HP, WP, ph, pw, threads);
+    dconv_job_{x} j = {{in_place ? X + b0 * d[4] : xp, wp, Y + b0 * d[17], toff, xr, xc, yr, yc,
+                       C, O, taps, OH, OW, 0, sxb, d[17], 0, 0, 0}};
+    dconv_run_{x}(&j, n, threads);
   }}
 done:
   free(wp); free(xp); free(idx);
@@ -998,10 +1006,11 @@ static int64_t conv_phase_direct_{x}(const int64_t *d, const {t} *X, const {t} *
   }}
   int64_t HP = h1 - h0 + 1, WP = w1 - w0 + 1, sxh = WP * C, st = 0;
   int64_t ni = KH * KW + 3 * (OH + OW) + KH + KW;
-  int64_t *idx = malloc(sizeof(int64_t) * (size_t)ni);
-  {t} *xp = idx ? dpad_{x}(d, X, HP, WP, -h0, -w0, threads) : NULL, *wp = NULL;
+  int64_t *idx = malloc(sizeof(int64_t) * (size_t)ni), nb = dpad_images_{x}(NB, HP, WP, C);
+  {t} *xp = idx ? malloc(sizeof({t}) * (size_t)(nb * HP * WP * C)) : NULL, *wp = NULL;
   if (!idx) {{ st = ni * (int64_t)sizeof(int64_t) * {oom_where}LL; goto done; }}
-  if (!xp) {{ st = (int64_t)(NB * HP * WP * C * (int64_t)sizeof({t})) * {oom_where}LL; goto done; }}
+  if (!xp) {{ st = (int64_t)(nb * HP * WP * C * (int64_t)sizeof({t})) * {oom_where}LL; goto done; }}
+  if (nb == NB) dpad_{x}(xp, d, X, NB, HP, WP, -h0, -w0, threads);   /* one copy for all phases */
   int64_t *toff = idx, *xr = toff + KH * KW, *xc = xr + OH, *yr = xc + OW, *yc = yr + OH;
   int64_t *ohs = yc + OW, *ows = ohs + OH, *khs = ows + OW, *kws = khs + KH;
   for (int64_t phase = 0; phase < lh * lw && !st; ++phase) {{
@@ -1029,9 +1038,13 @@ static int64_t conv_phase_direct_{x}(const int64_t *d, const {t} *X, const {t} *
         toff[a * ntw + b] = (rh + khs[a] * dh) / lh * sxh + (rw + kws[b] * dw) / lw * C;
     wp = pack_kernel_{x}(d, Wt, khs, nth, kws, ntw, threads);
     if (!wp) {{ st = packed_kernel_bytes_{x}(nth * ntw * C, O) * {oom_where}LL; break; }}
-    dconv_job_{x} j = {{xp, wp, Y, toff, xr, xc, yr, yc, C, O, nth * ntw, noh, now,
-                       0, HP * WP * C, d[17], 0, 0, 0}};
-    dconv_run_{x}(&j, NB, threads);
+    for (int64_t b0 = 0; b0 < NB; b0 += nb) {{   /* else nb images padded at a time */
+      int64_t n = min_{x}(nb, NB - b0);
+      if (nb < NB) dpad_{x}(xp, d, X + b0 * d[4], n, HP, WP, -h0, -w0, threads);
+      dconv_job_{x} j = {{xp, wp, Y + b0 * d[17], toff, xr, xc, yr, yc, C, O, nth * ntw, noh,
+                         now, 0, HP * WP * C, d[17], 0, 0, 0}};
+      dconv_run_{x}(&j, n, threads);
+    }}
     free(wp); wp = NULL;
   }}
 done:
@@ -1041,7 +1054,7 @@ done:
 """
 
 
-def _conv_source(b: Blocking, im2col_bytes: int, oom_where: int) -> str:
+def _conv_source(b: Blocking, im2col_bytes: int, oom_where: int, pad_bytes: int) -> str:
     """``plait_conv_<s|d>``: a 2-d convolution as GEMMs over im2col row chunks."""
     x, t = b.suffix, b.ctype
     return f"""
@@ -1306,7 +1319,7 @@ static void conv_chunk_{x}(void *ctx, int64_t c) {{
   if (st) atomic_store(&j->status, st);
 }}
 
-""" + _direct_conv_source(b, oom_where) + f"""
+""" + _direct_conv_source(b, oom_where, pad_bytes) + f"""
 /* plait_conv of one group without input dilation: rows (b, oh, ow) are gathered
    (im2col, columns (kh, kw, ci)) in chunks of at most {im2col_bytes} bytes, each
    multiplied by the kernel (packed once for all chunks) as one GEMM. With enough rows
@@ -1489,7 +1502,7 @@ int64_t plait_conv_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y) {{
 
 
 def gemm_source(blockings: tuple[tuple[Blocking, Blocking], ...], vector_bytes: int,
-                oom_where: int, im2col_bytes: int) -> str:
+                oom_where: int, im2col_bytes: int, pad_bytes: int) -> str:
     """The library's C source: one ``plait_gemm_<suffix>`` and ``plait_conv_<suffix>``
     per dtype's (main, narrow) blocking pair."""
     head = ("#define _GNU_SOURCE\n#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n"
@@ -1497,5 +1510,5 @@ def gemm_source(blockings: tuple[tuple[Blocking, Blocking], ...], vector_bytes: 
             "#if defined(__AVX512F__)\n#include <immintrin.h>\n#endif\n" + POOL_SOURCE
             + "enum { A_PACKED, A_COLS, A_ROWS };   /* how a GEMM reads A */\n")
     return head + "".join(_dtype_source(b, nb, vector_bytes, oom_where)
-                          + _conv_source(b, im2col_bytes, oom_where)
+                          + _conv_source(b, im2col_bytes, oom_where, pad_bytes)
                           for b, nb in blockings)

@@ -116,9 +116,10 @@ def _conv(cp, eqn, name: str) -> bool:
     width = narrow.nr if d[8] <= main.nr // 2 else main.nr
     packed = k * -(-d[8] // width) * width * isz
     # im2col chunk, packed kernel, scattered output chunk; or (the direct path) the
-    # zero-padded input copy and the packed kernel
+    # zero-padded input copy of a run of images and the packed kernel
     hp, wp = (d[15] - 1) * d[21] + (d[9] - 1) * d[25] + 1, (d[16] - 1) * d[22] + (d[10] - 1) * d[26] + 1
-    padded = d[0] * hp * wp * (d[1] // d[29]) * isz
+    image = hp * wp * (d[1] // d[29]) * isz
+    padded = min(d[0] * image, max(gemm.direct_pad_bytes(cp.target), image))
     cp.scratch[name] = max(rows * k * isz + rows * d[8] * isz, padded) + packed
     return True
 

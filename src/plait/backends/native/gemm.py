@@ -89,7 +89,8 @@ def blockings(target: Target) -> tuple[tuple[Blocking, Blocking], ...]:
 def library_source(target: Target, suffix: str) -> str:
     """The C source of the GEMM library of one dtype (``suffix`` "s" or "d")."""
     pairs = tuple(p for p in blockings(target) if p[0].suffix == suffix)
-    return gemm_source(pairs, target.vector_bytes, OOM_WHERE, im2col_bytes(target))
+    return gemm_source(pairs, target.vector_bytes, OOM_WHERE, im2col_bytes(target),
+                       direct_pad_bytes(target))
 
 
 def im2col_bytes(target: Target) -> int:
@@ -99,6 +100,13 @@ def im2col_bytes(target: Target) -> int:
     against 728 ms with a quarter of its 1 MiB L2, 738 ms with an eighth, 752 ms
     with half)."""
     return max(target.l2_bytes // 4, 1 << 16)
+
+
+def direct_pad_bytes(target: Target) -> int:
+    """Most bytes of the zero-padded input copy a direct convolution makes at a time (a
+    run of whole images; at least one image): a quarter of the L3, so a large batch
+    does not double the input's memory."""
+    return max(target.l3_bytes // 4, 1 << 20)
 
 
 # The micro-kernels are explicit vector code: -O2 makes them as fast as -O3 does, in a
