@@ -73,7 +73,7 @@ class Blocking:
     m3: int           # rows of a packed A slab (multiple of MR)
     par_macs: int     # products of fewer multiply-adds run on one thread
     size: int         # bytes per element
-    gemv_par_macs: int = 0   # matrix-vector products of fewer run on one thread
+    gemv_par_macs: int   # matrix-vector products of fewer run on one thread
 
     @property
     def nr(self) -> int:
@@ -941,6 +941,10 @@ static int64_t dpad_images_{x}(int64_t NB, int64_t HP, int64_t WP, int64_t C) {{
   return n < 1 ? 1 : n > NB ? NB : n;
 }}
 
+/* whether plait_conv runs d directly: its output channels contiguous, and more of them
+   than half a column panel (the narrow tile's panels are too thin for a pixel tile) */
+static int direct_{x}(const int64_t *d) {{ return d[18] == 1 && d[8] > {nr // 2}; }}
+
 /* plait_conv of one group without input dilation, output channels contiguous: see
    _direct_conv_source in plait.codegen.c_gemm */
 static int64_t conv_direct_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y,
@@ -1334,7 +1338,7 @@ static int64_t conv_one_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *
   int64_t K = KH * KW * C, P = OH * OW;
   if (sxb == 1 && NB > 1 && syh == OW * syw && syw == NB * syb)
     return conv_t_{x}(d, X, Wt, Y, threads);
-  if (d[18] == 1 && KH * KW > 1 && O > {b.nr // 2})   /* channels contiguous: no im2col */
+  if (direct_{x}(d) && KH * KW > 1)        /* a 1x1 kernel is one GEMM over x's pixels */
     return conv_direct_{x}(d, X, Wt, Y, threads);
   {t} *bpk = pack_kernel_{x}(d, Wt, NULL, KH, NULL, KW, threads);
   if (!bpk) return packed_kernel_bytes_{x}(K, O) * {oom_where}LL;
@@ -1446,8 +1450,7 @@ static void conv_phase_one_{x}(void *ctx, int64_t phase) {{
 
 static int64_t conv_phase_{x}(const int64_t *d, const {t} *X, const {t} *Wt, {t} *Y,
                               int threads) {{
-  if (d[18] == 1 && d[8] > {b.nr // 2})       /* channels contiguous: no im2col */
-    return conv_phase_direct_{x}(d, X, Wt, Y, threads);
+  if (direct_{x}(d)) return conv_phase_direct_{x}(d, X, Wt, Y, threads);
   /* with a few phases per thread, each phase runs on one thread (pieces of the pool) */
   int outer = threads > 1 && d[27] * d[28] >= 2 * threads;
   phase_job_{x} j = {{d, X, Wt, Y, outer ? 1 : threads, 0}};
