@@ -85,8 +85,8 @@ class CpuRenderer(CFamilyRenderer):
     cpu = True
 
     def __init__(self, program: ir.Program, fn_name: str, timed: bool = False,
-                 where: int = 0):
-        super().__init__(program, fn_name)
+                 where: int = 0, shared: frozenset = frozenset()):
+        super().__init__(program, fn_name, shared)
         # booleans are stored as bytes holding 0 or 1 (NumPy's layout) and computed as
         # _Bool: GCC does not vectorize a loop loading through a _Bool pointer ("complicated
         # access pattern"), so every select on a saved mask (ReLU's backward) ran scalar
@@ -191,7 +191,7 @@ class CpuRenderer(CFamilyRenderer):
         for k, b in enumerate(self.p.buffers):
             ctype = self.types[b.dtype]
             cv = f"b_{k}"
-            self.emit(f"{ctype} *restrict {cv} = ({ctype} *)bufs[{k}];")
+            self.emit(f"{ctype} *{self.restrict(b.name)}{cv} = ({ctype} *)bufs[{k}];")
             scope.views[b.name] = (cv, b.dtype, b.init)
             scope.roots[b.name] = b.name
             if b.kind != "in" and b.name not in dead_fill:
@@ -338,8 +338,10 @@ def temp_bytes(program: ir.Program, threads: int = 1) -> int:
 
 
 def render_program(program: ir.Program, fn_name: str, timed: bool = False,
-                   where: int = 0) -> str:
+                   where: int = 0, shared: frozenset = frozenset()) -> str:
     """C source (without the prelude) of ``program`` as function ``fn_name``; ``timed``
     adds per-block timers read through ``double *<fn_name>_times(void)``; ``where`` is
-    the function's number in the allocation-failure status it returns."""
-    return CpuRenderer(program, fn_name, timed, where).render()
+    the function's number in the allocation-failure status it returns; pointers into
+    the ``shared`` buffers (an output the caller may pass in an input's memory) are not
+    ``restrict``."""
+    return CpuRenderer(program, fn_name, timed, where, shared).render()

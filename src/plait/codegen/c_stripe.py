@@ -76,12 +76,18 @@ class CFamilyRenderer:
 
     cpu = False
 
-    def __init__(self, program: ir.Program, fn_name: str):
+    def __init__(self, program: ir.Program, fn_name: str, shared: frozenset = frozenset()):
         self.p = program
         self.fn = fn_name
+        self.shared = shared           # buffers that may share memory: no restrict
         self.lines: list[str] = []
         self.depth = 0
         self.types = C_TYPES           # storage type of each dtype
+
+    def restrict(self, root: str) -> str:
+        """``restrict`` for pointers into ``root``, unless it may share memory with another
+        buffer (an output written over an input, ``alias.pointwise_update``)."""
+        return "" if root in self.shared else "restrict "
 
     def emit(self, s: str) -> None:
         self.lines.append("  " * self.depth + s)
@@ -199,8 +205,8 @@ class CFamilyRenderer:
                 qual = scope.quals.get(r.from_, "")
                 off = " + ".join(f"{self.affine(a, scope)}*{st}"
                                  for a, st in zip(r.access, r.strides)) or "0"
-                self.emit(f"{qual}{ctype} *restrict {cv} = {pv} + {off};")
                 scope.roots[r.into] = self.root_of(r.from_, scope)
+                self.emit(f"{qual}{ctype} *{self.restrict(scope.roots[r.into])}{cv} = {pv} + {off};")
             scope.views[r.into] = (cv, r.dtype, r.agg)
             scope.quals[r.into] = qual
         return frees, fills
@@ -249,7 +255,8 @@ class CFamilyRenderer:
             qual = scope.quals.get(r.from_, "")
             pv = scope.outer[r.from_][0]
             off = " + ".join(f"{self.affine(a, scope)}*{st}" for a, st in zip(r.access, r.strides)) or "0"
-            self.emit(f"{qual}{self.types[r.dtype]} *restrict {cv} = {pv} + {off};")
+            root = self.root_of(r.from_, scope)
+            self.emit(f"{qual}{self.types[r.dtype]} *{self.restrict(root)}{cv} = {pv} + {off};")
             scope.views[r.into] = (cv, r.dtype, r.agg)
             scope.quals[r.into] = qual
             acc = _cname(r.into, self.depth, "racc_")

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from plait.backends.liveness import Lifetimes, lifetimes, peak_bytes
+from plait.backends.native.inplace import carry_updates
 from plait.backends.native.partition import HostStep, KernelStep, partition
 from plait.codegen.c_cpu import render_program, temp_bytes
 from plait.codegen.c_expr import C_TYPES, literal
@@ -35,6 +36,7 @@ from plait.passes.inline import inline_graph
 from plait.profiler import events
 from plait.runtime import progress
 from plait.stripe import lower as stripe_lower
+from plait.stripe.alias import pointwise_update
 from plait.stripe.passes import run_passes
 from plait.tile.lowering import STRIPE_DTYPES
 
@@ -82,45 +84,59 @@ class CProgram:
         # rendered kernels, numbered from 1 in allocation-failure statuses
         self.functions: list[tuple[str, str]] = []      # (name, what it computes)
         self.scratch: dict[str, int] = {}               # name -> peak bytes it allocates
-        self._kernels: dict = {}     # Tile program without its name -> kernel rendering it
+        # (Tile program without its name, updates asked) -> (kernel, outputs it allows)
+        self._kernels: dict = {}
+        # driver name -> the outputs it may write over their inputs (graph_function)
+        self.in_place: dict[str, frozenset[int]] = {}
         self._movable: list[tuple[str, str]] = []   # (name, text): self-contained kernels
 
     def fresh(self, prefix: str) -> str:
         return f"{prefix}{next(self._ids)}"
 
-    def kernel(self, st: KernelStep) -> None:
+    def kernel(self, st: KernelStep, updates: tuple = ()) -> frozenset:
         """Lower, optimize and render one kernel. A kernel whose Tile program equals an
         earlier one's (up to its name: a repeated step of an unrolled loop, a layer
-        applied twice) reuses that kernel's Stripe and calls its C function."""
-        key = replace(st.program, name="")
+        applied twice) reuses that kernel's Stripe and calls its C function.
+        ``updates`` are ``(input buffers, output buffer)`` pairs the caller would like to
+        pass in the same memory; returns the outputs for which the optimized program
+        allows it (``alias.pointwise_update``), whose pointers are then not ``restrict``."""
+        key = (replace(st.program, name=""), updates)
         same = None if self.timed else self._kernels.get(key)
         if same is not None:
-            self.stripe[st.name] = self.stripe[same]
-            self.scratch[st.name] = self.scratch[same]
+            self.stripe[st.name] = self.stripe[same[0]]
+            self.scratch[st.name] = self.scratch[same[0]]
             self.parts.append(f"PLAIT_KERNEL int64_t {st.name}(void **bufs) "
-                              f"{{ return {same}(bufs); }}")
-            return
+                              f"{{ return {same[0]}(bufs); }}")
+            return same[1]
         with events.span(f"{st.name}: Tile -> Stripe", "compile"):
             before = stripe_lower(st.program)
         after = run_passes(before, self.target, self.dump_dir, verify=config.checks)
+        allowed = frozenset(w for reads, w in updates if pointwise_update(after, reads, w))
+        shared = frozenset(n for reads, w in updates if w in allowed for n in (*reads, w))
         self.stripe[st.name] = (before, after)
         self.functions.append((st.name, ", ".join(e.prim.name for e in st.eqns)))
         tc = find_toolchain()
         threads = omp_threads() if tc is not None and tc.openmp else 1
         self.scratch[st.name] = temp_bytes(after, threads)
-        text = render_program(after, st.name, self.timed, len(self.functions))
+        text = render_program(after, st.name, self.timed, len(self.functions), shared)
         self.parts.append(text)
         self._movable.append((st.name, text))
-        self._kernels[key] = st.name
+        self._kernels[key] = (st.name, allowed)
+        return allowed
 
-    def native_steps(self, steps: list) -> list:
-        """Render kernels; turn host steps with a ``native`` rule into call steps."""
+    def native_steps(self, steps: list, updates: dict | None = None,
+                     allowed: dict | None = None) -> list:
+        """Render kernels; turn host steps with a ``native`` rule into call steps.
+        ``updates`` maps a kernel's name to the pairs :meth:`kernel` is asked about, and
+        ``allowed`` receives what it allows, by kernel name."""
         out = []
+        updates = updates or {}
+        allowed = {} if allowed is None else allowed
         progress.phase("Tile -> Stripe -> C", total=sum(isinstance(s, KernelStep) for s in steps))
         for st in steps:
             if isinstance(st, KernelStep):
                 t0 = time.perf_counter()
-                self.kernel(st)
+                allowed[st.name] = self.kernel(st, updates.get(st.name, ()))
                 progress.kernel_done()
                 if config.log_compiles:
                     logging.getLogger("plait").warning(
@@ -139,18 +155,27 @@ class CProgram:
             out.append(st)
         return out
 
-    def graph_function(self, graph: Graph) -> str | None:
-        """Name of a C driver computing ``graph``, or None if part of it is host-only."""
+    def graph_function(self, graph: Graph, carries: tuple = ()) -> str | None:
+        """Name of a C driver computing ``graph``, or None if part of it is host-only.
+        ``carries`` are ``(input index, output index)`` pairs of a loop's carries: those
+        the driver may write over their input (the caller passing the same buffer for
+        both) go into ``self.in_place[name]`` as output indices."""
         hit = self._graphs.get(id(graph))
         if hit is not None:
             return hit[1]
         name = self.fresh("g")
-        steps = self.native_steps(partition(inline_graph(graph), self.target, prefix=f"{name}_"))
+        flat = inline_graph(graph)
+        parts = partition(flat, self.target, prefix=f"{name}_")
+        checks, updates = carry_updates(flat, parts, carries)
+        allowed: dict = {}
+        steps = self.native_steps(parts, updates, allowed)
         if any(isinstance(s, HostStep) for s in steps):
             self._graphs[id(graph)] = (graph, None)
             return None
-        self.parts.append(driver_source(name, graph, steps, self.stripe))
-        self.scratch[name] = driver_peak(graph, steps, self.stripe, self.scratch)
+        self.in_place[name] = frozenset(ko for ko, chk in checks.items()
+                                        if chk is None or chk[1] in allowed[chk[0]])
+        self.parts.append(driver_source(name, flat, steps, self.stripe))
+        self.scratch[name] = driver_peak(flat, steps, self.stripe, self.scratch)
         self._graphs[id(graph)] = (graph, name)   # keeps the graph alive for the id
         return name
 

@@ -1,0 +1,58 @@
+"""Which loop carries a body's driver may write over their old value.
+
+A ``scan`` or ``while`` keeps two buffers per carry and alternates between them, so the
+body reads the old value from one and writes the new value to the other. When the body
+writes a carry's new value after its last read of the old one, the loop can pass one
+buffer as both: half the memory, and the kernel updating a model's parameters and
+optimizer state writes lines its reads just brought into the cache (with two buffers,
+every store first fetches a line it will overwrite). :func:`carry_updates` checks the
+order of the body's steps; a kernel that reads the old value where it writes the new
+one must also show, on its optimized Stripe, that each element is read before it is
+written, and only by the iteration writing it (``stripe.alias.pointwise_update``).
+"""
+from __future__ import annotations
+
+from plait.backends.native.partition import KernelStep
+from plait.core.graph import Graph, Var
+
+
+def _reads(step) -> set:
+    atoms = step.inputs.values() if isinstance(step, KernelStep) else step.eqn.inputs
+    return {a for a in atoms if isinstance(a, Var)}
+
+
+def _writes(step) -> list:
+    return list(step.outputs.values()) if isinstance(step, KernelStep) else list(step.eqn.outputs)
+
+
+def carry_updates(graph: Graph, steps: list, carries: tuple) -> tuple[dict, dict]:
+    """``(checks, updates)`` for the ``(input index, output index)`` pairs ``carries`` of
+    ``graph`` run as the partitioned ``steps``.
+
+    ``checks`` maps each output index that may be written over its input, as far as
+    the steps' order shows, to None (no step reads the input where the output is
+    written) or to ``(kernel name, output buffer)``, whose kernel must agree;
+    ``updates`` maps those kernels' names to ``((input buffers, output buffer), ...)``
+    for ``CProgram.kernel``. An output qualifies when a step writes it (not an input
+    passed through), its input is not also an output, and no later step reads the
+    input."""
+    checks: dict = {}
+    updates: dict = {}
+    maker = {v: n for n, st in enumerate(steps) for v in _writes(st)}
+    for ki, ko in carries:
+        x, y = graph.invars[ki], graph.outvars[ko]
+        if (not isinstance(y, Var) or y not in maker or graph.outvars.index(y) != ko
+                or x in graph.outvars):
+            continue
+        w = maker[y]
+        if any(x in _reads(st) for st in steps[w + 1:]):
+            continue
+        st = steps[w]
+        if x not in _reads(st):
+            checks[ko] = None
+        elif isinstance(st, KernelStep):
+            out = next(b for b, v in st.outputs.items() if v is y)
+            ins = tuple(sorted(b for b, a in st.inputs.items() if a is x))
+            checks[ko] = (st.name, out)
+            updates.setdefault(st.name, []).append((ins, out))
+    return checks, {k: tuple(v) for k, v in updates.items()}
