@@ -55,7 +55,25 @@ def test_partition_prefers_balanced_index():
     b.output(b.eltwise(b.tensor("Y", "f32", (3, 64)), call("neg", X)))
     p = check_passes(b.build(), [("partition", SPLIT)])
     (k,) = [s for s in p.entry.stmts if isinstance(s, Block)]
-    assert k.idxs[0].range == 64  # 3 rows split 2:1 over 2 cores, 64 columns split evenly
+    # 3 rows split 2:1 over 2 cores, 64 columns split evenly: the columns, one tile of 32
+    # per core, each tile's columns still innermost (rows innermost would stride)
+    assert "parallel" in k.tags and [ix.range for ix in k.idxs] == [2]
+    (inner,) = [s for s in k.stmts if isinstance(s, Block)]
+    loops = [ix for ix in inner.idxs if ix.affine is None]
+    assert [ix.range for ix in loops] == [3, 32]
+
+
+def test_partition_splits_rows_that_divide_almost_evenly():
+    """1821 rows over 2 cores idle 0.05%: the rows are split and the 1024 contiguous
+    columns stay innermost (moving them to the front made the loop over rows innermost,
+    a momentum update over 1821 x 1024 ran 35 ms instead of 1)."""
+    from plait.tile import TileBuilder, call
+    b = TileBuilder("rows")
+    X = b.input("X", "f32", (1821, 1024))
+    b.output(b.eltwise(b.tensor("Y", "f32", (1821, 1024)), call("neg", X)))
+    p = check_passes(b.build(), [("partition", SPLIT)])
+    (k,) = [s for s in p.entry.stmts if isinstance(s, Block)]
+    assert "parallel" in k.tags and [ix.range for ix in k.idxs] == [1821, 1024]
 
 
 def test_partition_keeps_the_innermost_index_inner():
