@@ -184,3 +184,30 @@ def test_pool_in_a_forked_child():
     assert _child(1)                              # the parent's helpers are running
     with multiprocessing.get_context("fork").Pool(1) as p:
         assert p.map(_child, [2, 3]) == [True, True]
+
+
+def test_parallel_blocks_of_one_kernel_share_one_team():
+    """Two large maps with a small one between them, fused into one kernel, start the
+    OpenMP threads once: one ``parallel`` region, a ``for`` per large map and the small
+    map on one thread (``single``); the values are NumPy's."""
+    import plait
+    import plait.numpy as pnp
+
+    def f(x, y, z):
+        return x * 2.0 + 1.0, pnp.tanh(y) * 3.0, z - pnp.exp(z * 0.5)
+    rng = np.random.default_rng(0)
+    x, z = (rng.standard_normal((2048, 1024)).astype(np.float32) for _ in range(2))
+    y = rng.standard_normal(8).astype(np.float32)
+    c = plait.jit(f, backend="native").lower(x, y, z).compile()
+    assert c.as_text("kernels").count("\n") == 0          # one kernel
+    src = c.as_text("c")
+    body = src[src.index("int64_t k0(void **bufs)"):]
+    body = body[:body.index("\n}\n")]
+    assert [ln.strip() for ln in body.splitlines() if "#pragma omp" in ln] == [
+        "#pragma omp parallel", "#pragma omp for schedule(static)", "#pragma omp single",
+        "#pragma omp for schedule(static)"]
+    got = c(x, y, z)
+    want = (x.astype(np.float64) * 2 + 1, np.tanh(y.astype(np.float64)) * 3,
+            z.astype(np.float64) - np.exp(z.astype(np.float64) * 0.5))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=2e-6, atol=1e-6)

@@ -7,7 +7,9 @@ every ``malloc`` is checked, a block whose temporaries are missing skips its
 statements, and a failure inside an OpenMP loop is recorded in a shared status word
 (the loop runs to its end and frees what it allocated; the results are then garbage
 and the caller discards them). Blocks tagged ``parallel`` get an OpenMP ``parallel
-for`` on their outermost loop; ``mac_regblock`` blocks become a GNU C vector
+for`` on their outermost loop, or, when several follow each other at the top (with only
+serial blocks between them, each run by one thread), one ``parallel`` region whose
+team shares them out in turn (the threads start once per kernel, not once per block); ``mac_regblock`` blocks become a GNU C vector
 micro-kernel; innermost loops that reduce into a view accumulate in registers. A function
 whose blocks are all elementwise maps (:func:`elementwise_only`) is auto-vectorized at the
 target's full vector width, others at 256 bits (see the prelude).
@@ -25,6 +27,33 @@ from plait.codegen.c_expr import C_TYPES, SCALAR_HELPERS
 from plait.codegen.c_stripe import (CFamilyRenderer, _identity, _Scope, oom_status,
                                     temp_elements)
 from plait.stripe import ir
+
+def _team_loop(st) -> bool:
+    """Whether ``st`` is a block whose outermost loop is split over the OpenMP team."""
+    return isinstance(st, ir.Block) and "parallel" in st.tags and st.iterations > 1
+
+
+def _serial(st) -> bool:
+    """Whether ``st`` is a block with no parallel loop anywhere in it."""
+    return isinstance(st, ir.Block) and not any(
+        "parallel" in b.tags for b in ir.walk_blocks(st))
+
+
+def _team_regions(stmts) -> list[tuple[int, int]]:
+    """``(start, stop)`` of each run of top-level statements that one OpenMP team can
+    run: it starts and ends with a parallel block, holds at least two, and between
+    them only blocks without a parallel loop (one thread runs each, ``single``)."""
+    out, start, last, loops = [], None, None, 0
+    for k, st in enumerate(list(stmts) + [None]):
+        if st is not None and _team_loop(st):
+            start = k if start is None else start
+            last, loops = k, loops + 1
+        elif st is None or not _serial(st):
+            if start is not None and loops > 1:
+                out.append((start, last + 1))
+            start, last, loops = None, None, 0
+    return out
+
 
 # local allocations up to this size live on the stack (OpenMP threads have >= 2 MB)
 STACK_BYTES = 32 * 1024
@@ -93,13 +122,15 @@ class CpuRenderer(CFamilyRenderer):
         self.types = STORAGE_TYPES
         self.timed = timed     # accumulate each top-level block's time in <fn>_t[]
         self.where = where     # this function's number in allocation-failure statuses
+        self.in_team = False   # rendering inside a shared parallel region (body)
 
     def open_loop(self, blk: ir.Block, loops: list, k: int, cv: str, rng: tuple,
                   scope: _Scope) -> None:
         """The outermost loop of a ``parallel`` block is an OpenMP ``parallel for``; the
         innermost loop accumulates reductions in registers."""
-        if k == 0 and "parallel" in blk.tags and blk.iterations > 1:
-            self.emit("#pragma omp parallel for schedule(static)")
+        if k == 0 and _team_loop(blk):
+            self.emit("#pragma omp for schedule(static)" if self.in_team
+                      else "#pragma omp parallel for schedule(static)")
         elif k == len(loops) - 1:
             self.reduction_prologue(blk, loops[k].name, scope)
             if not scope.reductions and independent_iterations(blk, loops[k].name, scope.roots):
@@ -119,9 +150,34 @@ class CpuRenderer(CFamilyRenderer):
         return ""
 
     def body(self, blk: ir.Block, scope: _Scope) -> None:
-        """With ``timed``, each top-level block adds its time to ``<fn>_t[]``."""
-        if not (self.timed and blk is self.p.entry):
+        """With ``timed``, each top-level block adds its time to ``<fn>_t[]``. Otherwise
+        consecutive top-level ``parallel`` blocks share one OpenMP team (a ``parallel``
+        region holding one ``for`` per block, each ending at the team's barrier): the
+        threads start once, not once per block (an Adam update's four parameter loops,
+        a momentum update's two)."""
+        if blk is not self.p.entry:
             return super().body(blk, scope)
+        if not self.timed:
+            regions = dict(_team_regions(blk.stmts))
+            i = 0
+            while i < len(blk.stmts):
+                if i not in regions:
+                    self.stmt(blk.stmts[i], scope)
+                    i += 1
+                    continue
+                self.emit("#pragma omp parallel")
+                self.emit("{")
+                self.depth += 1
+                self.in_team = True
+                for st in blk.stmts[i:regions[i]]:
+                    if not _team_loop(st):
+                        self.emit("#pragma omp single")
+                    self.stmt(st, scope)
+                self.in_team = False
+                self.depth -= 1
+                self.emit("}")
+                i = regions[i]
+            return
         timer = 0
         for st in blk.stmts:
             if isinstance(st, ir.Block):
