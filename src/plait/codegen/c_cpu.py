@@ -9,8 +9,8 @@ statements, and a failure inside an OpenMP loop is recorded in a shared status w
 and the caller discards them). Blocks tagged ``parallel`` get an OpenMP ``parallel
 for`` on their outermost loop, or, when several follow each other at the top (with only
 serial blocks between them, each run by one thread), one ``parallel`` region whose
-team shares them out in turn (the threads start once per kernel, not once per block); ``mac_regblock`` blocks become a GNU C vector
-micro-kernel; innermost loops that reduce into a view accumulate in registers. A function
+team shares them out in turn (the threads start once per kernel, not once per block);
+``mac_regblock`` blocks become a GNU C vector micro-kernel; innermost loops that reduce into a view accumulate in registers. A function
 whose blocks are all elementwise maps (:func:`elementwise_only`) is auto-vectorized at the
 target's full vector width, others at 256 bits (see the prelude).
 Expressions, loops and views come from the C-family base
@@ -27,6 +27,7 @@ from plait.codegen.c_expr import C_TYPES, SCALAR_HELPERS
 from plait.codegen.c_stripe import (CFamilyRenderer, _identity, _Scope, oom_status,
                                     temp_elements)
 from plait.stripe import ir
+
 
 def _team_loop(st) -> bool:
     """Whether ``st`` is a block whose outermost loop is split over the OpenMP team."""

@@ -14,10 +14,10 @@ is the block's innermost one, contiguous in the outputs, and the block has other
 moving it to the front would leave a loop striding through memory innermost; it is
 tiled instead, one tile per core, so the tiles run in parallel and each keeps the
 contiguous index innermost (a kernel without inner loops whose innermost loop strides
-through every view gets its contiguous loop innermost, whatever the cores). A kernel with no legal
-index at the top is searched further down, through serial loops that run at most
-``max_forks`` times (a matmul's K panels, a convolution's window rows): the threads
-are started once per serial iteration. A block is split only when the cost model
+through every view gets its contiguous loop innermost, whatever the cores). A kernel
+with no legal index at the top is searched further down, through serial loops that run
+at most ``max_forks`` times (a matmul's K panels, a convolution's window rows): the
+threads are started once per serial iteration. A block is split only when the cost model
 (:mod:`plait.stripe.passes.parallel_cost`, priced by the pass's ``fork_ns``, ``op_ns`` and
 ``transcendental_ns`` from the target config) says the time the other cores save on one
 run of it pays for starting them; a block found too small is left serial whole, since
