@@ -28,9 +28,8 @@ def pointwise_update(program: Program, reads: Collection[str], write: str) -> bo
     buffers = {b.name: b for b in program.buffers}
     if write not in buffers or not reads:
         return False
-    filled = not any(r.from_ == write and "overwritten" in r.tags for r in program.entry.refs)
-    if filled:
-        return False
+    if not any(r.from_ == write and "overwritten" in r.tags for r in program.entry.refs):
+        return False          # filled with its identity before the kernel's loads
     uses: list = []          # (kind, root, block, position, refinement chain, path)
     roots = set(reads) | {write}
     top = {b.name: (b.name, ()) for b in program.buffers}

@@ -74,8 +74,8 @@ def _while(cp: CProgram, eqn, name: str) -> bool:
     D = [f"D{i}" for i in range(nk)]
     cc = [f"bufs[{i}]" for i in range(ncc)]
     bc = [f"bufs[{ncc + i}]" for i in range(nbc)]
-    lines = [f"int64_t {name}(void **bufs) {{", "  _Bool pred = 0;"] + _carry_buffers(sizes, init,
-                                                                                  same)
+    lines = [f"int64_t {name}(void **bufs) {{", "  _Bool pred = 0;"]
+    lines += _carry_buffers(sizes, init, same)
     lines += ["  for (;;) {",
               f"    {{ void *i[] = {{{', '.join(cc + C) or 'NULL'}}}; void *o[] = {{&pred}}; "
               f"rc = {g_cond}(i, o); }}",

@@ -39,16 +39,17 @@ def carry_updates(graph: Graph, steps: list, carries: tuple) -> tuple[dict, dict
     checks: dict = {}
     updates: dict = {}
     maker = {v: n for n, st in enumerate(steps) for v in _writes(st)}
+    reads = [_reads(st) for st in steps]
     for ki, ko in carries:
         x, y = graph.invars[ki], graph.outvars[ko]
         if (not isinstance(y, Var) or y not in maker or graph.outvars.index(y) != ko
                 or x in graph.outvars):
             continue
         w = maker[y]
-        if any(x in _reads(st) for st in steps[w + 1:]):
+        if any(x in r for r in reads[w + 1:]):
             continue
         st = steps[w]
-        if x not in _reads(st):
+        if x not in reads[w]:
             checks[ko] = None
         elif isinstance(st, KernelStep):
             out = next(b for b, v in st.outputs.items() if v is y)
