@@ -83,7 +83,8 @@ def test_loop_with_a_host_only_body_falls_back_to_the_host():
 def test_loop_carries_at_every_trip_count_leave_the_inputs_alone():
     """Native loops read their carries' initial values in place and a scan's last
     iteration writes its carries straight into the outputs: with 0, 1, 2 and 5 trips
-    (every path: no iteration, first = last, then the two scratch buffers in turn), for
+    (every path: no iteration, first = last, then the scratch buffers: two in turn, or
+    one written in place, ``inplace.carry_updates``), for
     scans both ways with per-step outputs, and for while loops, the results equal
     NumPy's and the caller's arrays are unchanged."""
     rng = np.random.default_rng(3)
