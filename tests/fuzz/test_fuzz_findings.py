@@ -148,3 +148,23 @@ def test_float16_hypot_rounds_once_as_numpy():
     for got in _engines(pnp.hypot, x, y):
         assert got.dtype == np.float16
         np.testing.assert_array_equal(got, want)
+
+
+def test_float16_floor_divide_and_remainder_round_once_as_numpy():
+    """float16 ``-4.5078125 // 0.004631`` was -975 (NumPy -974, the true floor of
+    -973.39): plait ran NumPy's divmod in float16, rounding ``a - mod`` and the quotient;
+    NumPy's loop computes in float32 and rounds once. Bit-exact over a sweep of finite
+    operands (an infinite one follows the Array API standard, see ``floor_divide``)."""
+    rng = np.random.default_rng(1)
+    scale = rng.choice([1e-3, 1.0, 100.0, 1e4], 4096)
+    x = (rng.standard_normal(4096) * scale).astype(np.float16)
+    y = (rng.standard_normal(4096) * rng.choice([1e-3, 0.1, 1.0, 10.0], 4096)).astype(np.float16)
+    x[:4] = [-4.5078125, 0.0, -0.0, 7.0]
+    y[:4] = [0.00463104248046875, 3.0, 3.0, 0.0]
+    with np.errstate(all="ignore"):
+        want = np.divmod(x, y)
+    for f, w in ((pnp.floor_divide, want[0]), (pnp.remainder, want[1])):
+        for got in _engines(f, x, y):
+            assert got.dtype == np.float16
+            np.testing.assert_array_equal(got, w)
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(w))

@@ -260,7 +260,12 @@ def _float_floordiv_mod(a, b):
 
     One deliberate difference: when an operand is infinite the quotient is
     ``floor(a / b)``, as the Array API standard prefers (``inf // 2`` is ``inf``,
-    ``-1 // inf`` is ``-0.0``); NumPy gives ``nan`` and ``-1.0`` there."""
+    ``-1 // inf`` is ``-0.0``); NumPy gives ``nan`` and ``-1.0`` there. float16 is
+    computed in float32 and rounded once, as NumPy's loop does: in float16 the rounded
+    ``a - mod`` and quotient put ``-4.5078125 // 0.004631`` at -975, not -974."""
+    if get_aval(a).dtype == np.float16:
+        f32 = [lax.convert_element_type(v, np.float32) for v in (a, b)]
+        return tuple(lax.convert_element_type(v, np.float16) for v in _float_floordiv_mod(*f32))
     mod = lax.rem(a, b)
     div = lax.div(lax.sub(a, mod), b)
     nz = lax.ne(mod, 0)
