@@ -77,6 +77,29 @@ def test_compare_rules():
     assert check_node(BY_NAME["expm1"], np.array([-1 + 0j, 2e-10]), want_c, c, {}) is not None
 
 
+def test_float16_lanes_that_overflow_only_in_numpy_are_not_compared():
+    """NumPy sums float16 var's squared deviations in float16 (``var([0, 374])`` is inf;
+    plait and jax.numpy 34969), and the oracle's repeated multiplication makes
+    ``330.5 ** -2`` 0 in float16 (plait, as NumPy's ``power``: 9.2e-06). Those lanes are
+    not compared; a wrong value where nothing overflows still is."""
+    h = np.float16
+    over = [np.array([[0.0], [374.0]], h)]
+    assert check_node(BY_NAME["var"], np.array([34976.0], h), np.array([np.inf], h), over,
+                      {"axis": 0, "keepdims": False}) is None
+    fine = [np.array([[0.0], [10.0]], h)]
+    assert check_node(BY_NAME["var"], np.array([30.0], h), np.array([25.0], h), fine,
+                      {"axis": 0, "keepdims": False}) is not None
+    assert check_node(BY_NAME["std"], np.array([187.0], h), np.array([np.inf], h), over,
+                      {"axis": 0, "keepdims": False}) is None
+    pw = BY_NAME["lax.integer_pow"]
+    assert check_node(pw, np.array([9.2e-06], h), np.array([0.0], h), [np.array([330.5], h)],
+                      {"y": -2}) is None
+    assert check_node(pw, np.array([0.2], h), np.array([0.1111], h), [np.array([3.0], h)],
+                      {"y": -2}) is not None
+    assert check_node(pw, np.array([0.0], h), np.array([np.inf], h), [np.array([330.5], h)],
+                      {"y": 2}) is not None
+
+
 def test_reproducer_runs_standalone(tmp_path):
     p = Program([np.array([np.nan, -0.0, 1.5], np.float32)],
                 [Node("negative", (0,), {}), Node("add", (1, Scalar(2.5)), {}),

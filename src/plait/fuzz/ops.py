@@ -30,14 +30,16 @@ Where plait deliberately differs from NumPy, the row says so once:
 * NumPy's ``quantile`` of int64 subtracts in int64 (overflowing near 2**63); the oracle
   converts integer inputs to float64 first (NumPy's result dtype is float64 anyway).
 * complex ``integer_pow`` whose intermediate power overflows is not compared (NumPy's
-  own ``power`` and a scaled division disagree there).
+  own ``power`` and a scaled division disagree there), nor a real one to a negative
+  power (NumPy's ``power`` gives the tiny quotient, repeated multiplication 0).
 * products whose value depends on the multiplication order through overflow or
   underflow (``1e300 * 1e300 * 0``) are not compared (``_undefined_prod``): the
   native ``cumprod`` of float32/float64/complex reduces each output lane on its own
   and may vectorize (reassociate) it. float16 ``cumprod`` rounds every running value
   to float16 in NumPy's order on every backend, so it is compared in full.
 * NumPy squares float16 deviations in float16 inside ``var``/``std`` (overflowing above
-  256); plait squares them in float32: such lanes are not compared (``_undefined_var16``).
+  256) and sums the squares in float16 (overflowing above 65504); plait computes in
+  float32: such lanes are not compared (``_undefined_var16``).
 * reverse-mode ``while_loop`` is unsupported by design (as in JAX): not in grad mode.
 
 The rows cover plait.numpy's elementwise functions, reductions, cumulative ops,
@@ -364,16 +366,21 @@ def s_var(args, params, want):
 
 
 def _undefined_var16(args, params, want):
-    """NumPy squares float16 deviations in float16 (inf above 256); plait squares them in
-    float32: lanes of a float16 var/std with such deviations are not compared."""
+    """NumPy squares float16 deviations in float16 (inf above 256) and sums the squares
+    in float16 (inf above 65504); plait computes in float32: lanes of a float16 var/std
+    where either overflows, or the sum comes within its float16 rounding of it, are not
+    compared (``var([0, 374])`` is inf in NumPy, 34969 in plait and jax.numpy)."""
     x = np.asarray(args[0])
     if x.dtype != np.float16 or not x.size:
         return None
     kw = {k: v for k, v in params.items() if k in ("axis", "keepdims")}
+    ax = kw.get("axis")
+    n = x.size if ax is None else int(np.prod([x.shape[i] for i in (ax if isinstance(ax, tuple) else (ax,))]))
     with np.errstate(all="ignore"):
         w = x.astype(np.float64)
-        dev = np.abs(w - np.mean(w, axis=kw.get("axis"), keepdims=True))
-        return np.max(np.where(np.isnan(dev), 0, dev), **kw) >= 255
+        dev = np.abs(w - np.mean(w, axis=ax, keepdims=True))
+        dev = np.where(np.isnan(dev), 0, dev)
+        return (np.max(dev, **kw) >= 255) | (np.sum(dev * dev, **kw) * (1 + n * 2.0 ** -10) >= 65504)
 
 
 def s_std(args, params, want):
@@ -680,13 +687,20 @@ op("lax.clamp", 1, "lax.clamp({ns}.zeros((), {0}.dtype), {0}, {ns}.ones((), {0}.
    np_template="np.clip({0}, np.zeros((), {0}.dtype), np.ones((), {0}.dtype))", dtypes=INTS + FLOATS,
    signed_zero=False)
 def _undefined_pow_overflow(args, params, want):
-    """Complex powers whose intermediate ``|x|**|y|`` overflows: NumPy's own ``power`` gives
-    NaN there, repeated multiplication with a scaled division 0; neither is a contract."""
+    """Powers whose intermediate ``|x|**|y|`` overflows: for complex ``x`` NumPy's own
+    ``power`` gives NaN there, repeated multiplication with a scaled division 0; for a
+    real ``x`` and ``y < 0`` the oracle's repeated multiplication gives ``1 / inf = 0``
+    where plait (as NumPy's ``power``, float16 computed in float32) gives the tiny
+    quotient: ``330.5 ** -2`` in float16 is 9.2e-06. Neither is a contract."""
     x = np.asarray(args[0])
-    if x.dtype.kind != "c":
+    if x.dtype.kind == "c":
+        big = float(np.finfo(x.real.dtype).max) / 4
+    elif x.dtype.kind == "f" and params["y"] < 0:
+        big = float(np.finfo(x.dtype).max) / 4
+    else:
         return None
     with np.errstate(all="ignore"):
-        return np.abs(x.astype(np.complex128)) ** abs(params["y"]) >= float(np.finfo(x.real.dtype).max) / 4
+        return np.abs(x.astype(np.complex128)) ** abs(params["y"]) >= big
 
 
 op("lax.integer_pow", 1, "lax.integer_pow({0}, {y})", np_template="fz.integer_pow({0}, {y})",
