@@ -202,3 +202,31 @@ def test_float16_softmax_rounds_once(name):
         f32 = 2.0 ** -22 * (np.abs(w - w.max(axis=1, keepdims=True)) + 1) if name == "log_softmax" else 0
         err = (np.abs(g[finite] - want[finite]) - np.broadcast_to(f32, g.shape)[finite]) / _ulp16(want[finite])
         assert np.all(err <= 1), np.max(err)
+
+
+@pytest.mark.parametrize("dt", ["complex64", "complex128"])
+def test_complex_reciprocal_is_numpys(dt):
+    """complex ``reciprocal(-1.5e-323+0j)`` was ``-inf+nanj`` (NumPy ``-inf-0j``): it was
+    ``1 / x``, whose complex division multiplies by the denominator's reciprocal
+    (0 * inf). NumPy's reciprocal divides each part by the denominator: bit-exact now over
+    zeros, subnormals, huge values, infinities and NaNs (native: within the ulp its
+    contraction of ``a + b r`` into an FMA moves a finite part), and its derivative is
+    -1/x^2."""
+    vals = [0.0, -0.0, 1e-323, -1.5e-323, 1e-300, 1e300, 3.0, -2.5, 1e-40, 2e38,
+            np.inf, -np.inf, np.nan]
+    with np.errstate(all="ignore"):
+        x = np.array([complex(a, b) for a in vals for b in vals]).astype(dt)
+        want = np.reciprocal(x)
+    eps = np.finfo(x.real.dtype).eps
+    for engine, got in zip(("eager", "interp", "native"), _engines(pnp.reciprocal, x)):
+        assert got.dtype == x.dtype
+        for g, w in ((got.real, want.real), (got.imag, want.imag)):
+            exact = ~np.isfinite(w) | (w == 0) | (engine != "native")
+            np.testing.assert_array_equal(g[exact], w[exact])
+            np.testing.assert_allclose(g[~exact], w[~exact], rtol=2 * eps, atol=0)
+            num = ~np.isnan(w)
+            np.testing.assert_array_equal(np.signbit(g[num]), np.signbit(w[num]))
+    z = np.array([3.0 - 4.0j, -0.5 + 2.0j, 1e-3 + 1e-4j]).astype(dt)
+    t = np.array([1.0 + 0.5j, -2.0j, 1.0]).astype(dt)
+    _, dz = plait.jvp(pnp.reciprocal, (z,), (t,))
+    np.testing.assert_allclose(np.asarray(dz), -t / z ** 2, rtol=1e-5 if dt == "complex64" else 1e-12)

@@ -297,7 +297,29 @@ def _reciprocal(x):
         zero = lax.eq(x, 0)
         safe = _select(zero, _full(x, 1), x)
         return _select(zero, _full(x, fill), lax.div(_full(x, 1), safe))
+    if _kind(x) == "c":
+        return _complex_reciprocal(x)
     return lax.div(_full(x, 1), x)
+
+
+def _complex_reciprocal(x):
+    """NumPy's complex ``reciprocal``: ``r = b/a``, ``1 / (a + b r) - i r / (a + b r)``
+    when ``|b| <= |a|``, else the mirror, each part divided by the denominator. A complex
+    division scales by the denominator's reciprocal instead, and ``1 / (-1.5e-323+0j)``
+    is then ``-inf+nanj`` (0 * inf) where ``reciprocal`` gives ``-inf-0j``. The branch
+    not taken gets safe operands, so its zero cotangent never meets an infinity."""
+    a, b = lax.real(x), lax.imag(x)
+    t = lax.le(lax.abs(b), lax.abs(a))
+    one, zero = _full(a, 1), _full(a, 0)
+    a1, b1 = _select(t, a, one), _select(t, b, zero)          # |b| <= |a|
+    a2, b2 = _select(t, zero, a), _select(t, one, b)          # |a| < |b| (or a NaN)
+    r1 = lax.div(b1, a1)
+    d1 = lax.add(a1, lax.mul(b1, r1))
+    r2 = lax.div(a2, b2)
+    d2 = lax.add(lax.mul(a2, r2), b2)
+    re = _select(t, lax.div(one, d1), lax.div(r2, d2))
+    im = _select(t, lax.neg(lax.div(r1, d1)), lax.neg(lax.div(one, d2)))
+    return lax.complex(re, im)
 
 
 def _concrete_or_none(v):
