@@ -78,10 +78,11 @@ def test_compare_rules():
 
 
 def test_float16_lanes_that_overflow_only_in_numpy_are_not_compared():
-    """NumPy sums float16 var's squared deviations in float16 (``var([0, 374])`` is inf;
-    plait and jax.numpy 34969), and the oracle's repeated multiplication makes
-    ``330.5 ** -2`` 0 in float16 (plait, as NumPy's ``power``: 9.2e-06). Those lanes are
-    not compared; a wrong value where nothing overflows still is."""
+    """NumPy sums float16 var's values and squared deviations in float16
+    (``var([0, 374])`` and ``std([-65504, -65504])`` are inf; plait and jax.numpy give
+    34969 and 0), and the oracle's repeated multiplication makes ``330.5 ** -2`` 0 in
+    float16 (plait, as NumPy's ``power``: 9.2e-06). Those lanes are not compared; a
+    wrong value where nothing overflows still is."""
     h = np.float16
     over = [np.array([[0.0], [374.0]], h)]
     assert check_node(BY_NAME["var"], np.array([34976.0], h), np.array([np.inf], h), over,
@@ -91,6 +92,11 @@ def test_float16_lanes_that_overflow_only_in_numpy_are_not_compared():
                       {"axis": 0, "keepdims": False}) is not None
     assert check_node(BY_NAME["std"], np.array([187.0], h), np.array([np.inf], h), over,
                       {"axis": 0, "keepdims": False}) is None
+    big = [np.array([[-65504.0], [-65504.0]], h)]      # NumPy's float16 sum for the mean
+    assert check_node(BY_NAME["std"], np.array([0.0], h), np.array([np.inf], h), big,
+                      {"axis": 0, "keepdims": False}) is None
+    assert check_node(BY_NAME["std"], np.array([0.0], h), np.array([np.inf], h), fine,
+                      {"axis": 0, "keepdims": False}) is not None
     pw = BY_NAME["lax.integer_pow"]
     assert check_node(pw, np.array([9.2e-06], h), np.array([0.0], h), [np.array([330.5], h)],
                       {"y": -2}) is None

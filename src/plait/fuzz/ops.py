@@ -37,9 +37,9 @@ Where plait deliberately differs from NumPy, the row says so once:
   native ``cumprod`` of float32/float64/complex reduces each output lane on its own
   and may vectorize (reassociate) it. float16 ``cumprod`` rounds every running value
   to float16 in NumPy's order on every backend, so it is compared in full.
-* NumPy squares float16 deviations in float16 inside ``var``/``std`` (overflowing above
-  256) and sums the squares in float16 (overflowing above 65504); plait computes in
-  float32: such lanes are not compared (``_undefined_var16``).
+* NumPy's float16 ``var``/``std`` sums the values, squares the deviations (overflowing
+  above 256) and sums the squares in float16 (overflowing above 65504); plait computes
+  in float32: such lanes are not compared (``_undefined_var16``).
 * reverse-mode ``while_loop`` is unsupported by design (as in JAX): not in grad mode.
 
 The rows cover plait.numpy's elementwise functions, reductions, cumulative ops,
@@ -366,10 +366,11 @@ def s_var(args, params, want):
 
 
 def _undefined_var16(args, params, want):
-    """NumPy squares float16 deviations in float16 (inf above 256) and sums the squares
-    in float16 (inf above 65504); plait computes in float32: lanes of a float16 var/std
-    where either overflows, or the sum comes within its float16 rounding of it, are not
-    compared (``var([0, 374])`` is inf in NumPy, 34969 in plait and jax.numpy)."""
+    """NumPy sums a float16 var's values for their mean, squares the deviations and sums
+    the squares, all in float16 (inf above 65504, the squares above 256); plait computes
+    in float32: lanes of a float16 var/std where any of them overflows, or a sum comes
+    within its float16 rounding of it, are not compared (``var([0, 374])`` and
+    ``std([-65504, -65504])`` are inf in NumPy, 34969 and 0 in plait and jax.numpy)."""
     x = np.asarray(args[0])
     if x.dtype != np.float16 or not x.size:
         return None
@@ -380,7 +381,9 @@ def _undefined_var16(args, params, want):
         w = x.astype(np.float64)
         dev = np.abs(w - np.mean(w, axis=ax, keepdims=True))
         dev = np.where(np.isnan(dev), 0, dev)
-        return (np.max(dev, **kw) >= 255) | (np.sum(dev * dev, **kw) * (1 + n * 2.0 ** -10) >= 65504)
+        near = 1 + n * 2.0 ** -10                 # a float16 sum's rounding, relative
+        return ((np.max(dev, **kw) >= 255) | (np.sum(dev * dev, **kw) * near >= 65504)
+                | (np.sum(np.abs(w), **kw) * near >= 65504))
 
 
 def s_std(args, params, want):
