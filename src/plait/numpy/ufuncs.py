@@ -353,8 +353,17 @@ def _power(x, y):
     return lax.pow(x, y)
 
 
+# NumPy's float32 and float64 power loops compute a scalar exponent of 0.5, 2 or -1 as
+# sqrt, square or reciprocal: (-inf) ** 0.5 is nan and (-0.0) ** 0.5 is -0.0 there, where
+# pow (and an array of exponents) gives inf and 0.0
+_FAST_POWERS = {0.5: lax.sqrt, 2.0: lambda x: lax.mul(x, x), -1.0: lambda x: lax.div(_full(x, 1), x)}
+
+
 def power(x1, x2, /):
-    """``x1 ** x2`` elementwise with NumPy 2 dtype rules (integer powers stay integers)."""
+    """``x1 ** x2`` elementwise with NumPy 2 dtype rules (integer powers stay integers;
+    a scalar float exponent of 0.5, 2 or -1 is sqrt, square or reciprocal, as NumPy's
+    float32 and float64 loops compute it)."""
+    fast = _fast_power_exponent(x2)
     x1, x2 = arg(x1, "power"), arg(x2, "power")
     if (is_python_scalar(x2) and isinstance(x2, int) and not isinstance(x2, bool)
             and not is_python_scalar(x1) and builtins.abs(x2) <= 64):
@@ -366,7 +375,22 @@ def power(x1, x2, /):
                 return cast(x, loop[2], all_weak)
             raise PlaitValueError("Integers to negative integer powers are not allowed.")
         return cast(lax.integer_pow(x, x2), loop[2], all_weak)
+    if fast is not None and not is_python_scalar(x1):
+        all_weak = _is_weak(x1) and is_python_scalar(x2)
+        loop = resolve(np.power, (_key(x1, all_weak), _key(x2, all_weak)))
+        if np.dtype(loop[0]) in (np.float32, np.float64) and np.dtype(loop[2]) == np.dtype(loop[0]):
+            return cast(fast(cast(x1, loop[0], all_weak)), loop[2], all_weak)
     return apply_ufunc(np.power, _power, "power", x1, x2)
+
+
+def _fast_power_exponent(x2):
+    """The function NumPy's float loops compute ``x ** x2`` as, for a concrete real
+    scalar ``x2`` (a Python float, a NumPy scalar or 0-d array) of 0.5, 2 or -1; else None."""
+    if isinstance(x2, bool) or not isinstance(x2, (float, np.floating, np.ndarray)):
+        return None
+    if isinstance(x2, np.ndarray) and (x2.ndim or x2.dtype.kind != "f"):
+        return None
+    return _FAST_POWERS.get(float(x2))
 
 
 def _sign(x):
