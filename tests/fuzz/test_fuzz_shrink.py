@@ -106,6 +106,16 @@ def test_float16_lanes_that_overflow_only_in_numpy_are_not_compared():
                       {"y": 2}) is not None
 
 
+def test_sigmoid_oracle_keeps_float64_subnormals():
+    """The oracle's ``1 / (1 + exp(-x))`` was 0 at -729 (exp overflows), where the value
+    2.507972e-317 is a float64 subnormal that plait's sigmoid returns."""
+    from plait.fuzz import oracles
+    got = oracles.sigmoid(np.array([-729.0, -745.0, -746.0, -30.0, 0.0, 800.0]))
+    np.testing.assert_allclose(got, [2.507972e-317, 5e-324, 0.0, 9.357622968839299e-14, 0.5, 1.0],
+                               rtol=1e-6, atol=0)
+    assert got.dtype == np.float64 and oracles.sigmoid(np.float32(-90.0)).dtype == np.float32
+
+
 def test_reproducer_runs_standalone(tmp_path):
     p = Program([np.array([np.nan, -0.0, 1.5], np.float32)],
                 [Node("negative", (0,), {}), Node("add", (1, Scalar(2.5)), {}),

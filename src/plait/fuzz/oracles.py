@@ -241,8 +241,9 @@ def fori(x):
 
 
 def sigmoid(x):
-    x = np.asarray(x)
-    return (1 / (1 + np.exp(-x.astype(np.float64)))).astype(x.dtype)
+    """``logistic``: ``1 / (1 + exp(-x))`` overflowed to 0 below -709.78, where float64's
+    subnormals still hold the value (``sigmoid(-729)`` is 2.5e-317)."""
+    return logistic(x)
 
 
 def softplus(x):
