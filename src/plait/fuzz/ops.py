@@ -28,7 +28,10 @@ Where plait deliberately differs from NumPy, the row says so once:
 * NumPy rounds integers with negative ``decimals`` through float64 (inexact above 2**53);
   plait rounds them exactly: not compared there (``_undefined_round``).
 * NumPy's ``quantile`` of int64 subtracts in int64 (overflowing near 2**63); the oracle
-  converts integer inputs to float64 first (NumPy's result dtype is float64 anyway).
+  converts integer inputs to float64 first (NumPy's result dtype is float64 anyway). At
+  an integral position plait (as jax.numpy) interpolates between the order statistic
+  there and itself, NumPy toward the next one with weight 0, NaN when their difference
+  is infinite: not compared there (``_undefined_quantile_inf``).
 * complex ``integer_pow`` whose intermediate power overflows is not compared (NumPy's
   own ``power`` and a scaled division disagree there), nor a real one to a negative
   power (NumPy's ``power`` gives the tiny quotient, repeated multiplication 0).
@@ -633,10 +636,30 @@ op("nansum", 1, "{ns}.nansum({0}, axis={axis}, keepdims={keepdims})", dtypes=INT
    signed_zero=False)
 op("median", 1, "{ns}.median({0}, axis={axis})", dtypes=INTS + FLOATS, tol="round",
    params=lambda rng, av: p_arg(rng, av), scale=s_inputs, signed_zero=False)
+def _undefined_quantile_inf(args, params, want):
+    """At an integral position NumPy interpolates toward the next order statistic with
+    weight 0 (``a + (b - a) * 0``), NaN when ``b - a`` is infinite, where plait (as
+    jax.numpy) interpolates between that statistic and itself: ``quantile([inf, 0, 0],
+    0.5)`` is NaN in NumPy and 0 in plait. Such lanes (without a NaN, which both give)
+    are not compared."""
+    x = np.asarray(args[0])
+    if x.dtype.kind != "f":
+        return None
+    w = x.astype(np.float64)
+    s = np.sort(w.ravel() if params["axis"] is None else np.moveaxis(w, params["axis"], -1), axis=-1)
+    n = s.shape[-1]
+    v = params["q"] * (n - 1)
+    lo = int(np.floor(v))
+    if v != lo or lo + 1 >= n:
+        return None
+    with np.errstate(all="ignore"):
+        return ~np.isfinite(s[..., lo + 1] - s[..., lo]) & ~np.isnan(s).any(axis=-1)
+
+
 op("quantile", 1, "{ns}.quantile({0}, {q}, axis={axis})", dtypes=INTS + FLOATS, tol="composite",
    np_template="np.quantile({0}.astype(np.float64) if {0}.dtype.kind in 'iu' else {0}, {q}, axis={axis})",
    params=p_quantile, scale=lambda a, p, w: np.max(fabs(a[0]), initial=0.0),
-   signed_zero=False)
+   undefined=_undefined_quantile_inf, signed_zero=False)
 for _n in ("cumsum", "cumprod"):
     op(_n, 1, "{ns}.%s({0}, axis={axis})" % _n, dtypes=NUM + BOOL, tol="reduce", params=p_cum,
        undefined=_undefined_cumprod if _n == "cumprod" else None,
