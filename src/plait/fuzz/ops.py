@@ -335,6 +335,13 @@ def s_inputs(args, params, want):
     return m
 
 
+def _reduced_size(x: np.ndarray, axis) -> int:
+    """How many elements a reduction of ``x`` over ``axis`` (None, an int or a tuple) combines."""
+    if axis is None:
+        return x.size
+    return int(np.prod([x.shape[i] for i in (axis if isinstance(axis, tuple) else (axis,))]))
+
+
 def _abs_reduce(fn):
     def scale(args, params, want):
         x = np.asarray(args[0])
@@ -342,7 +349,7 @@ def _abs_reduce(fn):
             a = fabs(x)
             kw = {k: v for k, v in params.items() if k in ("axis", "keepdims")}
             ax = kw.get("axis")
-            n = x.size if ax is None else int(np.prod([x.shape[i] for i in (ax if isinstance(ax, tuple) else (ax,))]))
+            n = _reduced_size(x, ax)
             return fn(a, **kw) * max(n, 1)
     return scale
 
@@ -363,7 +370,7 @@ def s_var(args, params, want):
         kw = {k: v for k, v in params.items() if k in ("axis", "keepdims")}
         a = fabs(x)
         ax = kw.get("axis")
-        n = x.size if ax is None else int(np.prod([x.shape[i] for i in (ax if isinstance(ax, tuple) else (ax,))]))
+        n = _reduced_size(x, ax)
         m2 = np.mean(a * a, **kw) * max(n, 1) * 4
         return np.sqrt(m2) * np.sqrt(n) if params.get("_std") else m2
 
@@ -379,7 +386,7 @@ def _undefined_var16(args, params, want):
         return None
     kw = {k: v for k, v in params.items() if k in ("axis", "keepdims")}
     ax = kw.get("axis")
-    n = x.size if ax is None else int(np.prod([x.shape[i] for i in (ax if isinstance(ax, tuple) else (ax,))]))
+    n = _reduced_size(x, ax)
     with np.errstate(all="ignore"):
         w = x.astype(np.float64)
         dev = np.abs(w - np.mean(w, axis=ax, keepdims=True))
@@ -636,6 +643,8 @@ op("nansum", 1, "{ns}.nansum({0}, axis={axis}, keepdims={keepdims})", dtypes=INT
    signed_zero=False)
 op("median", 1, "{ns}.median({0}, axis={axis})", dtypes=INTS + FLOATS, tol="round",
    params=lambda rng, av: p_arg(rng, av), scale=s_inputs, signed_zero=False)
+
+
 def _undefined_quantile_inf(args, params, want):
     """At an integral position NumPy interpolates toward the next order statistic with
     weight 0 (``a + (b - a) * 0``), NaN when ``b - a`` is infinite, where plait (as
