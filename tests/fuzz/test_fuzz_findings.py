@@ -256,3 +256,22 @@ def test_scalar_powers_numpy_computes_as_sqrt_square_reciprocal(dt):
             else:       # pow: the special values exactly, the rest within libm's ulps
                 np.testing.assert_array_equal(got[:6], want[:6])
                 np.testing.assert_allclose(got[6:], want[6:], rtol=4 * np.finfo(dt).eps)
+
+
+@pytest.mark.parametrize("shape", [(), (3,)])
+def test_float_power_and_lax_pow_are_cs_pow_at_a_half(shape):
+    """float16 ``float_power(-0.0, 0.5)`` was -0.0 (NumPy 0.0): ``lax.pow`` ran NumPy's
+    ``power``, whose float loops compute an exponent of 0.5 broadcast over the base (a
+    0-d operand) as sqrt. ``lax.pow`` is C's pow on every engine and shape, as
+    ``float_power`` is in NumPy: +0.0 and +inf at -0.0 and -inf."""
+    from plait import lax
+    base = np.array([-0.0, -np.inf, 2.25])
+    for dt in ("float16", "float32", "float64"):
+        for v in base:
+            x = np.full(shape, v, dt)
+            with np.errstate(all="ignore"):
+                want = np.float_power(x, 0.5)
+            for f in (lambda a: pnp.float_power(a, 0.5), lambda a: lax.pow(a, 0.5)):
+                for got in _engines(f, x):
+                    np.testing.assert_array_equal(got, want.astype(got.dtype))
+                    assert not np.signbit(got).any()

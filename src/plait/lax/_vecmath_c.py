@@ -1,5 +1,7 @@
 """plait's own float32 ``exp``, ``expm1``, ``log``, ``log1p`` and ``tanh``: C helper source
-for the elementwise descriptors' CPU spelling (``ElementwiseOp.cpu_helper``).
+for the elementwise descriptors' CPU spelling (``ElementwiseOp.cpu_helper``); also
+``pow``'s wrapper (:data:`POW_C`), which keeps C's pow where GCC vectorizes a constant
+exponent of 0.5 as sqrt.
 
 :data:`ROUTED` are the functions native CPU kernels call instead of glibc's libmvec,
 each measured not slower over 2^22 float32 on 2 threads (``benchmarks/vecmath_bench.py``):
@@ -31,7 +33,7 @@ one ``{f}`` template serves both widths.
 """
 from __future__ import annotations
 
-__all__ = ["CORE_C", "EXP_C", "EXPM1_C", "LOG_C", "LOG1P_C", "TANH_C", "HELPERS", "ROUTED"]
+__all__ = ["CORE_C", "EXP_C", "EXPM1_C", "LOG_C", "LOG1P_C", "TANH_C", "POW_C", "HELPERS", "ROUTED"]
 
 #: bit casts, a select GCC keeps branch-free, and the shared exp and log cores
 CORE_C = r"""/* plait vecmath: float32 bit casts (vectorize as plain moves) */
@@ -189,6 +191,20 @@ static inline float plait_tanhf(float x) {
   return __builtin_copysignf(t / (t + 2.0f), x);   /* odd, -0.0 kept */
 }
 static inline double plait_tanh(double x) { return tanh(x); }
+"""
+
+POW_C = r"""/* plait pow: C's pow. GCC vectorizes pow(x, 0.5) with a constant exponent as sqrt
+   (-0.0 at -0.0, NaN at -inf) while a loop's scalar remainder calls pow (+0.0, +inf), so
+   the lanes of one kernel disagreed; those two bases take pow's value (the test folds
+   away for any other constant exponent) */
+static inline float plait_powf(float x, float y) {
+  float r = powf(x, y);
+  return (y == 0.5f && (x == 0.0f || x == -__builtin_inff())) ? __builtin_fabsf(x) : r;
+}
+static inline double plait_pow(double x, double y) {
+  double r = pow(x, y);
+  return (y == 0.5 && (x == 0.0 || x == -__builtin_inf())) ? __builtin_fabs(x) : r;
+}
 """
 
 #: the C chunks defining ``plait_{name}f`` (and its float64 wrapper), by function name

@@ -53,6 +53,17 @@ def _rem(x, y):
         return np.fmod(x, y)
 
 
+def _pow(x, y):
+    """C's ``pow``, as the native kernels compute it: NumPy's float loops compute an
+    exponent of 0.5 broadcast over the base (a stride of 0: a 0-d operand) as ``sqrt``,
+    so ``(-0.0) ** 0.5`` was -0.0 and ``(-inf) ** 0.5`` NaN there; pow gives +0.0, +inf."""
+    out = np.power(x, y)
+    if out.dtype.kind != "f":
+        return out
+    fix = (np.asarray(y) == 0.5) & ((x == 0) | (x == -np.inf))
+    return np.where(fix, np.abs(x), out).astype(out.dtype) if fix.any() else out
+
+
 def _convert_impl(x, *, new_dtype, weak_type):
     if x.dtype.kind == "c" and new_dtype.kind != "c":
         x = x.real
@@ -383,9 +394,10 @@ rem_p, rem = _op(ElementwiseOp(
     intrinsic="rem", libm="fmod", c={"ub": "(({ct})({1} == 0 ? 0 : {0} % {1}))",
                                      "i": "(({ct})({1} == 0 || {1} == -1 ? 0 : {0} % {1}))"}))
 pow_p, pow = _op(ElementwiseOp(
-    "pow", 2, np.power, INEXACT, warn_ok=True,
+    "pow", 2, _pow, INEXACT, warn_ok=True,
     jvp=(lambda g, ans, x, y: mul(g, mul(y, pow(x, sub(y, 1.0)))), _pow_jvp_y),
-    intrinsic="pow", libm="pow", vecmath=True, stablehlo="stablehlo.power", transcendental=True))
+    intrinsic="pow", libm="pow", vecmath=True, stablehlo="stablehlo.power", transcendental=True,
+    cpu_c={"f": "plait_pow{f}({0}, {1})"}, cpu_helper=(_vecmath_c.POW_C,)))
 max_p, max = _op(ElementwiseOp(
     "max", 2, np.maximum, ALL, jvp=(lambda g, ans, x, y: mul(g, _choose_mask(x, y, gt)),
                                     lambda g, ans, x, y: mul(g, _choose_mask(y, x, gt))),
