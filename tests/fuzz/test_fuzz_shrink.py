@@ -127,6 +127,25 @@ def test_quantile_at_an_integral_position_next_to_an_infinity():
     assert check_node(spec, np.array(7.0), np.array(np.inf), x, {"q": 1.0, "axis": None}) is not None
 
 
+def test_window_sums_are_compared_at_their_own_scale():
+    """A -1.8e308 in one window made every window's tolerance inf (ulp NaN), so a 1-ulp
+    difference in a window of small values was reported; each window now has its own
+    scale, so that passes and a 1e-9 error beside a huge operand is still reported."""
+    spec = BY_NAME["lax.reduce_window_sum"]
+    x = np.array([0.0, 0.0, 0.0, 0.0, -1.7976931348623157e+308, -2.6563867537204082, np.nan,
+                  4.134219473411766, -1.280533547224938, 0.746692881839008, -8.805638460385424,
+                  -0.6859293864438664]).reshape((2, 2, 3))
+    p = {"w": (1, 2, 2), "s": (1, 1, 1), "pad": ((1, 1), (0, 0), (0, 0))}
+    from plait.fuzz import oracles
+    want = oracles.reduce_window(x, "sum", p["w"], p["s"], p["pad"])
+    assert want[2, 0, 1] == -6.637881920642463
+    got = want.copy()
+    got[2, 0, 1] = np.nextafter(want[2, 0, 1], -np.inf)
+    assert check_node(spec, got, want, [x], p) is None
+    got[2, 0, 1] = want[2, 0, 1] * (1 + 1e-9)
+    assert check_node(spec, got, want, [x], p) is not None
+
+
 def test_reproducer_runs_standalone(tmp_path):
     p = Program([np.array([np.nan, -0.0, 1.5], np.float32)],
                 [Node("negative", (0,), {}), Node("add", (1, Scalar(2.5)), {}),

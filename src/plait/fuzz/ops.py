@@ -396,6 +396,20 @@ def _undefined_var16(args, params, want):
                 | (np.sum(np.abs(w), **kw) * near >= 65504))
 
 
+def s_window_sum(args, params, want):
+    """Per window: ``|value|`` plus the sum of ``|x|`` over the window times its size (a
+    sum's rounding in any order stays within that many ulps of it), at most float64's
+    largest value. The operand's largest ``|x|`` times 8 had been the scale of every
+    window: a -1.8e308 in one made it inf, whose ulp is NaN, so a 1-ulp difference in a
+    window of small values was reported."""
+    from plait.fuzz.oracles import reduce_window
+    n = int(np.prod(params["w"]))
+    with np.errstate(all="ignore"):
+        s = np.abs(np.asarray(want, np.float64)) + n * reduce_window(
+            fabs(args[0]), "sum", params["w"], params["s"], params["pad"])
+    return np.minimum(np.where(np.isnan(s), 0.0, s), np.finfo(np.float64).max)
+
+
 def s_std(args, params, want):
     return s_var(args, dict(params, _std=True), want)
 
@@ -751,8 +765,7 @@ for _n in ("reduce_window_max", "reduce_window_min", "reduce_window_sum"):
        np_template="fz.reduce_window({0}, %r, {w}, {s}, {pad})" % _n.split("_")[-1],
        dtypes=(INTS + FLOATS) if _n.endswith("sum") else REAL,
        tol="reduce" if _n.endswith("sum") else "exact", params=p_window, signed_zero=False,
-       scale=(lambda a, p, w: np.abs(np.asarray(w, np.float64)) + np.max(fabs(a[0]), initial=0) * 8)
-       if _n.endswith("sum") else "out")
+       scale=s_window_sum if _n.endswith("sum") else "out")
 
 
 # more primitives: dynamic slicing, scatters (.at), conv, xor-reduction, control flow, nested jit
