@@ -262,8 +262,10 @@ def test_scalar_powers_numpy_computes_as_sqrt_square_reciprocal(dt):
 def test_float_power_and_lax_pow_are_cs_pow_at_a_half(shape):
     """float16 ``float_power(-0.0, 0.5)`` was -0.0 (NumPy 0.0): ``lax.pow`` ran NumPy's
     ``power``, whose float loops compute an exponent of 0.5 broadcast over the base (a
-    0-d operand) as sqrt. ``lax.pow`` is C's pow on every engine and shape, as
-    ``float_power`` is in NumPy: +0.0 and +inf at -0.0 and -inf."""
+    0-d operand) as sqrt, and GCC vectorized the native ``pow(x, 0.5)`` as sqrt while
+    the loop's remainder called pow (``[-0.0] * 3`` gave ``[-0.0, -0.0, 0.0]``).
+    ``lax.pow`` is C's pow on every engine and shape, as ``float_power`` is in NumPy:
+    +0.0 and +inf at -0.0 and -inf."""
     from plait import lax
     base = np.array([-0.0, -np.inf, 2.25])
     for dt in ("float16", "float32", "float64"):
