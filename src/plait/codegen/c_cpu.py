@@ -10,9 +10,10 @@ and the caller discards them). Blocks tagged ``parallel`` get an OpenMP ``parall
 for`` on their outermost loop, or, when several follow each other at the top (with only
 serial blocks between them, each run by one thread), one ``parallel`` region whose
 team shares them out in turn (the threads start once per kernel, not once per block);
-``mac_regblock`` blocks become a GNU C vector micro-kernel; innermost loops that reduce into a view accumulate in registers. A function
-whose blocks are all elementwise maps (:func:`elementwise_only`) is auto-vectorized at the
-target's full vector width, others at 256 bits (see the prelude).
+``mac_regblock`` blocks become a GNU C vector micro-kernel; innermost loops that reduce
+into a view accumulate in registers. A function whose blocks are all elementwise maps
+(:func:`elementwise_only`) is auto-vectorized at the target's full vector width, others
+at 256 bits (see the prelude).
 Expressions, loops and views come from the C-family base
 (:class:`~plait.codegen.c_stripe.CFamilyRenderer`).
 """
