@@ -277,3 +277,23 @@ def test_float_power_and_lax_pow_are_cs_pow_at_a_half(shape):
                 for got in _engines(f, x):
                     np.testing.assert_array_equal(got, want.astype(got.dtype))
                     assert not np.signbit(got).any()
+
+
+@pytest.mark.parametrize("dt", ["complex64", "complex128"])
+def test_complex_sign_of_a_subnormal_is_a_unit(dt):
+    """``sign(-4e-323j)`` was nan-infj: plait divided by the complex (|z|, 0), whose
+    division takes 1 / |z| (inf for a subnormal |z|); NumPy divides each part by |z|.
+    Within 2 ulps of NumPy (|z| is plait's own, NumPy's is libm's hypot) over magnitudes
+    from subnormal to near overflow."""
+    fi = np.finfo(np.dtype(dt).char.lower())
+    rng = np.random.default_rng(7)
+    mag = np.exp(rng.uniform(np.log(fi.smallest_subnormal), np.log(fi.max) - 1, (2, 400)))
+    z = (rng.standard_normal((2, 400)) * mag).astype(fi.dtype)
+    x = np.concatenate([z[0] + 1j * z[1],
+                        np.array([-4e-323j, 5e-324 + 5e-324j, 3 + 4j, 0j,
+                                  complex(np.inf, 1), complex(np.nan, 1)])]).astype(dt)
+    want = np.sign(x)
+    for got in _engines(pnp.sign, x):
+        assert np.isfinite(got).sum() == np.isfinite(want).sum()
+        for part in (np.real, np.imag):
+            np.testing.assert_array_max_ulp(part(got), part(want), maxulp=2)

@@ -405,7 +405,9 @@ def _sign(x):
         a = lax.abs(y)
         z = lax.eq(a, 0)
         safe = _select(z, _full(a, 1), a)
-        q = lax.div(y, lax.complex(safe, _full(safe, 0)))
+        # each part divided by |y| (NumPy's loop): a complex division by (|y|, 0) took
+        # 1 / |y|, which overflows for a subnormal |y| (sign(-4e-323j) was nan-infj)
+        q = lax.complex(lax.div(re, safe), lax.div(im, safe))
         both = lax.bitwise_and(_isinf(lax.real(x)), _isinf(lax.imag(x)))
         return _select(both, _full(x, complex(math.nan, math.nan)), _select(z, _full(x, 0), q))
     if _kind(x) == "f":
