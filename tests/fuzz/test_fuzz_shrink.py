@@ -196,3 +196,23 @@ def test_grad_mode_trusts_a_stiff_derivative_the_quotient_misses():
     p = Program([np.array(2.0368478608201537)],
                 [Node("expm1", (0,), {}), Node("custom_vjp", (1,), {}), Node("tan", (2,), {})])
     assert check_grad(p, [np.array(0.0), np.array(0.0), np.array(1.0)]) is None
+
+
+def test_complex_logistic_near_a_pole_is_compared_at_its_conditioning():
+    """Near x = πi, 1 + exp(-x) cancels in every formula: plait's exp(x) / (1 + exp(x))
+    and the oracle's 1 / (1 + exp(-x)) differed by 100 ulps of |f| (seed 6161). The
+    scale grows with |1 - f|, so that passes; an error of 1e-9 there, or of 1e-12 far
+    from the pole, is still reported."""
+    spec = BY_NAME["lax.logistic"]
+    from plait.fuzz import oracles
+    x = np.array([complex(-7.288030735381863e-221, 3.1501788379257265), 0.3 + 0.2j])
+    want = oracles.logistic(x)
+    got = want.copy()
+    got[0] = complex(0.5000000000007352, want[0].imag)
+    assert abs(got[0].real - want[0].real) > 1e-12
+    assert check_node(spec, got, want, [x], {}) is None
+    got[0] = want[0] * (1 + 1e-9)
+    assert check_node(spec, got, want, [x], {}) is not None
+    got = want.copy()
+    got[1] = want[1] + 1e-12
+    assert check_node(spec, got, want, [x], {}) is not None
