@@ -12,7 +12,9 @@ same infinities, the same zeros and signs where the reference rounds to 0 or ±i
 
 ``python -m benchmarks.vecmath_sweep [--write]`` prints one table row per function
 (a few CPU minutes each); ``--write`` replaces the table in
-``docs/numpy-differences.md`` (between the ``vecmath-sweep`` markers).
+``docs/numpy-differences.md`` (between the ``vecmath-sweep`` markers). ``--lanes``
+instead checks that each 16-lane AVX-512 form (``_vecmath_c.V16_C``) returns the scalar
+helper's bits for every input (NaN for NaN), and prints the mismatches per function.
 """
 from __future__ import annotations
 
@@ -89,7 +91,41 @@ def sweep(fn: str) -> tuple[float, str, int, int]:
     """(max ulp error, input where it occurs, results not correctly rounded, special-value
     mismatches) of ``plait_{fn}f`` over all float32 inputs."""
     helpers = "".join(_vecmath_c.HELPERS[fn])
-    src = _DRIVER % {"helpers": helpers, "fn": fn}
+    worst, at, nr, bad = _run(_DRIVER % {"helpers": helpers, "fn": fn}).split()
+    return float(worst), at, int(nr), int(bad)
+
+
+_LANES = r"""
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+%(helpers)s
+int main(void) {
+#if PLAIT_V16
+  long long bad = 0;
+  #pragma omp parallel for reduction(+:bad) schedule(dynamic)
+  for (long long b = 0; b < (1LL << 32) / 16; b++) {
+    float x[16], y[16];
+    for (int i = 0; i < 16; i++) { uint32_t u = (uint32_t)(b * 16 + i); memcpy(&x[i], &u, 4); }
+    plait_v16_store(y, plait_%(fn)sf_v16(plait_v16_load(x)));
+    for (int i = 0; i < 16; i++) {
+      float s = plait_%(fn)sf(x[i]);
+      if (memcmp(&s, &y[i], 4) != 0 && !(isnan(s) && isnan(y[i]))) bad++;
+    }
+  }
+  printf("%%lld\n", bad);
+  return 0;
+#else
+  fprintf(stderr, "the compiler does not target AVX-512: no 16-lane forms\n");
+  return 1;
+#endif
+}
+"""
+
+
+def _run(src: str) -> str:
+    """Compile ``src`` as kernels are compiled (with OpenMP) and run it; its stdout."""
     with tempfile.TemporaryDirectory() as d:
         c, exe = os.path.join(d, "sweep.c"), os.path.join(d, "sweep")
         with open(c, "w") as fh:
@@ -98,15 +134,24 @@ def sweep(fn: str) -> tuple[float, str, int, int]:
                         "-fno-trapping-math", "-fopenmp", "-std=gnu11", c, "-o", exe, "-lm"], check=True)
         out = subprocess.run([exe], check=True, capture_output=True, text=True)
     sys.stderr.write(out.stderr)
-    worst, at, nr, bad = out.stdout.split()
-    return float(worst), at, int(nr), int(bad)
+    return out.stdout
+
+
+def lanes(fn: str) -> int:
+    """Inputs where ``plait_{fn}f_v16`` and ``plait_{fn}f`` differ (NaN equals NaN)."""
+    return int(_run(_LANES % {"helpers": "".join(_vecmath_c.HELPERS[fn]), "fn": fn}))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help="update the docs table")
     ap.add_argument("--only", default=",".join(FUNCS))
+    ap.add_argument("--lanes", action="store_true", help="16-lane forms against the scalar ones")
     args = ap.parse_args()
+    if args.lanes:
+        for fn in _vecmath_c.V16:
+            print(f"{fn}: {lanes(fn)} of 2^32 inputs differ between 16 lanes and scalar", flush=True)
+        return
     rows = ["| function (float32) | max error (ulp) | at x | not correctly rounded "
             "(of 2^32) | special-value mismatches |", "| --- | --- | --- | --- | --- |"]
     for fn in args.only.split(","):

@@ -15,7 +15,8 @@ ROOT = pathlib.Path(plait.__file__).parent
 
 # Names spelled PLAIT_* in plait's sources that are not environment variables: C
 # preprocessor macros of the generated code.
-C_MACROS = {"PLAIT_KERNEL", "PLAIT_KERNEL_WIDE", "PLAIT_DRIVER", "PLAIT_NO_VECMATH"}
+C_MACROS = {"PLAIT_KERNEL", "PLAIT_KERNEL_WIDE", "PLAIT_DRIVER", "PLAIT_NO_VECMATH", "PLAIT_V16",
+            "PLAIT_NO_V16"}
 
 # Modules allowed to use os.environ themselves, with the reason.
 ENVIRON_ALLOWED = {

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from plait.backends.native import gemm
+from v16_source import branch
 
 _SRC = os.path.join(os.path.dirname(__file__), "..", "..", "src")
 
@@ -201,11 +202,13 @@ def test_parallel_blocks_of_one_kernel_share_one_team():
     c = plait.jit(f, backend="native").lower(x, y, z).compile()
     assert c.as_text("kernels").count("\n") == 0          # one kernel
     src = c.as_text("c")
-    body = src[src.index("int64_t k0(void **bufs)"):]
-    body = body[:body.index("\n}\n")]
-    assert [ln.strip() for ln in body.splitlines() if "#pragma omp" in ln] == [
-        "#pragma omp parallel", "#pragma omp for schedule(static)", "#pragma omp single",
-        "#pragma omp for schedule(static)"]
+    for v16 in (False, True):     # the exp map's loop is also rendered with 16 lanes
+        body = branch(src, v16)
+        body = body[body.index("int64_t k0(void **bufs)"):]
+        body = body[:body.index("\n}\n")]
+        assert [ln.strip() for ln in body.splitlines() if "#pragma omp" in ln] == [
+            "#pragma omp parallel", "#pragma omp for schedule(static)", "#pragma omp single",
+            "#pragma omp for schedule(static)"]
     got = c(x, y, z)
     want = (x.astype(np.float64) * 2 + 1, np.tanh(y.astype(np.float64)) * 3,
             z.astype(np.float64) - np.exp(z.astype(np.float64) * 0.5))

@@ -8,6 +8,7 @@ import pytest
 
 import plait
 import plait.numpy as pnp
+from v16_source import branch
 
 
 def _loss(x):
@@ -45,12 +46,15 @@ def test_elementwise_chain_is_one_parallel_wide_loop():
     assert stripe.count(f"block [i0:{x.size}]") == 1
     assert re.findall(r"^\s+in in1\[i0\]", stripe, re.M) == ["    in in1[i0]"]
     assert len(re.findall(r"^\s+out T0\[i0\]", stripe, re.M)) == 1
-    k0 = _kernel_lines(lowered.as_text("c"), "k0")
-    assert k0[0].startswith("PLAIT_KERNEL_WIDE ")
-    assert sum("for (int64_t" in ln for ln in k0) == 1
-    pragma = next(i for i, ln in enumerate(k0) if "#pragma omp" in ln)
-    assert k0[pragma].strip() == "#pragma omp parallel for schedule(static)"
-    assert "for (int64_t" in k0[pragma + 1]
+    src = lowered.as_text("c")
+    assert src.count("#if PLAIT_V16") == 1
+    for v16 in (False, True):      # the auto-vectorized loop and its 16-lane form
+        k0 = _kernel_lines(branch(src, v16), "k0")
+        assert k0[0].startswith("PLAIT_KERNEL_WIDE ")
+        assert sum("for (int64_t" in ln for ln in k0) == 1
+        pragma = next(i for i, ln in enumerate(k0) if "#pragma omp" in ln)
+        assert k0[pragma].strip() == "#pragma omp parallel for schedule(static)"
+        assert "for (int64_t" in k0[pragma + 1] and ("+= 16" in k0[pragma + 1]) == v16
 
 
 def test_only_elementwise_programs_are_wide():
@@ -69,11 +73,12 @@ def test_only_elementwise_programs_are_wide():
 
 
 def test_wide_kernel_vectorizes_with_512_bit_vectors(x86_gcc, tmp_path):
-    """Compiled for AVX-512 (x86-64-v4) with the kernels' flags, the chain's loop uses
-    64-byte vectors; the other kernels' 256-bit cap is unchanged."""
+    """Compiled for AVX-512 (x86-64-v4) with the kernels' flags, the chain's scalar loop
+    (its 16-lane form left out) uses 64-byte vectors; the other kernels' 256-bit cap is
+    unchanged."""
     x = np.ones(4096, np.float32)
-    src = plait.jit(_chain, backend="native").lower(
-        x, np.float32(0.7), np.float32(0.1)).as_text("c")
+    src = branch(plait.jit(_chain, backend="native").lower(
+        x, np.float32(0.7), np.float32(0.1)).as_text("c"), v16=False)
     c = tmp_path / "chain.c"
     c.write_text(src)
     flags = [f for f in x86_gcc.flags if not f.startswith("-march=")]

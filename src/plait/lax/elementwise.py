@@ -268,7 +268,7 @@ def _math(name: str, fn, jvp, stablehlo: str | None = None):
     return _op(ElementwiseOp(name, 1, fn, INEXACT, warn_ok=True, jvp=(jvp,), intrinsic=name,
                              libm=name, vecmath=True, stablehlo=stablehlo, transcendental=True,
                              cpu_c={"f": f"plait_{name}{{f}}({{0}})"} if own else {},
-                             cpu_helper=own))
+                             cpu_helper=own, cpu_v16=_vecmath_c.V16.get(name)))
 
 
 def _comparison(name: str, fn, kinds, sym: str, direction: str):
@@ -286,7 +286,8 @@ def _c_extremum(name: str, sym: str) -> dict:
 # --- unary: one block per op ------------------------------------------------------
 neg_p, neg = _op(ElementwiseOp(
     "neg", 1, np.negative, NUMERIC, linear=True, transpose=lambda ct, x: [neg(ct)],
-    intrinsic="neg", c={"b": "{0}", "fiu": "(({ct})(-{0}))"}, stablehlo="stablehlo.negate"))
+    intrinsic="neg", c={"b": "{0}", "fiu": "(({ct})(-{0}))"}, cpu_v16="(-{0})",
+    stablehlo="stablehlo.negate"))
 sign_p, sign = _op(ElementwiseOp(
     "sign", 1, _sign, NUMERIC, jvp=ZERO, intrinsic="sign",
     c={"f": "({0} > 0 ? ({ct})1 : {0} < 0 ? ({ct})-1 : {0} == 0 ? ({ct})0 : {0})",
@@ -317,7 +318,7 @@ logistic_p, logistic = _op(ElementwiseOp(
     jvp=(lambda g, ans, x: mul(g, mul(ans, sub(1, ans))),), intrinsic="logistic",
     c={"f": "(({ct})1 / (({ct})1 + exp{f}(-{0})))"}, stablehlo="stablehlo.logistic",
     cpu_c={"f": "(({ct})1 / (({ct})1 + plait_exp{f}(-{0})))"},
-    cpu_helper=_vecmath_c.ROUTED["exp"],
+    cpu_helper=_vecmath_c.ROUTED["exp"], cpu_v16="(1.0f / (1.0f + plait_expf_v16(-{0})))",
     transcendental=True))
 sin_p, sin = _math("sin", np.sin, lambda g, ans, x: mul(g, cos(x)), "stablehlo.sine")
 cos_p, cos = _math("cos", np.cos, lambda g, ans, x: neg(mul(g, sin(x))), "stablehlo.cosine")
@@ -348,7 +349,7 @@ cbrt_p, cbrt = _op(ElementwiseOp(
     intrinsic="cbrt", libm="cbrt", vecmath=True, stablehlo="stablehlo.cbrt", transcendental=True))
 abs_p, abs = _op(ElementwiseOp(
     "abs", 1, np.abs, NUMERIC, out_dtype=_real, jvp=(_abs_jvp,), intrinsic="abs",
-    libm="fabs", c={"iub": "(({ct})({0} < 0 ? -{0} : {0}))"}))
+    libm="fabs", c={"iub": "(({ct})({0} < 0 ? -{0} : {0}))"}, cpu_v16="plait_absf_v16({0})"))
 not_p, bitwise_not = _op(ElementwiseOp(
     "not", 1, np.invert, INTEGRAL, jvp=ZERO, intrinsic="not",
     c={"b": "(!{0})", "iu": "(({ct})~{0})"}, stablehlo="stablehlo.not"))
@@ -371,23 +372,24 @@ population_count_p, population_count = _op(ElementwiseOp(
 # --- binary: one block per op -----------------------------------------------------
 add_p, add = _op(ElementwiseOp(
     "add", 2, np.add, NUMERIC, jvp=(lambda g, ans, x, y: g, lambda g, ans, x, y: g),
-    transpose=_add_transpose, intrinsic="add", c=_c_arith("+", "|"),
+    transpose=_add_transpose, intrinsic="add", c=_c_arith("+", "|"), cpu_v16="({0} + {1})",
     stablehlo="stablehlo.add"))
 sub_p, sub = _op(ElementwiseOp(
     "sub", 2, np.subtract, NUMERIC, jvp=(lambda g, ans, x, y: g, lambda g, ans, x, y: neg(g)),
-    transpose=_sub_transpose, intrinsic="sub", c=_c_arith("-", "^"),
+    transpose=_sub_transpose, intrinsic="sub", c=_c_arith("-", "^"), cpu_v16="({0} - {1})",
     stablehlo="stablehlo.subtract"))
 mul_p, mul = _op(ElementwiseOp(
     "mul", 2, np.multiply, NUMERIC,
     jvp=(lambda g, ans, x, y: mul(g, y), lambda g, ans, x, y: mul(x, g)),
-    transpose=_mul_transpose, intrinsic="mul", c=_c_arith("*", "&"),
+    transpose=_mul_transpose, intrinsic="mul", c=_c_arith("*", "&"), cpu_v16="({0} * {1})",
     stablehlo="stablehlo.multiply"))
 div_p, div = _op(ElementwiseOp(
     "div", 2, _trunc_div, NUMERIC,
     jvp=(lambda g, ans, x, y: div(g, y), lambda g, ans, x, y: neg(mul(g, div(ans, y)))),
     transpose=lambda ct, x, y: [div(ct, y), None], intrinsic="div",
     c={"f": "({0} / {1})", "ub": "(({ct})({1} == 0 ? 0 : {0} / {1}))",
-       "i": "(({ct})({1} == 0 ? 0 : {1} == -1 ? ({ct})(0 - ({0})) : {0} / {1}))"}))
+       "i": "(({ct})({1} == 0 ? 0 : {1} == -1 ? ({ct})(0 - ({0})) : {0} / {1}))"},
+    cpu_v16="({0} / {1})"))
 rem_p, rem = _op(ElementwiseOp(
     "rem", 2, _rem, (INT, UINT, FLOAT),
     jvp=(lambda g, ans, x, y: g, lambda g, ans, x, y: neg(mul(g, _trunc(div(x, y))))),
@@ -401,11 +403,11 @@ pow_p, pow = _op(ElementwiseOp(
 max_p, max = _op(ElementwiseOp(
     "max", 2, np.maximum, ALL, jvp=(lambda g, ans, x, y: mul(g, _choose_mask(x, y, gt)),
                                     lambda g, ans, x, y: mul(g, _choose_mask(y, x, gt))),
-    intrinsic="max", c=_c_extremum("max", ">=")))
+    intrinsic="max", c=_c_extremum("max", ">="), cpu_v16="plait_maxf_v16({0}, {1})"))
 min_p, min = _op(ElementwiseOp(
     "min", 2, np.minimum, ALL, jvp=(lambda g, ans, x, y: mul(g, _choose_mask(x, y, lt)),
                                     lambda g, ans, x, y: mul(g, _choose_mask(y, x, lt))),
-    intrinsic="min", c=_c_extremum("min", "<=")))
+    intrinsic="min", c=_c_extremum("min", "<="), cpu_v16="plait_minf_v16({0}, {1})"))
 atan2_p, atan2 = _op(ElementwiseOp(
     "atan2", 2, np.arctan2, (FLOAT,),
     jvp=(lambda g, ans, x, y: mul(g, div(y, add(mul(x, x), mul(y, y)))),

@@ -65,6 +65,9 @@ class ElementwiseOp:
     must be C99 that OpenCL C also compiles. ``cpu_c`` (same keys as ``c``) overrides
     ``c`` in the CPU renderer only, and ``cpu_helper`` is the C its templates call
     (chunks: a chunk several ops share, such as the vecmath core, is emitted once).
+    ``cpu_v16`` is the float32 template of the CPU renderer's explicit-vector kernels
+    (operands are 16-lane ``plait_v16f`` values, helpers from ``_vecmath_c.V16_C``); an
+    op without one keeps its kernels auto-vectorized.
 
     Dtype classes (``dtypes``) are the constants of this module: ``FLOAT``, ``INEXACT``
     (float and complex), ``NUMERIC``, ``INTEGRAL`` (bool and integers), ``ALL``...
@@ -86,6 +89,7 @@ class ElementwiseOp:
     c_helper: str = ""
     cpu_c: dict[str, str] = field(default_factory=dict)
     cpu_helper: tuple[str, ...] = ()
+    cpu_v16: str | None = None
     stablehlo: str | None = None
     composite: Callable | None = None
     transcendental: bool = False
