@@ -373,12 +373,13 @@ def elementwise_only(program: ir.Program) -> bool:
 def vector_loop(blk: ir.Block, roots: dict[str, str]) -> dict[str, int] | None:
     """Each view's element stride (0 or 1) along ``blk``'s innermost loop when the block
     can run as 16-lane float32 vector code (:meth:`CpuRenderer.block`), else None: a leaf
-    map (no constraints, no aggregating views; a fused kernel's inner block too) of float32 loads, stores,
-    constants and intrinsics with a 16-lane spelling (``ElementwiseOp.cpu_v16``), at
-    least one of them plait's own vector math (an op with a CPU helper: exp, tanh,
-    logistic; plain arithmetic GCC vectorizes as well on its own), whose views move by
-    one element or stay put along the loop (the stored ones move) and whose iterations
-    are independent (:func:`independent_iterations`)."""
+    map (no constraints, no aggregating views; a fused kernel's inner block too) of
+    float32 loads, stores, constants and intrinsics with a 16-lane spelling
+    (``ElementwiseOp.cpu_v16``), at least one of them plait's own vector math (an op
+    with a CPU helper: exp, tanh, logistic; plain arithmetic GCC vectorizes as well on
+    its own), reading and writing its own views, which move by one element or stay put
+    along the loop (the stored ones move), in independent iterations
+    (:func:`independent_iterations`)."""
     loops = [i for i in blk.idxs if not (i.range == 1 and i.affine is not None)]
     if (not loops or blk.constraints
             or not all(isinstance(st, _MAP_STATEMENTS) for st in blk.stmts)):
@@ -397,8 +398,9 @@ def vector_loop(blk: ir.Block, roots: dict[str, str]) -> dict[str, int] | None:
             return None
         strides[r.into] = sum(a.coeff(v) * st for a, st in zip(r.access, r.strides))
     stored = {st.into for st in blk.stmts if isinstance(st, ir.Store)}
-    if (any(s not in (0, 1) for s in strides.values()) or any(strides[n] != 1 for n in stored)
-            or not independent_iterations(blk, v, roots)):
+    loaded = {st.from_ for st in blk.stmts if isinstance(st, ir.Load)}
+    if (not (stored | loaded) <= strides.keys() or any(s not in (0, 1) for s in strides.values())
+            or any(strides[n] != 1 for n in stored) or not independent_iterations(blk, v, roots)):
         return None
     return strides
 
