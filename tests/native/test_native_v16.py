@@ -82,8 +82,8 @@ def test_lanes_match_the_scalar_loop_bit_for_bit(tmp_path, monkeypatch):
     src, data, out = tmp_path / "programs.py", tmp_path / "in.pkl", tmp_path / "out.pkl"
     src.write_text(PROGRAMS)
     data.write_bytes(pickle.dumps(args))
-    env = dict(os.environ, PLAIT_EXTRA_CFLAGS="-DPLAIT_NO_V16",
-               PLAIT_CACHE_DIR=str(tmp_path / "cache_scalar"))
+    env = dict(os.environ, PLAIT_EXTRA_CFLAGS="-DPLAIT_NO_V16", PLAIT_TIERED="0",
+               PLAIT_CACHE_DIR=str(tmp_path / "cache_scalar"))   # native from the first call
     subprocess.run([sys.executable, "-c", CHILD, str(src), str(data), str(out)],
                    env=env, check=True, timeout=600)
     scalar = pickle.loads(out.read_bytes())
