@@ -297,3 +297,16 @@ def test_complex_sign_of_a_subnormal_is_a_unit(dt):
         assert np.isfinite(got).sum() == np.isfinite(want).sum()
         for part in (np.real, np.imag):
             np.testing.assert_array_max_ulp(part(got), part(want), maxulp=2)
+
+
+@pytest.mark.parametrize("dt", ["int8", "uint8", "int16"])
+def test_integer_round_to_tens_breaks_ties_to_even(dt):
+    """``round(int8(50), -2)`` was 100 (NumPy 0): where 2r would overflow the integer
+    type, a remainder of exactly f / 2 counted as rounding up instead of a tie. Every
+    value of the type (int16: every 7th), decimals -1 to -4, as NumPy's."""
+    info = np.iinfo(dt)
+    x = np.arange(info.min, info.max + 1, 1 if info.bits == 8 else 7, dtype=dt)
+    for d in (-1, -2, -3, -4):
+        want = np.round(x, d)
+        for got in _engines(lambda v, d=d: pnp.round(v, d), x):
+            np.testing.assert_array_equal(got, want, err_msg=f"{dt} decimals={d}")

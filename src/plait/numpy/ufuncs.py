@@ -779,8 +779,8 @@ def round(a, decimals: int = 0):
             return _full(x, 0)
         q, r = _int_floordiv_mod(x, _full(x, f))
         twice = lax.mul(r, 2) if 2 * (f - 1) <= info.max else None
-        if twice is None:
-            up = lax.ge(r, _full(x, (f + 1) // 2))
+        if twice is None:       # 2r would overflow: compare r with f / 2 itself
+            up = lax.gt(r, _full(x, f // 2))
             tie = lax.eq(r, _full(x, f // 2)) if f % 2 == 0 else lax.ne(x, x)
         else:
             up = lax.gt(twice, _full(x, f))
