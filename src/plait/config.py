@@ -286,6 +286,17 @@ _OPENBLAS_LIB = re.compile(r"lib(scipy_)?openblas[^/]*\.so[^/]*$")
 _OPENBLAS_RESTART = ("openblas_read_env", "blas_thread_shutdown_", "blas_thread_init")
 
 
+def loaded_openblas() -> list[str]:
+    """Paths of the OpenBLAS libraries this process has loaded (``[]`` where
+    ``/proc/self/maps`` does not exist)."""
+    try:
+        with open("/proc/self/maps") as f:
+            return sorted({line.split(None, 5)[5].strip() for line in f
+                           if _OPENBLAS_LIB.search(line.rstrip())})
+    except OSError:                 # not Linux: nothing plait can find this way
+        return []
+
+
 def restart_loaded_openblas() -> list[str]:
     """Restart the worker threads of every OpenBLAS this process already loaded, so they
     take the ``OPENBLAS_THREAD_TIMEOUT`` set since it loaded (OpenBLAS reads its
@@ -294,14 +305,8 @@ def restart_loaded_openblas() -> list[str]:
     without the three entry points it calls is left alone. Returns the paths restarted."""
     if threading.active_count() != 1:
         return []
-    try:
-        with open("/proc/self/maps") as f:
-            paths = sorted({line.split(None, 5)[5].strip() for line in f
-                            if _OPENBLAS_LIB.search(line.rstrip())})
-    except OSError:                 # not Linux: nothing plait can find this way
-        return []
     restarted = []
-    for path in paths:
+    for path in loaded_openblas():
         try:
             lib = ctypes.CDLL(path)     # already loaded: the same library, one more reference
         except OSError:

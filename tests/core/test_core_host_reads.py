@@ -17,6 +17,7 @@ ALLOWED = {
                                "CPU flags key the library's cache entry",
     "backends/native/fft.py": "CPU flags key the FFT library's cache entry",
     "backends/native/openmp.py": "threads a parallel loop may use when it runs",
+    "runtime/blas.py": "cores NumPy's BLAS may use while plait's compilers run",
     "distributed/devices.py": "CPU devices are groups of the process's cores",
     "profiler/peak.py": "the arithmetic peak the profiler's summary compares with",
     "cli/doctor.py": "prints the detected facts",

@@ -56,7 +56,10 @@ def _run_fresh(x=X) -> int:
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
-    """A private cache directory and fresh kernel-cache state for this test."""
+    """A private cache directory and fresh kernel-cache state for this test, after every
+    background build an earlier test started (its builds would count as this test's)."""
+    from plait.backends.native.tiered import wait_all
+    wait_all()
     monkeypatch.setattr(kernel_cache, "_FALLBACK", {})
     monkeypatch.setattr(kernel_cache, "_INDEX", collections.OrderedDict())
     monkeypatch.setattr(kernel_cache, "_SWEPT", set())

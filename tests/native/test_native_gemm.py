@@ -98,7 +98,7 @@ def test_every_column_edge_of_whole_vectors(dt):
     rng = np.random.default_rng(4)
     main = [p for p in gemm.blockings(host_target())
             if p[0].ctype == ("float" if dt == np.float32 else "double")][0][0]
-    src = gemm.library_source(host_target(), main.suffix)
+    src = "".join(gemm.library_source(host_target(), main.suffix))
     for v in range(1, main.vecs):
         for form in ("", "r"):     # A packed or read by columns; A read by rows
             assert f"uk{form}_{main.suffix}_v{v}(kc, a, lda, b, ldb, c, ldc, first)" in src

@@ -56,12 +56,37 @@ class Toolchain:
         return f"{self.cc}|{self.version}|{' '.join(self.flags)}"
 
 
+class _Running:
+    """How many compiler processes :func:`_run` has started and not yet seen end."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.count = 0
+
+    def add(self, n: int) -> None:
+        with self.lock:
+            self.count += n
+
+
+_RUNNING = _Running()
+
+
+def compilers_running() -> int:
+    """How many C compiler processes plait is running now, on any thread (background
+    builds of tiered execution and of the GEMM library included): each holds a core."""
+    return _RUNNING.count
+
+
 def _run(cmd: list[str], tmpdir: str | None = None) -> subprocess.CompletedProcess:
     """Run a compiler command in the C locale, its temporary files under ``tmpdir``."""
     env = subprocess_env(LC_ALL="C")
     if tmpdir is not None:
         env["TMPDIR"] = tmpdir
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, env=env)
+    _RUNNING.add(1)
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, env=env)
+    finally:
+        _RUNNING.add(-1)
 
 
 def first_error_line(stderr: str) -> str:

@@ -86,8 +86,9 @@ def blockings(target: Target) -> tuple[tuple[Blocking, Blocking], ...]:
                  for dt, sfx in ((np.float32, "s"), (np.float64, "d")))
 
 
-def library_source(target: Target, suffix: str) -> str:
-    """The C source of the GEMM library of one dtype (``suffix`` "s" or "d")."""
+def library_source(target: Target, suffix: str) -> list[str]:
+    """The C source of the GEMM library of one dtype (``suffix`` "s" or "d"), as the
+    translation units built side by side."""
     pairs = tuple(p for p in blockings(target) if p[0].suffix == suffix)
     return gemm_source(pairs, target.vector_bytes, OOM_WHERE, im2col_bytes(target),
                        direct_pad_bytes(target))
@@ -125,7 +126,7 @@ def _library_for(target: Target, suffix: str):
     # (DP-SGD's epoch took 9 s instead of 1.2 s, W1's step 20x longer, on 2 busy cores)
     set_openmp_wait_defaults()
     src = library_source(target, suffix)
-    key = kernel_cache.entry_key("plait-gemm", src, tc.identity(), " ".join(_FLAGS),
+    key = kernel_cache.entry_key("plait-gemm", *src, tc.identity(), " ".join(_FLAGS),
                                  ",".join(sorted(cpu_info().flags)))
     return kernel_cache.load(key, lambda out: build_shared_object(src, out, tc, _FLAGS),
                              ctypes.CDLL)

@@ -10,7 +10,9 @@ input. The products accumulate in the output dtype, so the result differs from t
 reference (and from native code) only by the order of the sum: floating-point
 reassociation. Cases it does not cover (feature or batch groups, non-float dtypes,
 mixed dtypes) run the reference ``impl``. :func:`dot` does outer products (contracted
-length 1) as a broadcast multiply, exactly equal to the reference.
+length 1) as a broadcast multiply, exactly equal to the reference. Both make their BLAS
+products on the cores plait's running compiler processes leave free
+(:func:`plait.runtime.blas.beside_builds`: the native build runs beside this tier).
 
 :class:`FastTier` runs an interpreter executable's steps with these swapped in.
 """
@@ -22,6 +24,7 @@ from dataclasses import replace
 import numpy as np
 
 from plait.lax.contractions import conv_general_dilated_p, dot_general_p
+from plait.runtime.blas import beside_builds
 
 
 def conv(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
@@ -50,7 +53,7 @@ def conv(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
                    zip(xp.shape[1:-1], ksp, rhs_dilation, window_strides))
     res = np.zeros((n,) + out_sp + (o,), dt)
     if res.size and c and all(ksp):
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), beside_builds():
             if np.prod(out_sp) >= np.prod(ksp):
                 flat = res.reshape(-1, o)
                 for k in itertools.product(*map(range, ksp)):
@@ -100,8 +103,9 @@ def dot(lhs, rhs, *, dimension_numbers, preferred_element_type, _reference=None)
             or lhs.dtype.kind != "f" or lhs.dtype.itemsize < 4
             or (preferred_element_type is not None
                 and np.dtype(preferred_element_type) != lhs.dtype)):
-        return _reference(lhs, rhs, dimension_numbers=dimension_numbers,
-                          preferred_element_type=preferred_element_type)
+        with beside_builds():
+            return _reference(lhs, rhs, dimension_numbers=dimension_numbers,
+                              preferred_element_type=preferred_element_type)
     with np.errstate(all="ignore"):
         return np.multiply.outer(np.squeeze(lhs, tuple(lc)), np.squeeze(rhs, tuple(rc)))
 
