@@ -30,8 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from plait.codegen.c_expr import C_TYPES, SCALAR_HELPERS, literal
-from plait.codegen.c_stripe import (CFamilyRenderer, _cname, _identity, _Scope, oom_status,
-                                    temp_elements)
+from plait.codegen.c_stripe import (CFamilyRenderer, _cname, _identity, _Scope, loop_indexes,
+                                    oom_status, temp_elements)
 from plait.lax.elementwise_spec import by_intrinsic
 from plait.stripe import ir
 
@@ -231,7 +231,7 @@ class CpuRenderer(CFamilyRenderer):
         """The statements of a 16-lane loop's step, twice: all 16 lanes, and (the last
         step) the lanes before the loop's bound, loaded and stored under a mask."""
         _, _, bound = self.vec
-        left = f"({bound}) - {scope.idxs[self._innermost(blk)]}"
+        left = f"({bound}) - {scope.idxs[loop_indexes(blk)[-1].name]}"
         self.emit(f"if ({left} >= 16) {{")
         self.depth += 1
         for st in blk.stmts:
@@ -244,10 +244,6 @@ class CpuRenderer(CFamilyRenderer):
             self.vector_stmt(st, scope, "plait_m")
         self.depth -= 1
         self.emit("}")
-
-    @staticmethod
-    def _innermost(blk: ir.Block) -> str:
-        return [i for i in blk.idxs if not (i.range == 1 and i.affine is not None)][-1].name
 
     def vector_stmt(self, st, scope: _Scope, mask: str | None) -> None:
         """One statement of a 16-lane loop on ``plait_v16f`` values (``mask``: the lanes
@@ -380,7 +376,7 @@ def vector_loop(blk: ir.Block, roots: dict[str, str]) -> dict[str, int] | None:
     its own), reading and writing its own views, which move by one element or stay put
     along the loop (the stored ones move), in independent iterations
     (:func:`independent_iterations`)."""
-    loops = [i for i in blk.idxs if not (i.range == 1 and i.affine is not None)]
+    loops = loop_indexes(blk)
     if (not loops or blk.constraints
             or not all(isinstance(st, _MAP_STATEMENTS) for st in blk.stmts)):
         return None
@@ -506,7 +502,7 @@ def temp_bytes(program: ir.Program, threads: int = 1) -> int:
     def peak(blk: ir.Block, in_parallel: bool) -> int:
         own = sum(temp_elements(r) * np.dtype(ir.np_dtype(r.dtype)).itemsize
                   for r in blk.refs if r.from_ is None)
-        loops = [i for i in blk.idxs if not (i.range == 1 and i.affine is not None)]
+        loops = loop_indexes(blk)
         par = ("parallel" in blk.tags and blk.iterations > 1 and not in_parallel
                and bool(loops))
         inner = max((peak(st, in_parallel or par) for st in blk.stmts

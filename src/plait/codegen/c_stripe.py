@@ -68,6 +68,12 @@ class _Scope:
         self.outer_roots: dict[str, str] = parent.roots if parent else {}
 
 
+def loop_indexes(blk: ir.Block) -> list:
+    """The indexes of ``blk`` its C renders as loops, in order; the others (range 1 with
+    an offset: passed in by the parent) are constants of the iteration."""
+    return [i for i in blk.idxs if not (i.range == 1 and i.affine is not None)]
+
+
 class CFamilyRenderer:
     """Renders Stripe blocks and statements as C-family code (C, OpenCL C). Subclasses
     give the function around them and the target's hooks: :meth:`special_block`,
@@ -120,15 +126,13 @@ class CFamilyRenderer:
             self.emit(f"/* {blk.name}: {' '.join(blk.comments)[:200].replace('*/', '')} */")
         self.emit("{")
         self.depth += 1
-        # passed-in indexes (range 1 with an offset) are constants of the iteration
-        loops = []
+        # passed-in indexes are constants of the iteration
+        loops = loop_indexes(blk)
         for idx in blk.idxs:
-            if idx.range == 1 and idx.affine is not None:
+            if idx not in loops:
                 cv = _cname(idx.name, self.depth, "i_")
                 self.emit(f"const int64_t {cv} = {self.affine(idx.affine, parent)};")
                 scope.idxs[idx.name] = cv
-            else:
-                loops.append(idx)
         bounds, checks = _split_constraints(blk, [i.name for i in loops])
         guarded = bool(checks.get(0))
         if guarded:
