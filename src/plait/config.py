@@ -286,15 +286,22 @@ _OPENBLAS_LIB = re.compile(r"lib(scipy_)?openblas[^/]*\.so[^/]*$")
 _OPENBLAS_RESTART = ("openblas_read_env", "blas_thread_shutdown_", "blas_thread_init")
 
 
-def loaded_openblas() -> list[str]:
-    """Paths of the OpenBLAS libraries this process has loaded (``[]`` where
+def loaded_openblas() -> list[tuple[str, ctypes.CDLL]]:
+    """``(path, library)`` of each OpenBLAS this process has loaded (``[]`` where
     ``/proc/self/maps`` does not exist)."""
     try:
         with open("/proc/self/maps") as f:
-            return sorted({line.split(None, 5)[5].strip() for line in f
-                           if _OPENBLAS_LIB.search(line.rstrip())})
+            paths = sorted({line.split(None, 5)[5].strip() for line in f
+                            if _OPENBLAS_LIB.search(line.rstrip())})
     except OSError:                 # not Linux: nothing plait can find this way
         return []
+    out = []
+    for path in paths:
+        try:
+            out.append((path, ctypes.CDLL(path)))   # loaded: the same library, one more reference
+        except OSError:
+            continue
+    return out
 
 
 def restart_loaded_openblas() -> list[str]:
@@ -306,11 +313,7 @@ def restart_loaded_openblas() -> list[str]:
     if threading.active_count() != 1:
         return []
     restarted = []
-    for path in loaded_openblas():
-        try:
-            lib = ctypes.CDLL(path)     # already loaded: the same library, one more reference
-        except OSError:
-            continue
+    for path, lib in loaded_openblas():
         steps = [getattr(lib, name, None) for name in _OPENBLAS_RESTART]
         if None in steps:
             continue

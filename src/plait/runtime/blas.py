@@ -39,11 +39,7 @@ def controls() -> tuple[tuple[Callable[[], int], Callable[[int], None]], ...]:
     """``(get, set)`` of the thread count of each OpenBLAS loaded when first asked
     (NumPy's is loaded before plait is imported)."""
     out = []
-    for path in loaded_openblas():
-        try:
-            lib = ctypes.CDLL(path)     # already loaded: the same library, one more reference
-        except OSError:
-            continue
+    for _, lib in loaded_openblas():
         for get_name, set_name in _ENTRY_POINTS:
             get, set_ = getattr(lib, get_name, None), getattr(lib, set_name, None)
             if get is not None and set_ is not None:
