@@ -51,6 +51,9 @@ def test_products_beside_builds_run_on_the_cores_left_and_restore_the_count(
     monkeypatch.setattr(blas, "compilers_running", lambda: blas.cpu_info().cores)
     with blas.beside_builds():
         assert _threads() == [1] * len(before)
+        with blas.beside_builds():              # nested (same thread): no deadlock
+            assert _threads() == [1] * len(before)
+        assert _threads() == [1] * len(before)
     assert _threads() == before
     with pytest.raises(ZeroDivisionError), blas.beside_builds():
         1 / 0

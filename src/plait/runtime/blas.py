@@ -31,7 +31,7 @@ from plait.runtime.cpuinfo import cpu_info
 _ENTRY_POINTS = (("scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"),
                  ("openblas_get_num_threads64_", "openblas_set_num_threads64_"),
                  ("openblas_get_num_threads", "openblas_set_num_threads"))
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()     # reentrant: a product inside another's window changes nothing
 
 
 @functools.lru_cache(maxsize=None)
