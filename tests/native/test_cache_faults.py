@@ -356,9 +356,13 @@ def test_no_compiler_falls_back_to_interp_with_one_warning(tmp_path):
 
 
 def test_sigint_during_a_compile_leaves_the_cache_clean(tmp_path):
-    started = tmp_path / "started"
+    """The first optimized compile holds until this test has sent SIGINT (or 60 s):
+    with a fixed 5 s hold, a loaded CI machine once ran this process's loop late, the
+    compile ended first, and the signal met a process that had exited."""
+    started, sent = tmp_path / "started", tmp_path / "sent"
     cc = _script(tmp_path / "slow-cc", f"""\
-        case "$*" in *-O3*) if [ ! -e {started} ]; then : > {started}; sleep 5; fi;; esac
+        case "$*" in *-O3*) if [ ! -e {started} ]; then : > {started}; i=0
+          while [ ! -e {sent} ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done; fi;; esac
         exec {shutil.which("cc") or shutil.which("gcc")} "$@"
     """)
     cache = tmp_path / "cache"
@@ -381,6 +385,7 @@ def test_sigint_during_a_compile_leaves_the_cache_clean(tmp_path):
         time.sleep(0.02)
     time.sleep(0.2)
     p.send_signal(signal.SIGINT)
+    sent.touch()            # an uninterrupted compile goes on (and the test then fails)
     out, err = p.communicate(timeout=120)
     assert p.returncode == 0, err
     assert "INTERRUPTED" in out and "LEFT []" in out and "OK 1" in out, out + err
