@@ -356,9 +356,11 @@ def test_no_compiler_falls_back_to_interp_with_one_warning(tmp_path):
 
 
 def test_sigint_during_a_compile_leaves_the_cache_clean(tmp_path):
-    """The first optimized compile holds until this test has sent SIGINT (or 60 s):
-    with a fixed 5 s hold, a loaded CI machine once ran this process's loop late, the
-    compile ended first, and the signal met a process that had exited."""
+    """The first optimized compile holds until this test has sent SIGINT (or 60 s), so
+    the signal always arrives during it. The child restores Python's SIGINT handler: a
+    shell without job control starts background commands with SIGINT ignored, and the
+    child inherits that (CI started as `... &` failed here with the compile never
+    interrupted)."""
     started, sent = tmp_path / "started", tmp_path / "sent"
     cc = _script(tmp_path / "slow-cc", f"""\
         case "$*" in *-O3*) if [ ! -e {started} ]; then : > {started}; i=0
@@ -367,6 +369,8 @@ def test_sigint_during_a_compile_leaves_the_cache_clean(tmp_path):
     """)
     cache = tmp_path / "cache"
     code = _PRELUDE + textwrap.dedent("""
+        import signal
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
             check()
             print("NO INTERRUPT")
