@@ -353,6 +353,14 @@ static void pack_a_{x}(int64_t mr, int64_t kc, const {t} *a, int64_t sam, int64_
 /* columns [0, nr) of B (strides sbk, sbn), depth kc -> bp[k * NR + j], columns nr..NR zero */
 static void pack_b_{x}(int64_t nr, int64_t kc, const {t} *b, int64_t sbk, int64_t sbn,
                        {t} *restrict bp) {{
+  if (sbn == 1 && nr == {nr}) {{              /* a whole panel: a fixed-width row copy */
+    for (int64_t k = 0; k < kc; ++k) {{
+      {t} *o = bp + k * {nr}; const {t} *r = b + k * sbk;
+      #pragma GCC unroll {b.vecs}
+      for (int v = 0; v < {b.vecs}; ++v) __builtin_memcpy(o + v * {b.vlen}, r + v * {b.vlen}, {b.vlen * b.size});
+    }}
+    return;
+  }}
   if (sbn == 1) {{
     for (int64_t k = 0; k < kc; ++k) {{
       {t} *o = bp + k * {nr}; const {t} *r = b + k * sbk;
