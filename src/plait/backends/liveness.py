@@ -112,8 +112,8 @@ def peak_bytes(writes: Sequence[Iterable], frees: Sequence[Iterable],
                forwards: Sequence[Mapping | None] | None = None) -> int:
     """Peak bytes held while the steps run: step ``n`` makes a buffer of ``size(k)``
     bytes for each ``k`` in ``writes[n]`` (a value made twice counts once), allocates
-    ``scratch[n]`` more while it runs, then frees ``frees[n]``. A step with
-    ``forwards[n]`` (``{written: read}``) makes no buffer but names its operand's
+    ``scratch[n]`` more while it runs, then frees ``frees[n]``. A value in
+    ``forwards[n]`` (``{written: read}``) gets no buffer but names its operand's
     buffer again: the buffer is freed when its last name is. ``size`` is 0 for what
     is not counted (arguments, outputs, constants)."""
     live = peak = 0
@@ -121,16 +121,14 @@ def peak_bytes(writes: Sequence[Iterable], frees: Sequence[Iterable],
     root: dict = {}        # a forwarded name -> the buffer it names
     refs: dict = {}        # a buffer -> how many live names it has, when more than one
     for n, ks in enumerate(writes):
-        fw = forwards[n] if forwards is not None else None
-        if fw:
-            for out, src in fw.items():
-                b = root[out] = root.get(src, src)
-                refs[b] = refs.get(b, 1) + 1
-        else:
-            for k in ks:
-                if k not in held:
-                    held.add(k)
-                    live += size(k)
+        fw = (forwards[n] if forwards is not None else None) or {}
+        for out, src in fw.items():
+            b = root[out] = root.get(src, src)
+            refs[b] = refs.get(b, 1) + 1
+        for k in ks:
+            if k not in fw and k not in held:
+                held.add(k)
+                live += size(k)
         peak = max(peak, live + (scratch[n] if scratch is not None else 0))
         for k in frees[n]:
             b = root.get(k, k)

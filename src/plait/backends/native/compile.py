@@ -13,6 +13,7 @@ from typing import Sequence
 from plait.backends.native import control  # noqa: F401  (registers the native rules)
 from plait.backends.native import dynslice, fft, gemm, lapack  # noqa: F401  (native rules)
 from plait.backends.native.cprogram import CProgram, CallStep, driver_source, step_buffers
+from plait.backends.native.inplace import buffer_reuses, kept
 from plait.backends.native.launch import Launch, launch
 from plait.backends.native.partition import KernelStep, partition
 from plait.backends.native.plan import HostCall, Plan, build_plan, describe
@@ -47,7 +48,7 @@ class NativeExecutable:
         self.consts = [c._value if hasattr(c, "_value") else np.asarray(c) for c in closed.consts]
         self.n_in = len(closed.graph.invars)
         self.plan: Plan = build_plan(closed.graph, self.consts, prepared.steps, prepared.stripe,
-                                     self.lib, self.pymod)
+                                     self.lib, self.pymod, prepared.reuse)
         self.entry = (ctypes.cast(getattr(self.lib, prepared.entry), ctypes.c_void_p).value
                       if prepared.entry and self.lib is not None else None)
         self._out_buffers = [(tuple(a.aval.shape), np.dtype(a.aval.dtype))
@@ -203,11 +204,12 @@ class NativeExecutable:
         p = self.plan
         first = p.n_consts + p.n_args
         outs = p.output_buffers()
+        aliased = self.alias_plan(donated)
         return {"argument_bytes": sum(p.nbytes(s) for s in range(p.n_consts, first)),
                 "output_bytes": sum(p.nbytes(s) for s in outs),
                 "constant_bytes": sum(c.nbytes for c in self.consts),
-                "peak_temp_bytes": p.peak_temp_bytes(self.prepared.scratch),
-                "alias_bytes": sum(p.nbytes(s) for s in self.alias_plan(donated))}
+                "peak_temp_bytes": p.peak_temp_bytes(self.prepared.scratch, aliased),
+                "alias_bytes": sum(p.nbytes(s) for s in aliased)}
 
     def as_text(self, stage: str = "c") -> str:
         """See :meth:`Prepared.as_text`."""
@@ -232,7 +234,11 @@ class Prepared:
         self.timed = config.profile
         self.target = target = host_target()
         cprog = CProgram(target, dump, self.timed)
-        self.steps = cprog.native_steps(partition(self.closed.graph, target))
+        parts = partition(self.closed.graph, target)
+        pairs, updates = buffer_reuses(self.closed.graph, parts, outputs=True)
+        allowed: dict = {}
+        self.steps = cprog.native_steps(parts, updates, allowed)
+        self.reuse = kept(pairs, self.steps, allowed)   # {value: operand whose buffer it takes}
         self.stripe = cprog.stripe
         self.functions = cprog.functions     # numbered kernels, for failure messages
         self.scratch = cprog.scratch         # name -> peak bytes a C function allocates
@@ -243,7 +249,7 @@ class Prepared:
         if self.native and all(isinstance(s, (KernelStep, CallStep)) for s in self.steps):
             self.entry = "plait_run"
             self.source += ("\n\n" + driver_source("plait_main", closure_convert(self.closed),
-                                               self.steps, self.stripe)
+                                               self.steps, self.stripe, self.reuse)
                             + "\n\nint64_t plait_run(void **ins, void **outs) "
                               "{ return plait_main(ins, outs); }\n")
         if dump:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from plait.backends.liveness import Lifetimes, lifetimes, peak_bytes
-from plait.backends.native.inplace import carry_updates
+from plait.backends.native.inplace import buffer_reuses, carry_updates, kept
 from plait.backends.native.partition import HostStep, KernelStep, partition
 from plait.codegen.c_cpu import render_program, temp_bytes
 from plait.codegen.c_expr import C_TYPES, literal
@@ -167,6 +167,10 @@ class CProgram:
         flat = inline_graph(graph)
         parts = partition(flat, self.target, prefix=f"{name}_")
         checks, updates = carry_updates(flat, parts, carries)
+        # the caller's output buffers may be a carry's input: only intermediates move
+        pairs, more = buffer_reuses(flat, parts, outputs=False)
+        for k, v in more.items():
+            updates[k] = updates.get(k, ()) + v
         allowed: dict = {}
         steps = self.native_steps(parts, updates, allowed)
         if any(isinstance(s, HostStep) for s in steps):
@@ -174,8 +178,9 @@ class CProgram:
             return None
         self.in_place[name] = frozenset(ko for ko, chk in checks.items()
                                         if chk is None or chk[1] in allowed[chk[0]])
-        self.parts.append(driver_source(name, flat, steps, self.stripe))
-        self.scratch[name] = driver_peak(flat, steps, self.stripe, self.scratch)
+        reuse = kept(pairs, steps, allowed)
+        self.parts.append(driver_source(name, flat, steps, self.stripe, reuse))
+        self.scratch[name] = driver_peak(flat, steps, self.stripe, self.scratch, reuse)
         self._graphs[id(graph)] = (graph, name)   # keeps the graph alive for the id
         return name
 
@@ -244,18 +249,43 @@ def _driver_lifetimes(graph: Graph, steps: list, stripe: dict) -> tuple[list, Li
     return writes, lifetimes(reads, writes, keep)
 
 
-def driver_peak(graph: Graph, steps: list, stripe: dict, scratch: dict) -> int:
+def driver_peak(graph: Graph, steps: list, stripe: dict, scratch: dict,
+                reuse: dict | None = None) -> int:
     """Peak bytes ``driver_source``'s function holds: its intermediates (each freed
-    after its last use) plus the scratch of the step running."""
+    after its last use) plus the scratch of the step running; a value ``reuse`` puts
+    in an operand's buffer (``{y: x}``) holds no buffer of its own."""
+    reuse = reuse or {}
     writes, life = _driver_lifetimes(graph, steps, stripe)
+    home = _output_homes(graph, reuse)
     outs = {a for a in graph.outvars if isinstance(a, Var)}
-    return peak_bytes(writes, life.frees, lambda v: 0 if v in outs else max(nbytes(v.aval), 1),
-                      [scratch.get(st.name, 0) for st in steps])
+    return peak_bytes(writes, life.frees,
+                      lambda v: 0 if v in outs or v in home else max(nbytes(v.aval), 1),
+                      [scratch.get(st.name, 0) for st in steps],
+                      [{y: reuse[y] for y in ws if y in reuse} for ws in writes])
 
 
-def driver_source(name: str, graph: Graph, steps: list, stripe: dict) -> str:
+def _output_homes(graph: Graph, reuse: dict) -> dict:
+    """``{x: output index}``: the values ``reuse`` chains into an output, made in that
+    output's buffer (an output is never a reused operand: it outlives every step)."""
+    first_out: dict = {}
+    for k, a in enumerate(graph.outvars):
+        if isinstance(a, Var) and a not in first_out and a not in graph.invars:
+            first_out[a] = k
+    home = {}
+    for y, k in first_out.items():
+        while y in reuse:
+            y = reuse[y]
+            home[y] = k
+    return home
+
+
+def driver_source(name: str, graph: Graph, steps: list, stripe: dict,
+                  reuse: dict | None = None) -> str:
     """``int64_t name(void **ins, void **outs)`` running ``steps``; it returns the first
-    failing step's status (0 on success) after freeing its intermediates."""
+    failing step's status (0 on success) after freeing its intermediates. A value in
+    ``reuse`` (``{y: x}``, :func:`inplace.kept`) is written into its operand's buffer."""
+    reuse = reuse or {}
+    home = _output_homes(graph, reuse)
     body: list[str] = []
     ptr: dict = {}
     for k, v in enumerate(graph.invars):
@@ -279,8 +309,11 @@ def driver_source(name: str, graph: Graph, steps: list, stripe: dict) -> str:
                 else:
                     bufs.append(ptr[a])
             else:
-                if a in first_out:
-                    ptr[a] = f"outs[{first_out[a]}]"
+                if a in first_out or a in home:
+                    ptr[a] = f"outs[{first_out[a] if a in first_out else home[a]}]"
+                elif a in reuse:
+                    ptr[a] = ptr[reuse[a]]
+                    owned[a] = owned.pop(reuse[a])
                 else:
                     tv = f"t{len(temps)}"
                     temps.append(tv)
@@ -293,8 +326,9 @@ def driver_source(name: str, graph: Graph, steps: list, stripe: dict) -> str:
         body.append(f"  {{ void *b[] = {{{', '.join(bufs)}}}; rc = {st.name}(b); }} "
                     f"if (rc) goto done;")
         for v in life.frees[n]:
-            tv = owned.pop(v)
-            body.append(f"  free({tv}); {tv} = NULL;")
+            tv = owned.pop(v, None)     # None: a reused operand, or one in an output
+            if tv is not None:
+                body.append(f"  free({tv}); {tv} = NULL;")
     for k, a in enumerate(graph.outvars):
         if isinstance(a, Literal):
             body.append(f"  {{ {storage_type(a.aval)} l = {c_literal(a)}; "

@@ -1,4 +1,4 @@
-"""Which loop carries a body's driver may write over their old value.
+"""Which buffers a kernel may write over: loop carries' old values and dying operands.
 
 A ``scan`` or ``while`` keeps two buffers per carry and alternates between them, so the
 body reads the old value from one and writes the new value to the other. When the body
@@ -12,7 +12,7 @@ written, and only by the iteration writing it (``stripe.alias.pointwise_update``
 """
 from __future__ import annotations
 
-from plait.backends.native.partition import KernelStep
+from plait.backends.native.partition import HostStep, KernelStep
 from plait.core.graph import Graph, Var
 
 
@@ -57,3 +57,54 @@ def carry_updates(graph: Graph, steps: list, carries: tuple) -> tuple[dict, dict
             checks[ko] = (st.name, out)
             updates.setdefault(st.name, []).append((ins, out))
     return checks, {k: tuple(v) for k, v in updates.items()}
+
+
+def buffer_reuses(graph: Graph, steps: list, outputs: bool) -> tuple[list, dict]:
+    """``(pairs, updates)`` for the partitioned ``steps`` of ``graph``: ``pairs`` lists
+    ``(maker, kernel, x, y)``, the step ``kernel`` writing ``y`` into the buffer of its
+    operand ``x``, which step ``maker`` makes; ``updates`` maps those kernels' names to
+    ``((input buffers, output buffer), ...)`` for ``CProgram.kernel``, which keeps the
+    pairs its optimized Stripe allows (:func:`kept` then drops the rest).
+
+    ``x`` qualifies when an earlier step makes it, the kernel is its last reader, it
+    is neither an argument nor an output, and it has ``y``'s shape and dtype; each
+    ``x`` serves one ``y``, and each ``y`` takes the first of its kernel's operands
+    that qualifies. ``y`` is an intermediate, or with ``outputs`` also a graph output."""
+    maker = {v: n for n, st in enumerate(steps) for v in _writes(st)}
+    last: dict = {}
+    for n, st in enumerate(steps):
+        for v in _reads(st):
+            last[v] = n
+    outs = {v for v in graph.outvars if isinstance(v, Var)}
+    fixed = set(graph.invars) | outs
+    taken: set = set()
+    pairs: list = []
+    updates: dict = {}
+    for w, st in enumerate(steps):
+        if not isinstance(st, KernelStep):
+            continue
+        for ob, y in st.outputs.items():
+            if y in graph.invars or (y in outs and not outputs):
+                continue
+            for x in dict.fromkeys(a for a in st.inputs.values() if isinstance(a, Var)):
+                if (x in fixed or x in taken or maker.get(x, w) >= w or last.get(x) != w
+                        or x.aval.shape != y.aval.shape or x.aval.dtype != y.aval.dtype):
+                    continue
+                ins = tuple(sorted(b for b, a in st.inputs.items() if a is x))
+                pairs.append((maker[x], w, x, y))
+                taken.add(x)
+                updates.setdefault(st.name, []).append((ins, ob))
+                break
+    return pairs, {k: tuple(v) for k, v in updates.items()}
+
+
+def kept(pairs: list, steps: list, allowed: dict) -> dict:
+    """``{y: x}`` of the ``pairs`` (:func:`buffer_reuses`) that hold once ``steps`` are
+    rendered: the kernel's Stripe allows the sharing (``allowed``, by kernel name) and
+    ``x`` comes from native code (a host step's result may be a view or read-only)."""
+    out = {}
+    for m, w, x, y in pairs:
+        ob = next(b for b, v in steps[w].outputs.items() if v is y)
+        if ob in allowed.get(steps[w].name, ()) and not isinstance(steps[m], HostStep):
+            out[y] = x
+    return out

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ctypes
 import math
 from dataclasses import dataclass, replace
-from typing import Callable, Mapping
+from typing import Callable, Collection, Mapping
 
 import numpy as np
 
@@ -40,7 +40,8 @@ def describe(step) -> tuple[str, str]:
 class NativeCall:
     """A call of a generated C function ``int64_t name(void **bufs)``: ``buffers``
     are its buffer slots in C order; ``allocs[i]`` is ``(shape, dtype)`` of the
-    buffer the call writes at position ``i`` (None for an operand it reads).
+    buffer the call writes at position ``i``, or the slot of the dying operand whose
+    buffer it writes into (``inplace.buffer_reuses``), or None for an operand it reads.
     ``pack`` is the ctypes array type the pointers travel in, or None when ``fn``
     is an extension-module function taking the arrays themselves."""
 
@@ -75,6 +76,8 @@ class NativeCall:
                     a = env[s] = np.ascontiguousarray(a)
             elif alias and s in alias:
                 a = env[s] = args[alias[s]]
+            elif isinstance(spec, int):
+                a = env[s] = env[spec]
             else:
                 a = env[s] = alloc(spec[0], spec[1], f"the result buffer of kernel {self.name}")
             arrays.append(a)
@@ -131,7 +134,8 @@ class Plan:
     ``slots`` numbers the values (constants, arguments, then the rest) and holds the
     values known before a call; ``outputs`` are the slots returned; ``last_use``
     maps a slot to the last step reading it and ``made_at`` an output buffer of a
-    native call to the step writing it (for donation, ``alias_plan``)."""
+    native call to the step writing it (for donation, ``alias_plan``: a donated
+    argument it takes wins over the dying operand ``inplace.buffer_reuses`` chose)."""
 
     steps: tuple
     slots: Slots
@@ -150,11 +154,18 @@ class Plan:
         """The slots returned that are buffers (not literals; constants included)."""
         return {s for s in self.outputs if s < self.n_consts or not self.slots.is_fixed(s)}
 
-    def peak_temp_bytes(self, scratch: Mapping[str, int]) -> int:
+    def peak_temp_bytes(self, scratch: Mapping[str, int], aliased: Collection[int] = ()) -> int:
         """Peak bytes of the intermediates (each freed after its last use) plus the
-        ``scratch`` a native call allocates while it runs (``{function name: bytes}``)."""
+        ``scratch`` a native call allocates while it runs (``{function name: bytes}``);
+        ``aliased``: outputs given donated arguments' buffers (:meth:`alias_plan`)."""
         first = self.n_consts + self.n_args          # the first slot a step may write
         outs = self.output_buffers()
+        into = {s: a for st in self.steps if isinstance(st, NativeCall)
+                for s, a in zip(st.buffers, st.allocs) if isinstance(a, int)}
+        for s in outs - set(aliased):               # operands made in an output's buffer
+            while s in into:
+                s = into[s]
+                outs.add(s)
 
         def temp(s: int) -> int:
             return (self.nbytes(s) if s >= first and s not in outs
@@ -163,14 +174,19 @@ class Plan:
                           temp, [scratch.get(st.name, 0) if isinstance(st, NativeCall) else 0
                                  for st in self.steps],
                           [dict(zip(st.writes, st.reads))
-                           if isinstance(st, HostCall) and st.forwards else None
+                           if isinstance(st, HostCall) and st.forwards else
+                           {s: a for s, a in zip(st.buffers, st.allocs) if isinstance(a, int)}
+                           if isinstance(st, NativeCall) else None
                            for st in self.steps])
 
 
-def build_plan(graph, consts: list, steps: list, stripe: dict, lib, pymod) -> Plan:
+def build_plan(graph, consts: list, steps: list, stripe: dict, lib, pymod,
+               reuse: Mapping | None = None) -> Plan:
     """The plan running ``steps`` (partitioned and rendered from ``graph``, whose
     constants are ``consts``) with the functions of ``lib`` (ctypes) or ``pymod``
-    (the extension module over the same shared object, preferred when loaded)."""
+    (the extension module over the same shared object, preferred when loaded); a
+    value in ``reuse`` (``{y: x}``) is written into its operand's buffer."""
+    reuse = reuse or {}
     slots = Slots(graph.constvars, consts, graph.invars)
     avals = {i: v.aval for i, v in enumerate(graph.constvars + graph.invars)}
     made = []
@@ -182,7 +198,8 @@ def build_plan(graph, consts: list, steps: list, stripe: dict, lib, pymod) -> Pl
                 s = slots.read(a) if d == "in" else slots.write(a)
                 avals[s] = a.aval
                 buffers.append(s)
-                allocs.append(None if d == "in" else (a.aval.shape, np.dtype(a.aval.dtype)))
+                allocs.append(None if d == "in" else slots.read(reuse[a]) if a in reuse
+                              else (a.aval.shape, np.dtype(a.aval.dtype)))
             cls = KernelCall if isinstance(st, KernelStep) else RuleCall
             made.append(cls(name, what, _entry(lib, pymod, name), tuple(buffers), tuple(allocs),
                             None if pymod is not None else ctypes.c_void_p * len(buffers)))
