@@ -20,7 +20,8 @@ First calls are reported with cold and warm kernel caches: the run compiles into
 fresh, empty plait kernel cache and TorchInductor cache (temporary directories), then
 runs every row's first calls again in a new process over the caches it filled
 (``--first-calls``: first calls and checks only, printed as JSON). Each row's plait.jit
-is timed both interleaved with its peers and alone (``benchmarks.common.measure``).
+is timed both interleaved with its peers and alone, and so is jax.jit
+(``benchmarks.common.measure``).
 """
 from __future__ import annotations
 
@@ -101,7 +102,8 @@ def header(cfg: Config) -> str:
             f"python {platform.python_version()})\n\npeers: {', '.join(peers)}\n\n"
             f"Times are medians of interleaved runs; (Nx) = system time / plait.jit time, "
             f"so > 1 means plait.jit is faster; plait.jit alone = its calls back to back, "
-            f"(Nx) against its interleaved time. First call = trace + compile + one run, "
+            f"(Nx) against its interleaved time; jax.jit alone = its calls back to back, "
+            f"(Nx) against plait.jit alone. First call = trace + compile + one run, "
             f"cold: kernel caches empty; warm: a new process over the caches this run filled.")
 
 

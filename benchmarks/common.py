@@ -11,10 +11,13 @@ import numpy as np
 
 from benchmarks.harness import after_each, block, compare, fmt_time, optional_import
 
-# Systems in table order; each benchmark fills the ones it has. "plait.jit alone" is
-# plait.jit's calls timed back to back, after the interleaved rounds (see ``measure``).
+# Systems in table order; each benchmark fills the ones it has. "plait.jit alone" and
+# "jax.jit alone" are their calls timed back to back, after the interleaved rounds (see
+# ``measure``).
 SYSTEMS = ("plait.jit", "plait.jit alone", "plait xla", "plait eager", "numpy", "jax.jit",
-           "torch", "torch.compile", "onnxruntime")
+           "jax.jit alone", "torch", "torch.compile", "onnxruntime")
+#: the systems timed alone too, and the column each one's alone time is under
+ALONE = {"plait.jit": "plait.jit alone", "jax.jit": "jax.jit alone"}
 
 
 @dataclass
@@ -209,10 +212,17 @@ def measure(row: Row, candidates: dict[str, Callable[[], object]], cfg: Config) 
     ``plait xla`` and ``torch``, whose first calls initialize its kernels) is the first call
     itself.
 
-    plait.jit is timed twice: interleaved with the other candidates (its column, the
-    base of every ratio) and alone, its calls back to back after the interleaved
-    rounds ("plait.jit alone"; a single run there is a call right after another one).
-    With ``cfg.first_calls_only`` only the first calls are recorded."""
+    plait.jit and jax.jit are timed twice: interleaved with the other candidates
+    (plait.jit's column is the base of every interleaved ratio) and alone, their calls
+    back to back after the interleaved rounds ("plait.jit alone", the base of
+    "jax.jit alone"; a single run there is a call right after another one of its own).
+    Alone is how a training loop runs; interleaved, each call starts right after a
+    peer's, and on the 2-core VMs these numbers come from, work that follows a pause in
+    its own stream runs slower for tens of milliseconds whatever filled the pause (a
+    single-threaded NumPy loop of 4.7 ms steps: its first step after a 70 ms sleep took
+    6.8 ms, the next ones 5.6, 5.3, 5.2; the stax epoch, 66.7 ms right after its own
+    epoch, took 73.5-75.8 after jax.jit's epoch, a sleep, a Python busy loop or a 40 MB
+    sweep alike). With ``cfg.first_calls_only`` only the first calls are recorded."""
     hint, single = {}, []
     for k, f in candidates.items():
         if k not in row.first_call:
@@ -234,8 +244,9 @@ def measure(row: Row, candidates: dict[str, Callable[[], object]], cfg: Config) 
     if rest:
         row.times.update(timed(rest, cfg, {k: hint[k] for k in rest}))
     if "plait.jit" in candidates and len(candidates) > 1:
-        row.times["plait.jit alone"] = _alone(candidates["plait.jit"], cfg, hint["plait.jit"],
-                                              "plait.jit" in single)
+        for k, col in ALONE.items():
+            if k in candidates:
+                row.times[col] = _alone(candidates[k], cfg, hint[k], k in single)
     if single:
         add_note(row, "single run: " + ", ".join(single))
     return row
@@ -287,9 +298,11 @@ def markdown(rows: list[Row]) -> str:
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         cells = [r.workload]
-        base = r.times.get("plait.jit")
         for s in systems:
             t = r.times.get(s)
+            # a peer's alone time against plait.jit's alone time, the rest against plait.jit
+            base = r.times.get(ALONE["plait.jit"] if s in ALONE.values() and s != ALONE["plait.jit"]
+                               else "plait.jit")
             if t is None:
                 cells.append("-")
             elif s == "plait.jit" or base is None:

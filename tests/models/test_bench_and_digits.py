@@ -42,8 +42,19 @@ def test_benchmark_runner_smoke():
     for line in main:
         row = dict(zip(head, _cells(line)))
         assert row["plait.jit alone"].endswith("x)"), row    # a time and its ratio
+        if "jax.jit alone" in row:      # jax.jit alone, against plait.jit alone
+            (pa, _), (ja, ratio) = _time_and_ratio(row["plait.jit alone"]), \
+                _time_and_ratio(row["jax.jit alone"])
+            assert abs(ratio - ja / pa) <= 0.006 + 0.01 * ratio, row
         cold, warm = _cells(line)[first].split(" / ")          # both measured
         assert {cold.split()[1], warm.split()[1]} <= {"ns", "us", "ms", "s"}, line
+
+
+def _time_and_ratio(cell: str) -> tuple[float, float]:
+    """``(seconds, ratio)`` of a table cell such as ``1.23 ms (0.98x)``."""
+    value, unit, ratio = cell.split()
+    scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[unit]
+    return float(value) * scale, float(ratio.strip("()x"))
 
 
 def test_benchmark_runner_rejects_unknown_workload():
