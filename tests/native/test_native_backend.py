@@ -64,6 +64,23 @@ def test_operand_read_twice_and_output_read_again():
     assert float(tt) == (a - b) @ (a - b) and float(aa) == a @ a
 
 
+@pytest.mark.parametrize("axis", [0, 1])
+def test_an_output_divided_by_its_own_sums(axis):
+    """Regression: t = exp(x) (an output) and t / t.mean(axis): the sum over t's rows
+    fused into one loop with the division, which read partial column sums (errors up
+    to 60x for axis 0; axis 1, a sum within each row, was right)."""
+    import plait.numpy as pnp
+
+    def f(x):
+        t = pnp.exp(x)
+        return t / (t.mean(axis=0) if axis == 0 else t.mean(axis=1)[:, None]), t
+    x = np.random.default_rng(3).standard_normal((64, 48)).astype(np.float32)
+    y, t = plait.jit(f, backend="native")(x)
+    e = np.exp(x.astype(np.float64))
+    np.testing.assert_allclose(np.asarray(t), e, rtol=2e-6)
+    np.testing.assert_allclose(np.asarray(y), e / e.mean(axis=axis, keepdims=True), rtol=2e-5)
+
+
 def test_every_stage_prints():
     x = np.ones((4, 4), np.float32)
     c = _native(lambda x: lax.tanh(lax.add(x, x)), x)

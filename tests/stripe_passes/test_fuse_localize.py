@@ -123,6 +123,31 @@ def test_output_read_through_another_view_does_not_fuse():
     assert len(_kernels(p)) == 2
 
 
+def _output_normalized_by_its_column_sums():
+    """T = exp(X), an output, then Y = T / S with S[j] the sum of T's column j: the sum
+    runs over T's rows, so it is complete only after every row."""
+    from plait.tile import TileBuilder, call, variables
+    b = TileBuilder("column_normalized")
+    X = b.input("X", "f32", (6, 5))
+    i, j = variables("i j")
+    T = b.eltwise(b.tensor("T", "f32", (6, 5)), call("exp", X))
+    S = b.contract(b.temp("f32", (5,)), (j,), "add", T[i, j])
+    Y = b.eltwise(b.tensor("Y", "f32", (6, 5)), call("div", T, S))
+    b.output(T, Y)
+    return lower(b.build())
+
+
+def test_a_sum_over_an_outer_loop_is_not_read_in_the_same_loop():
+    """exp and the column sum fuse (one loop over T's elements, the sum accumulating
+    across its rows); fusing the division into that loop through the output T would
+    read S[j] before the later rows are added (native code returned T / T.mean(0)
+    off by up to 60x). The division keeps its own loop."""
+    p = check_passes(_output_normalized_by_its_column_sums(), [("fuse", {}), ("localize", {})])
+    ks = _kernels(p)
+    assert len(ks) == 2
+    assert [r.from_ for r in ks[1].refs if r.dir == "out"] == ["Y"]
+
+
 def test_localized_row_of_softmax_skips_its_fill():
     p = check_passes(softmax(6, 33), [("fuse", {}), ("localize", {}), ("elide_init", {})])
     (k,) = _kernels(p)

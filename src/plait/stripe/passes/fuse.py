@@ -92,6 +92,15 @@ def _strands_innermost(b: Block, keep: set[str]) -> bool:
     return b.idxs[-1].name in keep and not set(b.idx_names) <= keep
 
 
+def _per_iteration(ref, b: Block) -> bool:
+    """Whether every index of ``b`` (the fused block's outer loops) addresses ``ref``, so
+    each iteration touches elements of its own. A view both blocks touch and one writes
+    must be: an ``S`` summing over an outer index into it (a column sum ``T1[j] +=
+    T0[i, j]`` that ``T`` then scales ``T0[i, j]`` by) would have ``T`` read a partial
+    sum, and a ``T`` writing what a later iteration of ``S`` reads would clobber it."""
+    return {ix.name for ix in b.idxs if ix.range > 1} <= ref_vars(ref)
+
+
 class _RefIndex:
     """Where a block's refinements are: positions by parent view, and the view names.
 
@@ -172,6 +181,8 @@ def _fuse(s: Block, si: _RefIndex, t: Block, ti: _RefIndex,
             if not exact:
                 if writes:
                     return None
+            elif writes and not _per_iteration(q, s2):
+                return None
             else:
                 if r.dir in ("out", "inout") and q.dir != "inout" and r.agg != q.agg:
                     return None
