@@ -158,3 +158,66 @@ def test_a_loop_body_reuses_its_intermediates():
     assert body.count("malloc(") == 2                  # the two products; tanh has none
     assert "{ void *b[] = {t0, t0}; rc = g1_k1(b); }" in body
     assert body.index("rc = cf3(b)") < body.index("free(t0); t0 = NULL;")   # freed once read
+
+
+def _random_program(rng: np.random.Generator):
+    """A random chain over ``a @ b`` of products, elementwise steps, reads of a neighbour
+    or a transpose, reductions and values kept for a later step (so some operands die in
+    the kernel reading them and some do not); returns ``f(a, b, c, d)``."""
+    plan = []
+    for _ in range(int(rng.integers(3, 8))):
+        plan.append(str(rng.choice(["tanh", "affine", "relu", "mul_c", "add_c", "square",
+                                    "matmul", "roll", "transpose", "colsum", "keep", "use_kept"])))
+
+    def f(a, b, c, d):
+        h, kept = a @ b, []
+        for op in plan:
+            if op == "tanh":
+                h = pnp.tanh(h)
+            elif op == "affine":
+                h = h * 0.5 + 1.0
+            elif op == "relu":
+                h = pnp.maximum(h, 0.0)
+            elif op == "mul_c":
+                h = h * c
+            elif op == "add_c":
+                h = h + c
+            elif op == "square":
+                h = h * h * 0.1
+            elif op == "matmul":
+                h = h @ d
+            elif op == "roll":
+                h = h - pnp.roll(h, 1, axis=1)
+            elif op == "transpose":
+                h = h + h.T
+            elif op == "colsum":
+                h = h * (h.sum(axis=0) * 0.01)
+            elif op == "keep":
+                kept.append(h)
+            elif kept:
+                h = h + kept.pop()
+        return h
+    return f, plan
+
+
+def test_random_chains_match_the_interpreter():
+    # square operands (64: large enough for the GEMM library), so every step keeps the
+    # shape; 12 programs in one jitted function
+    rng = np.random.default_rng(11)
+    n = 64
+    a, b, c, d = ((rng.standard_normal((n, n)) / np.sqrt(n)).astype(np.float32)
+                  for _ in range(4))
+    programs = [_random_program(rng) for _ in range(12)]
+
+    def batch(a, b, c, d):
+        return [f(a, b, c, d) for f, _ in programs]
+    c_native = _compiled(batch, a, b, c, d)
+    assert _reused(c_native), "no program wrote into a dying operand"
+    want = plait.jit(batch, backend="interp")(a, b, c, d)
+    got = c_native(a, b, c, d)
+    outs, job = c_native.executable.launch(a, b, c, d)
+    job.wait()
+    for (_, plan), g, o, w in zip(programs, got, outs, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-4, atol=1e-4,
+                                   err_msg=str(plan))
+        np.testing.assert_allclose(o, np.asarray(w), rtol=1e-4, atol=1e-4, err_msg=str(plan))
