@@ -12,7 +12,7 @@ then addressed in ``S`` as ``cs*s`` and in ``T`` either as ``ct*t`` with ``ct``
 dividing ``cs`` (``T`` is tiled by ``cs/ct`` along ``t`` and ``t`` is renamed ``s``) or
 by indexes that stay inner in ``T``.  The two outer blocks must then have identical
 index spaces, and every buffer both touch must be addressed identically (exact
-alias) when either writes it.  The fused block runs ``S``'s tile then ``T``'s tile
+alias) and by every outer index when either writes it.  The fused block runs ``S``'s tile then ``T``'s tile
 per iteration; :mod:`.localize` then shrinks ``X`` to one tile.
 
 This fuses elementwise chains split across kernels and a contraction's epilogue
