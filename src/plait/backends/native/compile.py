@@ -235,9 +235,9 @@ class Prepared:
         self.target = target = host_target()
         cprog = CProgram(target, dump, self.timed)
         parts = partition(self.closed.graph, target)
-        pairs, updates = buffer_reuses(self.closed.graph, parts, outputs=True)
+        pairs = buffer_reuses(self.closed.graph, parts, outputs=True)
         allowed: dict = {}
-        self.steps = cprog.native_steps(parts, updates, allowed)
+        self.steps = cprog.native_steps(parts, None, allowed, pairs)
         self.reuse = kept(pairs, self.steps, allowed)   # {value: operand whose buffer it takes}
         self.stripe = cprog.stripe
         self.functions = cprog.functions     # numbered kernels, for failure messages

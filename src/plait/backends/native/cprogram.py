@@ -125,18 +125,26 @@ class CProgram:
         return allowed
 
     def native_steps(self, steps: list, updates: dict | None = None,
-                     allowed: dict | None = None) -> list:
+                     allowed: dict | None = None, reuses: list = ()) -> list:
         """Render kernels; turn host steps with a ``native`` rule into call steps.
-        ``updates`` maps a kernel's name to the pairs :meth:`kernel` is asked about, and
-        ``allowed`` receives what it allows, by kernel name."""
+        ``updates`` maps a kernel's name to the pairs :meth:`kernel` is asked about,
+        ``reuses`` (``inplace.buffer_reuses``) adds a kernel's dying operands whose
+        maker became native code (asking about the others would only cost the
+        kernel its ``restrict``), and ``allowed`` receives what it allows, by kernel
+        name."""
         out = []
         updates = updates or {}
         allowed = {} if allowed is None else allowed
+        dying: dict = {}
+        for m, w, _, _, reads, write in reuses:
+            dying.setdefault(w, []).append((m, (reads, write)))
         progress.phase("Tile -> Stripe -> C", total=sum(isinstance(s, KernelStep) for s in steps))
-        for st in steps:
+        for n, st in enumerate(steps):
             if isinstance(st, KernelStep):
                 t0 = time.perf_counter()
-                allowed[st.name] = self.kernel(st, updates.get(st.name, ()))
+                ask = updates.get(st.name, ()) + tuple(
+                    pair for m, pair in dying.get(n, ()) if not isinstance(out[m], HostStep))
+                allowed[st.name] = self.kernel(st, ask)
                 progress.kernel_done()
                 if config.log_compiles:
                     logging.getLogger("plait").warning(
@@ -168,11 +176,9 @@ class CProgram:
         parts = partition(flat, self.target, prefix=f"{name}_")
         checks, updates = carry_updates(flat, parts, carries)
         # the caller's output buffers may be a carry's input: only intermediates move
-        pairs, more = buffer_reuses(flat, parts, outputs=False)
-        for k, v in more.items():
-            updates[k] = updates.get(k, ()) + v
+        pairs = buffer_reuses(flat, parts, outputs=False)
         allowed: dict = {}
-        steps = self.native_steps(parts, updates, allowed)
+        steps = self.native_steps(parts, updates, allowed, pairs)
         if any(isinstance(s, HostStep) for s in steps):
             self._graphs[id(graph)] = (graph, None)
             return None

@@ -59,12 +59,13 @@ def carry_updates(graph: Graph, steps: list, carries: tuple) -> tuple[dict, dict
     return checks, {k: tuple(v) for k, v in updates.items()}
 
 
-def buffer_reuses(graph: Graph, steps: list, outputs: bool) -> tuple[list, dict]:
-    """``(pairs, updates)`` for the partitioned ``steps`` of ``graph``: ``pairs`` lists
-    ``(maker, kernel, x, y)``, the step ``kernel`` writing ``y`` into the buffer of its
-    operand ``x``, which step ``maker`` makes; ``updates`` maps those kernels' names to
-    ``((input buffers, output buffer), ...)`` for ``CProgram.kernel``, which keeps the
-    pairs its optimized Stripe allows (:func:`kept` then drops the rest).
+def buffer_reuses(graph: Graph, steps: list, outputs: bool) -> list:
+    """``(maker, kernel, x, y, reads, write)`` for the partitioned ``steps`` of ``graph``:
+    the step ``kernel`` may write ``y`` (its output buffer ``write``) into the buffer of
+    its operand ``x`` (its input buffers ``reads``), which step ``maker`` makes, as far
+    as the steps' order shows. ``CProgram.native_steps`` asks the kernel's Stripe about
+    the pairs whose maker turned out native (a host step's result may be a view or
+    read-only), and :func:`kept` keeps those it allowed.
 
     ``x`` qualifies when an earlier step makes it, the kernel is its last reader, it
     is neither an argument nor an output, and it has ``y``'s shape and dtype; each
@@ -79,7 +80,6 @@ def buffer_reuses(graph: Graph, steps: list, outputs: bool) -> tuple[list, dict]
     fixed = set(graph.invars) | outs
     taken: set = set()
     pairs: list = []
-    updates: dict = {}
     for w, st in enumerate(steps):
         if not isinstance(st, KernelStep):
             continue
@@ -91,20 +91,15 @@ def buffer_reuses(graph: Graph, steps: list, outputs: bool) -> tuple[list, dict]
                         or x.aval.shape != y.aval.shape or x.aval.dtype != y.aval.dtype):
                     continue
                 ins = tuple(sorted(b for b, a in st.inputs.items() if a is x))
-                pairs.append((maker[x], w, x, y))
+                pairs.append((maker[x], w, x, y, ins, ob))
                 taken.add(x)
-                updates.setdefault(st.name, []).append((ins, ob))
                 break
-    return pairs, {k: tuple(v) for k, v in updates.items()}
+    return pairs
 
 
 def kept(pairs: list, steps: list, allowed: dict) -> dict:
     """``{y: x}`` of the ``pairs`` (:func:`buffer_reuses`) that hold once ``steps`` are
-    rendered: the kernel's Stripe allows the sharing (``allowed``, by kernel name) and
-    ``x`` comes from native code (a host step's result may be a view or read-only)."""
-    out = {}
-    for m, w, x, y in pairs:
-        ob = next(b for b, v in steps[w].outputs.items() if v is y)
-        if ob in allowed.get(steps[w].name, ()) and not isinstance(steps[m], HostStep):
-            out[y] = x
-    return out
+    rendered: ``x`` comes from native code and the kernel's Stripe allows the sharing
+    (``allowed``, by kernel name)."""
+    return {y: x for m, w, x, y, _, ob in pairs
+            if not isinstance(steps[m], HostStep) and ob in allowed.get(steps[w].name, ())}
