@@ -263,22 +263,20 @@ def driver_peak(graph: Graph, steps: list, stripe: dict, scratch: dict,
     reuse = reuse or {}
     writes, life = _driver_lifetimes(graph, steps, stripe)
     home = _output_homes(graph, reuse)
-    outs = {a for a in graph.outvars if isinstance(a, Var)}
-    return peak_bytes(writes, life.frees,
-                      lambda v: 0 if v in outs or v in home else max(nbytes(v.aval), 1),
+    return peak_bytes(writes, life.frees, lambda v: 0 if v in home else max(nbytes(v.aval), 1),
                       [scratch.get(st.name, 0) for st in steps],
                       [{y: reuse[y] for y in ws if y in reuse} for ws in writes])
 
 
 def _output_homes(graph: Graph, reuse: dict) -> dict:
-    """``{x: output index}``: the values ``reuse`` chains into an output, made in that
-    output's buffer (an output is never a reused operand: it outlives every step)."""
-    first_out: dict = {}
+    """``{value: output index}``: each output a step makes, at its first index, and the
+    values ``reuse`` chains into it, made in that output's buffer (an output is never a
+    reused operand: it outlives every step)."""
+    home: dict = {}
     for k, a in enumerate(graph.outvars):
-        if isinstance(a, Var) and a not in first_out and a not in graph.invars:
-            first_out[a] = k
-    home = {}
-    for y, k in first_out.items():
+        if isinstance(a, Var) and a not in home and a not in graph.invars:
+            home[a] = k
+    for y, k in list(home.items()):
         while y in reuse:
             y = reuse[y]
             home[y] = k
@@ -296,10 +294,6 @@ def driver_source(name: str, graph: Graph, steps: list, stripe: dict,
     ptr: dict = {}
     for k, v in enumerate(graph.invars):
         ptr[v] = f"ins[{k}]"
-    first_out = {}
-    for k, a in enumerate(graph.outvars):
-        if isinstance(a, Var) and a not in first_out and a not in ptr:
-            first_out[a] = k
     _, life = _driver_lifetimes(graph, steps, stripe)
     lits = itertools.count()
     temps: list[str] = []
@@ -315,8 +309,8 @@ def driver_source(name: str, graph: Graph, steps: list, stripe: dict,
                 else:
                     bufs.append(ptr[a])
             else:
-                if a in first_out or a in home:
-                    ptr[a] = f"outs[{first_out[a] if a in first_out else home[a]}]"
+                if a in home:
+                    ptr[a] = f"outs[{home[a]}]"
                 elif a in reuse:
                     ptr[a] = ptr[reuse[a]]
                     owned[a] = owned.pop(reuse[a])
@@ -339,7 +333,7 @@ def driver_source(name: str, graph: Graph, steps: list, stripe: dict,
         if isinstance(a, Literal):
             body.append(f"  {{ {storage_type(a.aval)} l = {c_literal(a)}; "
                         f"memcpy(outs[{k}], &l, sizeof l); }}")
-        elif first_out.get(a) != k:
+        elif home.get(a) != k:
             body.append(f"  memcpy(outs[{k}], {ptr[a]}, {nbytes(a.aval)});")
     lines = [f"PLAIT_DRIVER static int64_t {name}(void **ins, void **outs) {{", "  int64_t rc = 0;"]
     if temps:
